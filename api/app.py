@@ -1,0 +1,44 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from fastapi import FastAPI
+
+from api.metrics import Metrics, ObserveRequests
+from api.problems import install_problem_handlers
+from api.routers import batch, health, memories, observations
+from api.settings import ApiSettings
+from projections.runtime import Runtime
+from projections.writes import CapturePolicy, Writer
+
+__all__ = ["create_app"]
+
+_PROBLEM = {"description": "A problem (RFC 9457)", "content": {"application/problem+json": {}}}
+
+
+def create_app(settings: ApiSettings, runtime: Runtime) -> FastAPI:
+    """Return the HTTP API over an open runtime (the caller owns its lifetime)."""
+    app = FastAPI(
+        title="palimpsest",
+        version="0.1.0",
+        summary="Memory for LLM agents, with provenance, that forgets on purpose.",
+        responses={status: _PROBLEM for status in (400, 401, 403, 404, 409, 413, 422, 503)},
+    )
+    app.state.runtime = runtime
+    app.state.writer = Writer(
+        runtime.log,
+        CapturePolicy(
+            raw_retention=timedelta(hours=settings.raw_retention_hours),
+            transient_retention=timedelta(hours=settings.transient_retention_hours),
+        ),
+        clock=lambda: datetime.now(UTC),
+    )
+    app.state.metrics = Metrics()
+    install_problem_handlers(app)
+    for module in (observations, memories, batch, health):
+        app.include_router(module.router)
+    app.add_middleware(ObserveRequests, metrics=app.state.metrics,
+                       max_request_bytes=settings.max_request_bytes)
+    return app

@@ -1,0 +1,222 @@
+"""The ``palimpsest`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from pydantic import ValidationError
+
+from api.logformat import configure_logging
+from api.settings import ApiSettings
+from domain.errors import ConfigurationError, InvalidInputError, NotFoundError, PalimpsestError
+from domain.role import ROLES
+from projections.access import create_tenant, issue_token
+from projections.embedded import ServeLock
+from projections.errors import DatabaseUnavailableError
+from projections.migrations import EVENTS_TABLE
+from projections.runtime import Runtime, start_runtime
+from projections.settings import DatabaseSettings
+
+__all__ = ["EXIT_DATABASE", "EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_DATABASE = 3
+
+_log = logging.getLogger("palimpsest.cli")
+ADMIN_TOKEN_FILE = "admin-token"
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's own exit would print usage twice
+        raise _UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="palimpsest", description="Memory for LLM agents.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--data-dir", type=Path,
+                        help="embedded data directory (PALIMPSEST_DATA_DIR)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    serve = sub.add_parser("serve", help="migrate, then serve HTTP")
+    serve.add_argument("--host", help="address to bind (PALIMPSEST_HOST, default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (PALIMPSEST_PORT, default 8080)")
+    sub.add_parser("migrate", help="apply schema migrations")
+    sub.add_parser("config", help="print the effective settings, secrets masked")
+    tenant = sub.add_parser("tenant", help="manage tenants")
+    tenant_sub = tenant.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    create = tenant_sub.add_parser("create", help="create a tenant; prints its id and admin token")
+    create.add_argument("name")
+    create.add_argument("--admin", default="admin", help="name of the admin principal")
+    token = sub.add_parser("token", help="manage tokens")
+    token_sub = token.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    token_create = token_sub.add_parser("create", help="issue a token to a principal")
+    token_create.add_argument("--tenant", required=True, type=_uuid, help="tenant id")
+    token_create.add_argument("--principal", required=True, help="principal name")
+    token_create.add_argument("--role", required=True, choices=ROLES)
+    return parser
+
+
+def _uuid(value: str) -> UUID:
+    try:
+        return UUID(value)
+    except ValueError:
+        msg = f"{value!r} is not a tenant id (a UUID)"
+        raise argparse.ArgumentTypeError(msg) from None
+
+
+def _settings_error(e: ValidationError) -> str:
+    first = e.errors()[0]
+    name = "_".join(str(p) for p in first["loc"]).upper()
+    variable = name if name == "DATABASE_URL" else f"PALIMPSEST_{name}"
+    shown = first.get("input")
+    if "url" in name.lower() or "password" in name.lower():
+        shown = "<hidden>"
+    return f"{variable}={shown!r} is invalid: {first['msg']}"
+
+
+def _masked_url(settings: DatabaseSettings) -> str | None:
+    if settings.database_url is None:
+        return None
+    from psycopg.conninfo import conninfo_to_dict
+
+    params = conninfo_to_dict(settings.database_url.get_secret_value())
+    if params.get("password"):
+        params["password"] = "********"
+    return " ".join(f"{k}={v}" for k, v in sorted(params.items()))
+
+
+def _print_config(db: DatabaseSettings, api: ApiSettings) -> None:
+    shown = {**db.model_dump(mode="json"), **api.model_dump(mode="json")}
+    shown["database_url"] = _masked_url(db)
+    shown["embedded"] = db.embedded
+    print(json.dumps(shown, indent=2, sort_keys=True))
+
+
+def _bootstrap_default_tenant(runtime: Runtime, data_dir: Path) -> None:
+    """On the first serve of an empty embedded store, create tenant ``default``."""
+    token_file = data_dir / ADMIN_TOKEN_FILE
+    with runtime.database.owner_connection() as conn:
+        row = conn.execute(
+            f'SELECT count(*) FROM "{runtime.database.schema}"."{EVENTS_TABLE}"'
+        ).fetchone()
+    if token_file.exists() or (row is not None and row[0] > 0):
+        return
+    issued = create_tenant(runtime.log, "default")
+    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(issued.token + "\n")
+    print(f"created tenant 'default' ({issued.tenant_id})", file=sys.stderr)
+    print(f"admin token (shown once, also saved to {token_file}):", file=sys.stderr)
+    print(issued.token, file=sys.stderr)
+
+
+def _serve(db: DatabaseSettings, api: ApiSettings) -> int:
+    import uvicorn
+
+    from api.app import create_app
+
+    lock = ServeLock(db.data_dir) if db.embedded else None
+    if lock is not None:
+        lock.acquire()
+    # SIGTERM must run atexit handlers, or the embedded PostgreSQL outlives us.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        runtime = start_runtime(db, progress=lambda line: _log.info(line))
+        try:
+            if db.embedded:
+                _bootstrap_default_tenant(runtime, db.data_dir)
+            app = create_app(api, runtime)
+            _log.info("serving", extra={"host": api.host, "port": api.port,
+                                        "embedded": db.embedded})
+            uvicorn.run(app, host=api.host, port=api.port, log_config=None,
+                        access_log=False)
+        finally:
+            runtime.close()
+    finally:
+        if lock is not None:
+            lock.release()
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    overrides: dict[str, Any] = {}
+    if args.data_dir is not None:
+        overrides["data_dir"] = args.data_dir
+    db = DatabaseSettings(**overrides)
+    api_overrides = {k: v for k in ("host", "port") if (v := getattr(args, k, None)) is not None}
+    api = ApiSettings(**api_overrides)
+    configure_logging("DEBUG" if args.debug else api.log_level)
+    if args.command == "config":
+        _print_config(db, api)
+        return EXIT_OK
+    if args.command == "serve":
+        return _serve(db, api)
+    runtime = start_runtime(db, progress=lambda line: print(line, file=sys.stderr))
+    try:
+        if args.command == "migrate":
+            print("schema is current", file=sys.stderr)
+        elif args.command == "tenant":
+            issued = create_tenant(runtime.log, args.name, args.admin)
+            print(json.dumps({"tenant_id": str(issued.tenant_id), "principal": issued.principal_name,
+                              "role": issued.role, "token": issued.token}))
+        elif args.command == "token":
+            issued = issue_token(runtime.log, args.tenant, args.principal, args.role)
+            print(json.dumps({"tenant_id": str(issued.tenant_id), "principal": issued.principal_name,
+                              "principal_id": str(issued.principal_id), "role": issued.role,
+                              "token": issued.token}))
+    finally:
+        runtime.close()
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return its exit code."""
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    # pgserver imports platformdirs, which warns when XDG_RUNTIME_DIR is unset.
+    warnings.filterwarnings("ignore", module="platformdirs")
+    try:
+        args = _parser().parse_args(argv)
+        return _run(args)
+    except _UsageError as e:
+        print(f"palimpsest: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except ValidationError as e:
+        print(f"palimpsest: error: {_settings_error(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except (InvalidInputError, NotFoundError, ConfigurationError) as e:
+        if debug:
+            raise
+        print(f"palimpsest: error: {e}", file=sys.stderr)
+        return EXIT_FAILURE if not isinstance(e, ConfigurationError) else EXIT_DATABASE
+    except DatabaseUnavailableError as e:
+        if debug:
+            raise
+        print(f"palimpsest: error: {e}", file=sys.stderr)
+        return EXIT_DATABASE
+    except PalimpsestError as e:
+        if debug:
+            raise
+        print(f"palimpsest: error: {e}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

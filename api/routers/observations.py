@@ -1,0 +1,42 @@
+"""``/v1/observations``: capture raw reports and read them back."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from fastapi import APIRouter, Request, Response
+
+from api.deps import CallerDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
+from api.schemas import ObservationCreate, ObservationCreated, ObservationPublic
+from projections.reads import observation_content, observation_metadata
+
+router = APIRouter(prefix="/v1/observations", tags=["observations"])
+
+
+@router.post("", status_code=201, response_model=ObservationCreated)
+def create_observation(
+    body: ObservationCreate, request: Request, response: Response,
+    caller: CallerDep, writer: WriterDep, key: IdempotencyKeyDep,
+) -> dict[str, Any]:
+    """Capture an observation. Its bytes go to the payload store; its event keeps only
+    the digest, size, media type, source, capture time and retention deadline (fixed now:
+    30 days for raw observations, 24 hours when `transient`, by default)."""
+    return perform_write(request, response, writer, caller, key, body)
+
+
+@router.get("/{observation_id}", response_model=ObservationPublic)
+def read_observation(observation_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+    """Return an observation's metadata."""
+    return observation_metadata(runtime.log, caller.tenant_id, observation_id)
+
+
+@router.get("/{observation_id}/content", response_class=Response,
+            responses={200: {"content": {"text/plain": {}}}})
+def read_observation_content(observation_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> Response:
+    """Return an observation's bytes, with the media type it was captured with."""
+    found = observation_content(runtime.log, caller.tenant_id, observation_id)
+    media_type = found.media_type
+    if media_type.startswith("text/"):
+        media_type += "; charset=utf-8"
+    return Response(found.content, media_type=media_type)

@@ -1,0 +1,210 @@
+"""Typed request and response bodies of the HTTP API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+from uuid import UUID
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+
+from domain.edge import EdgeKind
+from domain.limits import MAX_BATCH_ITEMS, MAX_EVIDENCE_ITEMS, MAX_LABEL_CHARS
+from domain.memory import MemoryType
+
+__all__ = [
+    "BatchCreate",
+    "BatchItem",
+    "BatchPublic",
+    "EdgeCreate",
+    "EdgeCreated",
+    "EvidenceIn",
+    "MemoryCreate",
+    "MemoryCreated",
+    "MemoryVersionsPublic",
+    "ObservationCreate",
+    "ObservationCreated",
+    "ObservationPublic",
+    "VersionCreate",
+    "VersionCreated",
+    "VersionPublic",
+]
+
+# No control characters: labels end up in logs, filters and exports.
+Label = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_LABEL_CHARS, pattern=r"^[^\x00-\x1f\x7f]+$"),
+]
+MediaType = Annotated[str, StringConstraints(
+    max_length=MAX_LABEL_CHARS, pattern=r"^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$",
+)]
+BatchRef = Annotated[str, StringConstraints(pattern=r"^\$[0-9]{1,4}$")]
+"""``"$N"``: inside a batch, the id produced by item N (counting from 0)."""
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EvidenceIn(_Body):
+    """An excerpt ``[start, end)`` of an observation, in Unicode code points."""
+
+    observation_id: UUID | BatchRef
+    start: int = Field(ge=0)
+    end: int = Field(ge=1)
+
+
+class ObservationCreate(_Body):
+    """A raw report to capture. Content is text, at most 1 MiB as UTF-8."""
+
+    content: str
+    media_type: MediaType = "text/plain"
+    source: Label | None = None
+    captured_at: AwareDatetime | None = None
+    transient: bool = False
+
+
+class ObservationCreated(BaseModel):
+    """Where the observation landed in the log, and when its bytes expire."""
+
+    id: UUID
+    position: int
+    retention_deadline: datetime
+
+
+class ObservationPublic(BaseModel):
+    """An observation's metadata (its content is at ``/content``)."""
+
+    id: UUID
+    digest: str
+    size_bytes: int
+    media_type: str
+    source: str | None
+    captured_at: datetime
+    transient: bool
+    retention_deadline: datetime
+    principal_id: UUID
+    position: int
+    recorded_at: datetime
+
+
+class _Claim(_Body):
+    content: str = Field(description="The claim's text, at most 64 KiB as UTF-8.")
+    evidence: list[EvidenceIn] = Field(default_factory=list, max_length=MAX_EVIDENCE_ITEMS)
+    model_id: Label | None = Field(default=None, description="The model that proposed it, if any.")
+    trust: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+class MemoryCreate(_Claim):
+    """A new memory and its first version."""
+
+    type: MemoryType
+    scope: Label
+    project: Label | None = None
+    topic: Label | None = None
+
+
+class MemoryCreated(BaseModel):
+    """The new memory, its first version, and the log position of the write."""
+
+    id: UUID
+    version_id: UUID
+    position: int
+
+
+class VersionCreate(_Claim):
+    """A revision of an existing memory."""
+
+
+class VersionCreated(BaseModel):
+    """The new version and the log position of the write."""
+
+    memory_id: UUID
+    version_id: UUID
+    position: int
+
+
+class EdgeCreate(_Body):
+    """An edge from the memory in the path to ``target_id``."""
+
+    kind: EdgeKind
+    target_id: UUID | BatchRef
+
+
+class EdgeCreated(BaseModel):
+    """The new edge and the log position of the write."""
+
+    id: UUID
+    memory_id: UUID
+    kind: EdgeKind
+    target_id: UUID
+    position: int
+
+
+class EvidencePublic(BaseModel):
+    """A cited excerpt, by reference and digest."""
+
+    observation_id: UUID
+    start: int
+    end: int
+    excerpt_digest: str
+
+
+class VersionPublic(BaseModel):
+    """One recorded version of a memory, with its content."""
+
+    version_id: UUID
+    number: int
+    content: str | None
+    content_digest: str
+    size_bytes: int
+    evidence: list[EvidencePublic]
+    principal_id: UUID
+    position: int
+    recorded_at: datetime
+
+
+class MemoryVersionsPublic(BaseModel):
+    """A memory's recorded attributes and all its versions, oldest first."""
+
+    id: UUID
+    type: MemoryType
+    scope: str
+    project: str | None
+    topic: str | None
+    versions: list[VersionPublic]
+
+
+class _ObservationItem(ObservationCreate):
+    op: Literal["create_observation"]
+
+
+class _MemoryItem(MemoryCreate):
+    op: Literal["create_memory"]
+
+
+class _VersionItem(VersionCreate):
+    op: Literal["add_version"]
+    memory_id: UUID | BatchRef
+
+
+class _EdgeItem(EdgeCreate):
+    op: Literal["add_edge"]
+    memory_id: UUID | BatchRef
+
+
+BatchItem = Annotated[
+    _ObservationItem | _MemoryItem | _VersionItem | _EdgeItem, Field(discriminator="op")
+]
+
+
+class BatchCreate(_Body):
+    """Up to 1,000 writes applied all-or-nothing; ``"$N"`` names item N's id."""
+
+    items: list[BatchItem] = Field(min_length=1, max_length=MAX_BATCH_ITEMS)
+
+
+class BatchPublic(BaseModel):
+    """One result per item, in order (each as its single-write endpoint returns it)."""
+
+    results: list[dict[str, object]]

@@ -1,0 +1,58 @@
+"""Translation of validated request bodies into write specs."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel
+
+from api.schemas import (
+    BatchCreate,
+    EdgeCreate,
+    EvidenceIn,
+    MemoryCreate,
+    ObservationCreate,
+    VersionCreate,
+)
+from projections.writes import (
+    EdgeSpec,
+    EvidenceSpec,
+    MemorySpec,
+    ObservationSpec,
+    Ref,
+    VersionSpec,
+    WriteSpec,
+)
+
+__all__ = ["to_specs"]
+
+
+def _id(value: UUID | str) -> UUID | Ref:
+    return value if isinstance(value, UUID) else Ref(int(value[1:]))
+
+
+def _evidence(items: list[EvidenceIn]) -> tuple[EvidenceSpec, ...]:
+    return tuple(EvidenceSpec(_id(e.observation_id), e.start, e.end) for e in items)
+
+
+def _spec(body: BaseModel, path_ids: dict[str, Any]) -> WriteSpec:
+    if isinstance(body, ObservationCreate):
+        return ObservationSpec(body.content, body.media_type, body.source, body.captured_at,
+                               body.transient)
+    if isinstance(body, MemoryCreate):
+        return MemorySpec(body.type, body.scope, body.project, body.topic, body.content,
+                          _evidence(body.evidence), body.model_id, body.trust)
+    memory_id = _id(path_ids.get("memory_id") or body.memory_id)  # type: ignore[attr-defined]
+    if isinstance(body, VersionCreate):
+        return VersionSpec(memory_id, body.content, _evidence(body.evidence), body.model_id,
+                           body.trust)
+    assert isinstance(body, EdgeCreate)
+    return EdgeSpec(memory_id, body.kind, _id(body.target_id))
+
+
+def to_specs(body: BaseModel, path_ids: dict[str, Any]) -> list[WriteSpec]:
+    """Return the write specs a request body stands for, in order."""
+    if isinstance(body, BatchCreate):
+        return [_spec(item, {}) for item in body.items]
+    return [_spec(body, path_ids)]

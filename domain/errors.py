@@ -1,0 +1,84 @@
+"""Errors raised by palimpsest.
+
+Every exception palimpsest defines descends from :class:`PalimpsestError`::
+
+    PalimpsestError
+    ├── InvalidInputError            bad input that passed schema validation
+    │   ├── ContentTooLargeError
+    │   ├── EvidenceOutOfRangeError
+    │   └── EdgeNotAllowedError
+    ├── NotFoundError                unknown id, or an id of another tenant
+    ├── ConflictError
+    │   ├── IdempotencyKeyReusedError
+    │   └── EdgeExistsError
+    ├── AuthenticationError          missing, malformed or unknown token
+    ├── PermissionDeniedError        the token's role may not do this
+    └── ConfigurationError           a setting is missing or invalid
+
+Persistence errors subclass these in ``projections/errors.py``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationError",
+    "ConfigurationError",
+    "ConflictError",
+    "ContentTooLargeError",
+    "EdgeExistsError",
+    "EdgeNotAllowedError",
+    "EvidenceOutOfRangeError",
+    "IdempotencyKeyReusedError",
+    "InvalidInputError",
+    "NotFoundError",
+    "PalimpsestError",
+    "PermissionDeniedError",
+]
+
+
+class PalimpsestError(Exception):
+    """Raised for any failure that palimpsest itself detects."""
+
+
+class InvalidInputError(PalimpsestError):
+    """Raised when a request is well-formed but its values break a rule."""
+
+
+class ContentTooLargeError(InvalidInputError):
+    """Raised when content exceeds the documented size limit."""
+
+
+class EvidenceOutOfRangeError(InvalidInputError):
+    """Raised when evidence offsets fall outside the observation's content."""
+
+
+class EdgeNotAllowedError(InvalidInputError):
+    """Raised when an edge kind is not allowed between two memories."""
+
+
+class NotFoundError(PalimpsestError):
+    """Raised when an id is unknown to the caller's tenant."""
+
+
+class ConflictError(PalimpsestError):
+    """Raised when a request conflicts with what is already recorded."""
+
+
+class IdempotencyKeyReusedError(ConflictError):
+    """Raised when an Idempotency-Key is reused with a different request."""
+
+
+class EdgeExistsError(ConflictError):
+    """Raised when the same edge between two memories is added twice."""
+
+
+class AuthenticationError(PalimpsestError):
+    """Raised when a request carries no valid bearer token."""
+
+
+class PermissionDeniedError(PalimpsestError):
+    """Raised when the caller's role does not allow the operation."""
+
+
+class ConfigurationError(PalimpsestError):
+    """Raised when a setting is missing or has an invalid value."""

@@ -1,0 +1,229 @@
+"""The ``Memory`` aggregate: a focused claim, its versions, support and edges."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+from uuid import UUID, uuid4
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.edge import check_edge
+from domain.errors import EdgeExistsError, InvalidInputError
+from domain.evidence import Excerpt
+
+__all__ = ["MEMORY_TYPES", "Memory", "MemoryType", "VersionRecord"]
+
+MemoryType = Literal["fact", "preference", "decision", "blocker", "event", "note"]
+MEMORY_TYPES: tuple[MemoryType, ...] = get_args(MemoryType)
+
+
+@dataclass(frozen=True)
+class VersionRecord:
+    """One immutable content revision, as the aggregate remembers it."""
+
+    version_id: UUID
+    content_digest: str
+    size_bytes: int
+    excerpts: tuple[Excerpt, ...]
+    principal_id: UUID
+    position_in_memory: int
+
+
+class Memory(Aggregate):
+    """A typed claim with scope and project; content lives in the payload store."""
+
+    TOPIC = "palimpsest:Memory"
+
+    class Created(Aggregate.Created):
+        """A memory was created (``MemoryCreated``); its first version follows."""
+
+        TOPIC = "palimpsest:MemoryCreated"
+        tenant_id: UUID
+        memory_type: str
+        scope: str
+        project: str | None
+        topic: str | None
+        principal_id: UUID
+
+    class VersionRecorded(Aggregate.Event):
+        """A content revision was recorded, formed from cited excerpts."""
+
+        TOPIC = "palimpsest:VersionRecorded"
+        version_id: UUID
+        content_digest: str
+        size_bytes: int
+        excerpts: list[dict[str, Any]]
+        principal_id: UUID
+
+    class ContributionAdded(Aggregate.Event):
+        """An excerpt was recorded as support for a version, by a proposer."""
+
+        TOPIC = "palimpsest:ContributionAdded"
+        contribution_id: UUID
+        version_id: UUID
+        excerpt: dict[str, Any]
+        proposer_id: UUID
+        model_id: str | None
+        trust: float
+        principal_id: UUID
+
+    class EdgeAdded(Aggregate.Event):
+        """An edge from this memory to another was recorded."""
+
+        TOPIC = "palimpsest:EdgeAdded"
+        edge_id: UUID
+        kind: str
+        target_id: UUID
+        principal_id: UUID
+
+    @event(Created)
+    def __init__(
+        self,
+        tenant_id: UUID,
+        memory_type: str,
+        scope: str,
+        project: str | None,
+        topic: str | None,
+        principal_id: UUID,
+    ) -> None:
+        self.tenant_id = tenant_id
+        self.memory_type = memory_type
+        self.scope = scope
+        self.project = project
+        self.topic = topic
+        self.principal_id = principal_id
+        self.versions: list[VersionRecord] = []
+        self.edges: dict[tuple[str, UUID], UUID] = {}
+        self.contribution_count = 0
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        tenant_id: UUID,
+        memory_type: str,
+        scope: str,
+        project: str | None,
+        topic: str | None,
+        principal_id: UUID,
+    ) -> Memory:
+        """Create a memory after checking its type.
+
+        Raises:
+            InvalidInputError: the type is not one of :data:`MEMORY_TYPES`.
+        """
+        if memory_type not in MEMORY_TYPES:
+            msg = f"unknown memory type {memory_type!r}; expected one of {', '.join(MEMORY_TYPES)}"
+            raise InvalidInputError(msg)
+        return cls(
+            tenant_id=tenant_id,
+            memory_type=memory_type,
+            scope=scope,
+            project=project,
+            topic=topic,
+            principal_id=principal_id,
+        )
+
+    def record_version(
+        self,
+        *,
+        content_digest: str,
+        size_bytes: int,
+        excerpts: tuple[Excerpt, ...],
+        principal_id: UUID,
+        model_id: str | None,
+        trust: float,
+    ) -> UUID:
+        """Record a new version and one contribution per cited excerpt.
+
+        The caller is the proposer of every contribution it adds here.
+
+        Returns:
+            The new version's id.
+
+        Raises:
+            InvalidInputError: ``trust`` is outside ``[0, 1]``.
+        """
+        if not 0.0 <= trust <= 1.0:
+            msg = f"trust must be between 0 and 1, got {trust}"
+            raise InvalidInputError(msg)
+        version_id = uuid4()
+        self._version_recorded(
+            version_id=version_id,
+            content_digest=content_digest,
+            size_bytes=size_bytes,
+            excerpts=[e.as_event_value() for e in excerpts],
+            principal_id=principal_id,
+        )
+        for excerpt in excerpts:
+            self._contribution_added(
+                contribution_id=uuid4(),
+                version_id=version_id,
+                excerpt=excerpt.as_event_value(),
+                proposer_id=principal_id,
+                model_id=model_id,
+                trust=trust,
+                principal_id=principal_id,
+            )
+        return version_id
+
+    @event(VersionRecorded)
+    def _version_recorded(
+        self,
+        version_id: UUID,
+        content_digest: str,
+        size_bytes: int,
+        excerpts: list[dict[str, Any]],
+        principal_id: UUID,
+    ) -> None:
+        self.versions.append(
+            VersionRecord(
+                version_id=version_id,
+                content_digest=content_digest,
+                size_bytes=size_bytes,
+                excerpts=tuple(Excerpt.from_event_value(e) for e in excerpts),
+                principal_id=principal_id,
+                position_in_memory=len(self.versions) + 1,
+            )
+        )
+
+    @event(ContributionAdded)
+    def _contribution_added(
+        self,
+        contribution_id: UUID,
+        version_id: UUID,
+        excerpt: dict[str, Any],
+        proposer_id: UUID,
+        model_id: str | None,
+        trust: float,
+        principal_id: UUID,
+    ) -> None:
+        self.contribution_count += 1
+
+    def add_edge(self, kind: str, target: Memory, *, principal_id: UUID) -> UUID:
+        """Record an edge from this memory to ``target``.
+
+        Returns:
+            The new edge's id.
+
+        Raises:
+            EdgeNotAllowedError: see :func:`domain.edge.check_edge`.
+            EdgeExistsError: the same kind of edge to ``target`` already exists.
+        """
+        check_edge(
+            kind,
+            source_type=self.memory_type,
+            target_type=target.memory_type,
+            same_memory=target.id == self.id,
+        )
+        if (kind, target.id) in self.edges:
+            msg = f"memory {self.id} already has a {kind!r} edge to {target.id}"
+            raise EdgeExistsError(msg)
+        edge_id = uuid4()
+        self._edge_added(edge_id=edge_id, kind=kind, target_id=target.id, principal_id=principal_id)
+        return edge_id
+
+    @event(EdgeAdded)
+    def _edge_added(self, edge_id: UUID, kind: str, target_id: UUID, principal_id: UUID) -> None:
+        self.edges[(kind, target_id)] = edge_id

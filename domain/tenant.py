@@ -1,0 +1,104 @@
+"""The ``Tenant`` aggregate: an isolated account, its principals and their tokens."""
+
+from __future__ import annotations
+
+from uuid import UUID, uuid5
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.errors import InvalidInputError
+from domain.role import ROLES
+
+__all__ = ["Tenant", "principal_id_for"]
+
+
+def principal_id_for(tenant_id: UUID, name: str) -> UUID:
+    """Return the stable id of the principal called ``name`` in a tenant."""
+    return uuid5(tenant_id, f"principal:{name}")
+
+
+class Tenant(Aggregate):
+    """An isolated account. Tokens are recorded by digest, never in clear."""
+
+    TOPIC = "palimpsest:Tenant"
+
+    class Created(Aggregate.Created):
+        """A tenant was created (``TenantCreated``)."""
+
+        TOPIC = "palimpsest:TenantCreated"
+        name: str
+        principal_id: UUID
+
+    class PrincipalRegistered(Aggregate.Event):
+        """A named principal (agent, person, operator, judge) joined the tenant."""
+
+        TOPIC = "palimpsest:PrincipalRegistered"
+        registered_id: UUID
+        name: str
+        principal_id: UUID
+
+    class TokenIssued(Aggregate.Event):
+        """A bearer token was issued to a principal with a role."""
+
+        TOPIC = "palimpsest:TokenIssued"
+        token_id: UUID
+        holder_id: UUID
+        role: str
+        token_digest: str
+        principal_id: UUID
+
+    @event(Created)
+    def __init__(self, id: UUID, name: str, principal_id: UUID) -> None:  # noqa: A002
+        self.name = name
+        self.principals: dict[UUID, str] = {}
+        self.token_digests: set[str] = set()
+
+    @classmethod
+    def create(cls, tenant_id: UUID, name: str, admin_name: str) -> Tenant:
+        """Create a tenant and register its first principal, who caused it."""
+        tenant = cls(id=tenant_id, name=name, principal_id=principal_id_for(tenant_id, admin_name))
+        tenant.register_principal(admin_name, principal_id=principal_id_for(tenant_id, admin_name))
+        return tenant
+
+    def principal_ids(self) -> list[UUID]:
+        """Return registered principal ids, first registered first."""
+        return list(self.principals)
+
+    def register_principal(self, name: str, *, principal_id: UUID) -> UUID:
+        """Register ``name`` if new; return its id either way."""
+        registered_id = principal_id_for(self.id, name)
+        if registered_id not in self.principals:
+            self._registered(registered_id=registered_id, name=name, principal_id=principal_id)
+        return registered_id
+
+    @event(PrincipalRegistered)
+    def _registered(self, registered_id: UUID, name: str, principal_id: UUID) -> None:
+        self.principals[registered_id] = name
+
+    def issue_token(
+        self, token_id: UUID, holder_id: UUID, role: str, token_digest: str, *, principal_id: UUID
+    ) -> None:
+        """Record a new token for a registered principal.
+
+        Raises:
+            InvalidInputError: the role is unknown or the holder is not registered.
+        """
+        if role not in ROLES:
+            msg = f"unknown role {role!r}; expected one of {', '.join(ROLES)}"
+            raise InvalidInputError(msg)
+        if holder_id not in self.principals:
+            msg = f"principal {holder_id} is not registered in tenant {self.id}"
+            raise InvalidInputError(msg)
+        self._issued(
+            token_id=token_id,
+            holder_id=holder_id,
+            role=role,
+            token_digest=token_digest,
+            principal_id=principal_id,
+        )
+
+    @event(TokenIssued)
+    def _issued(
+        self, token_id: UUID, holder_id: UUID, role: str, token_digest: str, principal_id: UUID
+    ) -> None:
+        self.token_digests.add(token_digest)

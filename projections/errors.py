@@ -1,0 +1,33 @@
+"""Persistence errors, translated once from driver and library exceptions."""
+
+from __future__ import annotations
+
+from domain.errors import ConfigurationError, ConflictError, PalimpsestError
+
+__all__ = [
+    "ConcurrentWriteError",
+    "DatabaseUnavailableError",
+    "DataDirectoryInUseError",
+    "PgvectorMissingError",
+    "SchemaTooNewError",
+]
+
+
+class DatabaseUnavailableError(PalimpsestError):
+    """Raised when PostgreSQL cannot be reached or refuses the connection."""
+
+
+class PgvectorMissingError(ConfigurationError):
+    """Raised when the configured PostgreSQL has no pgvector extension."""
+
+
+class SchemaTooNewError(ConfigurationError):
+    """Raised when the database was migrated by a newer palimpsest than this one."""
+
+
+class DataDirectoryInUseError(ConfigurationError):
+    """Raised when another ``palimpsest serve`` already runs on the data directory."""
+
+
+class ConcurrentWriteError(ConflictError):
+    """Raised when a write kept losing races with other writers of the same memory."""

@@ -1,0 +1,174 @@
+"""The event log: the eventsourcing application and its tenant-scoped recorder.
+
+Every insert transaction also writes exactly what must be atomic with the
+events: the payload rows they reference, token rows for ``TokenIssued``, and
+the idempotency record of the request that caused them. Nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from eventsourcing.application import Application
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder
+from psycopg.types.json import Jsonb
+
+from projections._tenancy import current_tenant, set_tenant
+
+if TYPE_CHECKING:
+    from eventsourcing.postgres import PostgresDatastore
+    from psycopg import Cursor
+
+__all__ = ["EventLog", "IdempotencyRecord", "TenantScopedRecorder", "TokenRow", "WriteContext"]
+
+Positions = Mapping[tuple[UUID, int], int]
+"""Log position of each written event, by (aggregate id, aggregate version)."""
+
+
+@dataclass(frozen=True)
+class TokenRow:
+    """A token's lookup row, written with its ``TokenIssued`` event."""
+
+    token_digest: str
+    token_id: UUID
+    principal_id: UUID
+    principal_name: str
+    role: str
+
+
+@dataclass(frozen=True)
+class IdempotencyRecord:
+    """The request an ``Idempotency-Key`` stands for, and how to render its response."""
+
+    principal_id: UUID
+    key: str
+    request_digest: str
+    status_code: int
+    render: Callable[[Positions], dict[str, Any]]
+
+
+@dataclass
+class WriteContext:
+    """What one insert transaction writes besides the events."""
+
+    tenant_id: UUID
+    payloads: dict[str, bytes] = field(default_factory=dict)
+    tokens: list[TokenRow] = field(default_factory=list)
+    idempotency: IdempotencyRecord | None = None
+    response: dict[str, Any] | None = None
+
+
+class TenantScopedRecorder(PostgresApplicationRecorder):
+    """An application recorder that runs every statement for one tenant.
+
+    Inserts require a ``write=WriteContext`` keyword (passed through
+    ``Application.save``): without it there is no tenant, and the events
+    table's ``tenant_id`` default is NULL, so the insert fails. Reads of an
+    aggregate's events run in a transaction set to :func:`current_tenant`,
+    so another tenant's aggregate is simply not found.
+    """
+
+    def _insert_events(
+        self, curs: Cursor[Any], stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> None:
+        write: WriteContext | None = kwargs.get("write")
+        set_tenant(curs, write.tenant_id if write else None)
+        if write is None:
+            return
+        schema = self.datastore.schema
+        for digest, content in write.payloads.items():
+            curs.execute(
+                f'INSERT INTO "{schema}".payloads (digest, content, size_bytes) '
+                "VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                (digest, content, len(content)),
+            )
+        for token in write.tokens:
+            curs.execute(
+                f'INSERT INTO "{schema}".tokens '
+                "(token_digest, token_id, principal_id, principal_name, role) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                (token.token_digest, token.token_id, token.principal_id,
+                 token.principal_name, token.role),
+            )
+
+    def _fetch_ids_after_insert_events(
+        self, curs: Cursor[Any], stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+        write: WriteContext | None = kwargs.get("write")
+        if write is None or write.idempotency is None or ids is None:
+            return ids
+        positions = {
+            (UUID(str(e.originator_id)), e.originator_version): n
+            for e, n in zip(stored_events, ids, strict=True)
+        }
+        record = write.idempotency
+        write.response = record.render(positions)
+        # A concurrent request with the same key loses here with a unique
+        # violation, and its events roll back with it.
+        curs.execute(
+            f'INSERT INTO "{self.datastore.schema}".idempotency_keys '
+            "(principal_id, key, request_digest, status_code, response) "
+            "VALUES (%s, %s, %s, %s, %s) RETURNING 1",
+            (record.principal_id, record.key, record.request_digest, record.status_code,
+             Jsonb(write.response)),
+        )
+        curs.fetchone()
+        return ids
+
+    def select_events(
+        self,
+        originator_id: UUID | str,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        """Return one aggregate's events, as visible to the current tenant."""
+        statement = "SELECT originator_id, originator_version, topic, state FROM {} WHERE originator_id = %s"
+        params: list[Any] = [originator_id]
+        if gt is not None:
+            statement += " AND originator_version > %s"
+            params.append(gt)
+        if lte is not None:
+            statement += " AND originator_version <= %s"
+            params.append(lte)
+        statement += " ORDER BY originator_version" + (" DESC" if desc else " ASC")
+        if limit is not None:
+            statement += " LIMIT %s"
+            params.append(limit)
+        table = f'"{self.datastore.schema}"."{self.events_table_name}"'
+        with self.datastore.transaction(commit=False) as curs:
+            set_tenant(curs, current_tenant())
+            curs.execute(statement.format(table), params)
+            return [
+                StoredEvent(
+                    originator_id=row["originator_id"],
+                    originator_version=row["originator_version"],
+                    topic=row["topic"],
+                    state=bytes(row["state"]),
+                )
+                for row in curs.fetchall()
+            ]
+
+
+class EventLog(Application[UUID]):
+    """The palimpsest event log (table ``palimpsest_events``).
+
+    One instance per process; it owns the process's connection pool, which
+    the projections reuse through :attr:`datastore`.
+    """
+
+    name = "palimpsest"
+
+    @property
+    def datastore(self) -> PostgresDatastore:
+        """Return the connection pool of the runtime role."""
+        recorder = self.recorder
+        assert isinstance(recorder, TenantScopedRecorder)
+        return recorder.datastore

@@ -1,0 +1,260 @@
+"""Versioned, forward-only schema migrations, run as the owner role.
+
+Migrations run before any application or worker connects (``palimpsest
+migrate``, and ``palimpsest serve`` at start): DDL on the events table under a
+running application breaks its prepared ``SELECT *`` statements until the
+connections are recycled (research/eventsourcing.md §6.3).
+
+Each migration runs in its own transaction under an advisory lock, so two
+processes migrating at once apply each step exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from psycopg import sql
+
+from projections.errors import DatabaseUnavailableError, SchemaTooNewError
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from projections.database import Database
+
+__all__ = ["EVENTS_TABLE", "MIGRATIONS", "Migration", "migrate", "schema_version"]
+
+_log = logging.getLogger(__name__)
+
+EVENTS_TABLE = "palimpsest_events"
+"""The eventsourcing application's events table (application name ``palimpsest``)."""
+
+_ADVISORY_LOCK_KEY = 0x70616C696D  # "palim"
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: its version, what it does, and the function applying it."""
+
+    version: int
+    name: str
+    apply: Callable[[psycopg.Cursor[Any], Database], None]
+
+
+def _library_event_table_ddl(database: Database) -> list[sql.Composable]:
+    """Return the library's own DDL for the events table, its type and index.
+
+    Taking the statements from the library (rather than copying them) keeps
+    the table exactly what its recorder expects. The PL/pgSQL insert function
+    is left out: it is only used with POSTGRES_ENABLE_DB_FUNCTIONS, which
+    must stay off.
+    """
+    datastore = PostgresDatastore(
+        dbname=database.dbname, host=database.host, port=database.port,
+        user=database.owner_user, password=database.owner_password, schema=database.schema,
+    )
+    datastore.register_type_adapters = lambda: None  # type: ignore[method-assign]
+    recorder = PostgresApplicationRecorder(datastore, events_table_name=EVENTS_TABLE)
+    return list(recorder.sql_create_statements[: recorder.create_insert_function_statement_index])
+
+
+def _m0001_event_log(cur: psycopg.Cursor[Any], database: Database) -> None:
+    schema = sql.Identifier(database.schema)
+    app = sql.Identifier(database.app_user)
+    fmt = {"schema": schema, "app": app}
+
+    def run(statement: str, *params: object) -> None:
+        cur.execute(sql.SQL(statement).format(**fmt), params or None)
+
+    run("CREATE EXTENSION IF NOT EXISTS vector")
+    run("CREATE SCHEMA IF NOT EXISTS {schema}")
+    cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (database.app_user,))
+    if cur.fetchone() is None:
+        run("CREATE ROLE {app} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS")
+    if database.app_password:
+        cur.execute(
+            sql.SQL("ALTER ROLE {app} PASSWORD {pw}").format(
+                app=app, pw=sql.Literal(database.app_password)
+            )
+        )
+    run("GRANT USAGE ON SCHEMA {schema} TO {app}")
+
+    # The tenant of the current transaction; NULL (so inserts fail, reads see
+    # nothing) when no tenant was set.
+    run(
+        "CREATE FUNCTION {schema}.current_tenant() RETURNS uuid LANGUAGE sql STABLE AS "
+        "$$ SELECT nullif(current_setting('palimpsest.tenant_id', true), '')::uuid $$"
+    )
+    run("GRANT EXECUTE ON FUNCTION {schema}.current_tenant() TO {app}")
+
+    # Events never change: no role, owner included, may update, delete or truncate them.
+    run(
+        "CREATE FUNCTION {schema}.refuse_change() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE EXCEPTION '% on %.% is refused: the log is append-only', "
+        "TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME USING ERRCODE = 'insufficient_privilege'; END $$"
+    )
+
+    for statement in _library_event_table_ddl(database):
+        cur.execute(statement)
+    events = sql.Identifier(EVENTS_TABLE)
+    fmt["events"] = events
+    run(
+        "ALTER TABLE {schema}.{events} "
+        "ADD COLUMN recorded_at timestamptz NOT NULL DEFAULT clock_timestamp(), "
+        "ADD COLUMN tenant_id uuid NOT NULL DEFAULT {schema}.current_tenant()"
+    )
+    run("CREATE INDEX ON {schema}.{events} (tenant_id, notification_id)")
+    run("CREATE INDEX ON {schema}.{events} (recorded_at)")
+    run(
+        "CREATE TRIGGER events_are_immutable BEFORE UPDATE OR DELETE ON {schema}.{events} "
+        "FOR EACH ROW EXECUTE FUNCTION {schema}.refuse_change()"
+    )
+    run(
+        "CREATE TRIGGER events_are_not_truncated BEFORE TRUNCATE ON {schema}.{events} "
+        "FOR EACH STATEMENT EXECUTE FUNCTION {schema}.refuse_change()"
+    )
+    # UPDATE is granted only because LOCK TABLE ... IN EXCLUSIVE MODE, which the
+    # library takes to make insert order equal commit order, requires it. No row
+    # can be updated: there is no UPDATE policy and the trigger refuses it.
+    run("GRANT SELECT, INSERT, UPDATE ON {schema}.{events} TO {app}")
+    run(
+        "GRANT USAGE ON SEQUENCE {schema}.{seq} TO {app}".replace(
+            "{seq}", sql.Identifier(f"{EVENTS_TABLE}_notification_id_seq").as_string(cur)
+        )
+    )
+
+    run(
+        "CREATE TABLE {schema}.payloads ("
+        " tenant_id uuid NOT NULL DEFAULT {schema}.current_tenant(),"
+        " digest text NOT NULL,"
+        " content bytea NOT NULL,"
+        " size_bytes integer NOT NULL,"
+        " stored_at timestamptz NOT NULL DEFAULT clock_timestamp(),"
+        " PRIMARY KEY (tenant_id, digest))"
+    )
+    run("GRANT SELECT, INSERT ON {schema}.payloads TO {app}")
+
+    run(
+        "CREATE TABLE {schema}.tokens ("
+        " tenant_id uuid NOT NULL DEFAULT {schema}.current_tenant(),"
+        " token_digest text NOT NULL PRIMARY KEY,"
+        " token_id uuid NOT NULL UNIQUE,"
+        " principal_id uuid NOT NULL,"
+        " principal_name text NOT NULL,"
+        " role text NOT NULL CHECK (role IN ('reader', 'writer', 'admin')))"
+    )
+    run("GRANT SELECT, INSERT ON {schema}.tokens TO {app}")
+
+    run(
+        "CREATE TABLE {schema}.idempotency_keys ("
+        " tenant_id uuid NOT NULL DEFAULT {schema}.current_tenant(),"
+        " principal_id uuid NOT NULL,"
+        " key text NOT NULL,"
+        " request_digest text NOT NULL,"
+        " status_code integer NOT NULL,"
+        " response jsonb NOT NULL,"
+        " created_at timestamptz NOT NULL DEFAULT clock_timestamp(),"
+        " PRIMARY KEY (tenant_id, principal_id, key))"
+    )
+    run("GRANT SELECT, INSERT ON {schema}.idempotency_keys TO {app}")
+
+    for table in (EVENTS_TABLE, "payloads", "tokens", "idempotency_keys"):
+        fmt["t"] = sql.Identifier(table)
+        run("ALTER TABLE {schema}.{t} ENABLE ROW LEVEL SECURITY")
+        run("ALTER TABLE {schema}.{t} FORCE ROW LEVEL SECURITY")
+        run(
+            "CREATE POLICY tenant_reads ON {schema}.{t} FOR SELECT "
+            "USING (tenant_id = {schema}.current_tenant())"
+        )
+        run(
+            "CREATE POLICY tenant_inserts ON {schema}.{t} FOR INSERT "
+            "WITH CHECK (tenant_id = {schema}.current_tenant())"
+        )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "event log, payload store, tokens, idempotency keys, row-level security",
+              _m0001_event_log),
+)
+
+
+def _ensure_ledger(cur: psycopg.Cursor[Any], database: Database) -> None:
+    cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(database.schema)))
+    cur.execute(
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {}.schema_migrations ("
+            " version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT clock_timestamp())"
+        ).format(sql.Identifier(database.schema))
+    )
+
+
+def _applied_version(cur: psycopg.Cursor[Any], database: Database) -> int:
+    cur.execute(
+        sql.SQL("SELECT coalesce(max(version), 0) FROM {}.schema_migrations").format(
+            sql.Identifier(database.schema)
+        )
+    )
+    row = cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+def schema_version(database: Database) -> int:
+    """Return the newest migration applied to ``database`` (0 when none)."""
+    with database.owner_connection() as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT to_regclass(%s)", (f"{database.schema}.schema_migrations",)
+        )
+        row = cur.fetchone()
+        if row is None or row[0] is None:
+            return 0
+        return _applied_version(cur, database)
+
+
+def migrate(database: Database, progress: Callable[[str], None] | None = None) -> list[int]:
+    """Apply every migration newer than the database's version, in order.
+
+    Returns:
+        The versions applied by this call (empty when already current).
+
+    Raises:
+        SchemaTooNewError: the database has a version this code does not know.
+        DatabaseUnavailableError: a migration failed; nothing of it was applied.
+    """
+    import psycopg
+
+    applied: list[int] = []
+    newest_known = MIGRATIONS[-1].version
+    with database.owner_connection() as conn:
+        for migration in MIGRATIONS:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_LOCK_KEY,))
+                _ensure_ledger(cur, database)
+                current = _applied_version(cur, database)
+                if current > newest_known:
+                    msg = (
+                        f"database schema version {current} is newer than this palimpsest "
+                        f"knows ({newest_known}); upgrade palimpsest"
+                    )
+                    raise SchemaTooNewError(msg)
+                if migration.version <= current:
+                    continue
+                if progress is not None:
+                    progress(f"applying migration {migration.version}: {migration.name}")
+                try:
+                    migration.apply(cur, database)
+                except psycopg.Error as e:
+                    msg = f"migration {migration.version} ({migration.name}) failed: {e}"
+                    raise DatabaseUnavailableError(msg.strip()) from e
+                cur.execute(
+                    sql.SQL("INSERT INTO {}.schema_migrations (version, name) VALUES (%s, %s)")
+                    .format(sql.Identifier(database.schema)),
+                    (migration.version, migration.name),
+                )
+                applied.append(migration.version)
+                _log.info("migration applied", extra={"version": migration.version})
+    return applied

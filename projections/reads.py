@@ -1,0 +1,153 @@
+"""Reads of what was written: observation metadata and content, memory versions.
+
+Current belief (the projection) arrives with the revision watermark; these
+reads show the recorded facts only, each rebuilt from the log, with content
+joined from the payload store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.domain import Aggregate
+
+from domain.errors import NotFoundError
+from domain.memory import Memory
+from domain.observation import Observation
+from projections._tenancy import tenant_scope, tenant_transaction
+from projections.eventlog import EventLog
+from projections.migrations import EVENTS_TABLE
+
+__all__ = ["ObservationContent", "memory_versions", "observation_content", "observation_metadata"]
+
+_A = TypeVar("_A", bound=Aggregate)
+
+
+@dataclass(frozen=True)
+class ObservationContent:
+    """An observation's bytes and their media type."""
+
+    content: bytes
+    media_type: str
+
+
+def _load(log: EventLog, tenant_id: UUID, aggregate_id: UUID, cls: type[_A], what: str) -> _A:
+    with tenant_scope(tenant_id):
+        try:
+            found = log.repository.get(aggregate_id)
+        except AggregateNotFoundError:
+            found = None
+    if not isinstance(found, cls):
+        msg = f"{what} {aggregate_id} not found"
+        raise NotFoundError(msg)
+    return found
+
+
+def _positions(log: EventLog, tenant_id: UUID, aggregate_id: UUID) -> dict[int, tuple[int, datetime]]:
+    schema = log.datastore.schema
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT originator_version, notification_id, recorded_at FROM "{schema}"."{EVENTS_TABLE}" '
+            "WHERE originator_id = %s ORDER BY originator_version",
+            (aggregate_id,),
+        )
+        return {r["originator_version"]: (r["notification_id"], r["recorded_at"]) for r in cur}
+
+
+def _payloads(log: EventLog, tenant_id: UUID, digests: list[str]) -> dict[str, bytes]:
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT digest, content FROM "{log.datastore.schema}".payloads WHERE digest = ANY(%s)',
+            (digests,),
+        )
+        return {r["digest"]: bytes(r["content"]) for r in cur}
+
+
+def observation_metadata(log: EventLog, tenant_id: UUID, observation_id: UUID) -> dict[str, Any]:
+    """Return an observation's recorded metadata (no content).
+
+    Raises:
+        NotFoundError: no such observation in the tenant.
+    """
+    obs = _load(log, tenant_id, observation_id, Observation, "observation")
+    position, recorded_at = _positions(log, tenant_id, obs.id)[1]
+    return {
+        "id": str(obs.id),
+        "digest": obs.digest,
+        "size_bytes": obs.size_bytes,
+        "media_type": obs.media_type,
+        "source": obs.source,
+        "captured_at": obs.captured_at.isoformat(),
+        "transient": obs.transient,
+        "retention_deadline": obs.retention_deadline.isoformat(),
+        "principal_id": str(obs.principal_id),
+        "position": position,
+        "recorded_at": recorded_at.isoformat(),
+    }
+
+
+def observation_content(log: EventLog, tenant_id: UUID, observation_id: UUID) -> ObservationContent:
+    """Return an observation's bytes.
+
+    Raises:
+        NotFoundError: no such observation in the tenant, or its bytes are gone.
+    """
+    obs = _load(log, tenant_id, observation_id, Observation, "observation")
+    data = _payloads(log, tenant_id, [obs.digest]).get(obs.digest)
+    if data is None:
+        msg = f"observation {observation_id} has no stored content"
+        raise NotFoundError(msg)
+    return ObservationContent(data, obs.media_type)
+
+
+def memory_versions(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str, Any]:
+    """Return a memory's recorded attributes and every version with its content.
+
+    Raises:
+        NotFoundError: no such memory in the tenant.
+    """
+    memory = _load(log, tenant_id, memory_id, Memory, "memory")
+    positions = _positions(log, tenant_id, memory.id)
+    contents = _payloads(log, tenant_id, [v.content_digest for v in memory.versions])
+    versions_by_event = _version_event_numbers(log, tenant_id, memory.id)
+    versions = []
+    for record in memory.versions:
+        position, recorded_at = positions[versions_by_event[record.version_id]]
+        data = contents.get(record.content_digest)
+        versions.append({
+            "version_id": str(record.version_id),
+            "number": record.position_in_memory,
+            "content": data.decode("utf-8") if data is not None else None,
+            "content_digest": record.content_digest,
+            "size_bytes": record.size_bytes,
+            "evidence": [
+                {"observation_id": str(e.observation_id), "start": e.start, "end": e.end,
+                 "excerpt_digest": e.excerpt_digest}
+                for e in record.excerpts
+            ],
+            "principal_id": str(record.principal_id),
+            "position": position,
+            "recorded_at": recorded_at.isoformat(),
+        })
+    return {
+        "id": str(memory.id),
+        "type": memory.memory_type,
+        "scope": memory.scope,
+        "project": memory.project,
+        "topic": memory.topic,
+        "versions": versions,
+    }
+
+
+def _version_event_numbers(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[UUID, int]:
+    with tenant_scope(tenant_id):
+        events = log.events.get(memory_id)
+        return {
+            e.version_id: e.originator_version
+            for e in events
+            if isinstance(e, Memory.VersionRecorded)
+        }

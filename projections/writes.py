@@ -1,0 +1,379 @@
+"""The write path: validate, build events on aggregates, then save once.
+
+A request (one write, or a batch of up to 1,000) is one unit of work: every
+aggregate it touches is loaded from the log, every decision is taken on those
+aggregates (never on a read model), and one ``save()`` records all events,
+their payload rows and the idempotency record in one transaction. A request
+that fails validation raises before anything is saved, so it writes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError, PersistenceError
+
+from domain.digest import content_digest
+from domain.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from domain.evidence import Excerpt, cut_excerpt
+from domain.limits import MAX_OBSERVATION_BYTES, MAX_VERSION_BYTES, encode_content
+from domain.memory import Memory
+from domain.observation import Observation
+from domain.retention import retention_deadline
+from domain.role import can_write
+from projections._tenancy import tenant_scope, tenant_transaction
+from projections.errors import ConcurrentWriteError, DatabaseUnavailableError
+from projections.eventlog import EventLog, IdempotencyRecord, Positions, WriteContext
+from projections.idempotency import find_response
+
+__all__ = [
+    "Caller",
+    "CapturePolicy",
+    "EdgeSpec",
+    "EvidenceSpec",
+    "MemorySpec",
+    "ObservationSpec",
+    "Ref",
+    "VersionSpec",
+    "WriteOutcome",
+    "WriteSpec",
+    "Writer",
+]
+
+_log = logging.getLogger(__name__)
+_A = TypeVar("_A", bound=Aggregate)
+_MAX_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated principal acting in its tenant with its token's role."""
+
+    tenant_id: UUID
+    principal_id: UUID
+    principal_name: str
+    role: str
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference, inside a batch, to the id produced by an earlier item."""
+
+    index: int
+
+
+Id = UUID | Ref
+
+
+@dataclass(frozen=True)
+class EvidenceSpec:
+    """An excerpt ``[start, end)`` (code points) of an observation, cited as support."""
+
+    observation_id: Id
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class ObservationSpec:
+    """Capture an observation."""
+
+    content: str
+    media_type: str
+    source: str | None
+    captured_at: datetime | None
+    transient: bool
+
+
+@dataclass(frozen=True)
+class MemorySpec:
+    """Create a memory with its first version."""
+
+    memory_type: str
+    scope: str
+    project: str | None
+    topic: str | None
+    content: str
+    evidence: tuple[EvidenceSpec, ...]
+    model_id: str | None
+    trust: float
+
+
+@dataclass(frozen=True)
+class VersionSpec:
+    """Record a new version of an existing memory."""
+
+    memory_id: Id
+    content: str
+    evidence: tuple[EvidenceSpec, ...]
+    model_id: str | None
+    trust: float
+
+
+@dataclass(frozen=True)
+class EdgeSpec:
+    """Add an edge from one memory to another."""
+
+    memory_id: Id
+    kind: str
+    target_id: Id
+
+
+WriteSpec = ObservationSpec | MemorySpec | VersionSpec | EdgeSpec
+
+
+@dataclass(frozen=True)
+class CapturePolicy:
+    """Deployment values the write path needs (from ``ApiSettings``)."""
+
+    raw_retention: timedelta
+    transient_retention: timedelta
+    clock_skew: timedelta = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    """The response of a write, and whether it replays an earlier identical request."""
+
+    status_code: int
+    body: dict[str, Any]
+    replayed: bool
+
+
+@dataclass(frozen=True)
+class _Item:
+    """What one write produced: its primary id and the event that ends it."""
+
+    id: UUID
+    last_event: tuple[UUID, int]
+    fields: dict[str, Any]
+
+
+class _UnitOfWork:
+    """Aggregates and payloads of one request, saved together."""
+
+    def __init__(self, log: EventLog, caller: Caller) -> None:
+        self.log = log
+        self.caller = caller
+        self.aggregates: dict[UUID, Aggregate] = {}
+        self.context = WriteContext(tenant_id=caller.tenant_id)
+
+    def load(self, aggregate_id: UUID, cls: type[_A], what: str) -> _A:
+        found = self.aggregates.get(aggregate_id)
+        if found is None:
+            try:
+                found = self.log.repository.get(aggregate_id)
+            except AggregateNotFoundError:
+                found = None
+        if not isinstance(found, cls):
+            # Unknown, another tenant's, or another kind: all look the same.
+            msg = f"{what} {aggregate_id} not found"
+            raise NotFoundError(msg)
+        self.aggregates[found.id] = found
+        return found
+
+    def add(self, aggregate: Aggregate) -> None:
+        self.aggregates[aggregate.id] = aggregate
+
+    def store_payload(self, data: bytes) -> str:
+        digest = content_digest(data)
+        self.context.payloads[digest] = data
+        return digest
+
+    def content_of(self, observation: Observation) -> str:
+        data = self.context.payloads.get(observation.digest)
+        if data is None:
+            with tenant_transaction(self.log.datastore, self.caller.tenant_id, commit=False) as cur:
+                cur.execute(
+                    f'SELECT content FROM "{self.log.datastore.schema}".payloads WHERE digest = %s',
+                    (observation.digest,),
+                )
+                row = cur.fetchone()
+            if row is None:
+                msg = f"observation {observation.id} has no content left to cite"
+                raise InvalidInputError(msg)
+            data = bytes(row["content"])
+        return data.decode("utf-8")
+
+
+class Writer:
+    """Applies write requests for authenticated callers."""
+
+    def __init__(
+        self, log: EventLog, policy: CapturePolicy, clock: Callable[[], datetime]
+    ) -> None:
+        self.log = log
+        self.policy = policy
+        self.clock = clock
+
+    def write(
+        self,
+        caller: Caller,
+        specs: Sequence[WriteSpec],
+        *,
+        batch: bool,
+        idempotency: tuple[str, str] | None = None,
+    ) -> WriteOutcome:
+        """Apply ``specs`` all-or-nothing and return the response.
+
+        ``idempotency`` is ``(key, request_digest)``: a key seen before with
+        the same digest returns the original response and writes nothing.
+
+        Raises:
+            PermissionDeniedError: the caller's role cannot write.
+            IdempotencyKeyReusedError: the key was used for a different request.
+            InvalidInputError, NotFoundError, ConflictError: a spec is refused.
+            ConcurrentWriteError: other writers kept winning the same aggregates.
+        """
+        if not can_write(caller.role):
+            msg = f"role {caller.role!r} cannot write; a writer or admin token is required"
+            raise PermissionDeniedError(msg)
+        with tenant_scope(caller.tenant_id):
+            if idempotency is not None:
+                replay = find_response(self.log.datastore, caller, *idempotency)
+                if replay is not None:
+                    return WriteOutcome(replay[0], replay[1], replayed=True)
+            for attempt in range(1, _MAX_ATTEMPTS + 1):
+                uow = _UnitOfWork(self.log, caller)
+                items: list[_Item] = []
+                for index, spec in enumerate(specs):
+                    try:
+                        items.append(self._apply(uow, spec, items))
+                    except (InvalidInputError, NotFoundError) as e:
+                        if batch:
+                            e.args = (f"item {index}: {e.args[0]}",)
+                        raise
+
+                def render(positions: Positions, items: list[_Item] = items) -> dict[str, Any]:
+                    results = [{**i.fields, "position": positions[i.last_event]} for i in items]
+                    return {"results": results} if batch else results[0]
+
+                record = None
+                if idempotency is not None:
+                    record = IdempotencyRecord(
+                        caller.principal_id, idempotency[0], idempotency[1], 201, render
+                    )
+                uow.context.idempotency = record
+                try:
+                    recordings = self.log.save(*uow.aggregates.values(), write=uow.context)
+                except IntegrityError:
+                    if idempotency is not None:
+                        replay = find_response(self.log.datastore, caller, *idempotency)
+                        if replay is not None:
+                            return WriteOutcome(replay[0], replay[1], replayed=True)
+                    _log.info("write conflict, retrying", extra={"attempt": attempt})
+                    continue
+                except PersistenceError as e:
+                    msg = f"the event log could not be written: {e}"
+                    raise DatabaseUnavailableError(msg) from e
+                if uow.context.response is not None:
+                    body = uow.context.response
+                else:
+                    body = render({
+                        (UUID(str(r.notification.originator_id)), r.notification.originator_version):
+                        r.notification.id for r in recordings
+                    })
+                return WriteOutcome(201, body, replayed=False)
+        msg = f"gave up after {_MAX_ATTEMPTS} attempts: other writers kept changing the same memories"
+        raise ConcurrentWriteError(msg)
+
+    # -- one item ---------------------------------------------------------
+
+    def _apply(self, uow: _UnitOfWork, spec: WriteSpec, items: list[_Item]) -> _Item:
+        if isinstance(spec, ObservationSpec):
+            return self._capture(uow, spec)
+        if isinstance(spec, MemorySpec):
+            return self._create_memory(uow, spec, items)
+        if isinstance(spec, VersionSpec):
+            memory = uow.load(_resolve(spec.memory_id, items), Memory, "memory")
+            version_id = self._record_version(uow, memory, spec.content, spec.evidence,
+                                              spec.model_id, spec.trust, items)
+            return _Item(memory.id, (memory.id, memory.version),
+                         {"memory_id": str(memory.id), "version_id": str(version_id)})
+        source = uow.load(_resolve(spec.memory_id, items), Memory, "memory")
+        target = uow.load(_resolve(spec.target_id, items), Memory, "target memory")
+        edge_id = source.add_edge(spec.kind, target, principal_id=uow.caller.principal_id)
+        return _Item(edge_id, (source.id, source.version), {
+            "id": str(edge_id), "memory_id": str(source.id),
+            "kind": spec.kind, "target_id": str(target.id),
+        })
+
+    def _capture(self, uow: _UnitOfWork, spec: ObservationSpec) -> _Item:
+        data = encode_content(spec.content, limit_bytes=MAX_OBSERVATION_BYTES,
+                              what="observation content", allow_blank=True)
+        received_at = self.clock()
+        captured_at = spec.captured_at or received_at
+        if captured_at > received_at + self.policy.clock_skew:
+            msg = f"captured_at {captured_at.isoformat()} is in the future"
+            raise InvalidInputError(msg)
+        deadline = retention_deadline(
+            received_at, transient=spec.transient,
+            raw_retention=self.policy.raw_retention,
+            transient_retention=self.policy.transient_retention,
+        )
+        observation = Observation(
+            tenant_id=uow.caller.tenant_id,
+            digest=uow.store_payload(data),
+            size_bytes=len(data),
+            media_type=spec.media_type,
+            source=spec.source,
+            captured_at=captured_at,
+            transient=spec.transient,
+            retention_deadline=deadline,
+            principal_id=uow.caller.principal_id,
+        )
+        uow.add(observation)
+        return _Item(observation.id, (observation.id, observation.version), {
+            "id": str(observation.id), "retention_deadline": deadline.isoformat(),
+        })
+
+    def _create_memory(self, uow: _UnitOfWork, spec: MemorySpec, items: list[_Item]) -> _Item:
+        memory = Memory.create(
+            tenant_id=uow.caller.tenant_id, memory_type=spec.memory_type, scope=spec.scope,
+            project=spec.project, topic=spec.topic, principal_id=uow.caller.principal_id,
+        )
+        version_id = self._record_version(uow, memory, spec.content, spec.evidence,
+                                          spec.model_id, spec.trust, items)
+        uow.add(memory)
+        return _Item(memory.id, (memory.id, memory.version),
+                     {"id": str(memory.id), "version_id": str(version_id)})
+
+    def _record_version(
+        self,
+        uow: _UnitOfWork,
+        memory: Memory,
+        content: str,
+        evidence: tuple[EvidenceSpec, ...],
+        model_id: str | None,
+        trust: float,
+        items: list[_Item],
+    ) -> UUID:
+        data = encode_content(content, limit_bytes=MAX_VERSION_BYTES,
+                              what="memory content", allow_blank=False)
+        excerpts: list[Excerpt] = []
+        for cited in evidence:
+            observation = uow.load(_resolve(cited.observation_id, items), Observation,
+                                   "observation")
+            excerpts.append(cut_excerpt(observation.id, uow.content_of(observation),
+                                        cited.start, cited.end))
+        return memory.record_version(
+            content_digest=uow.store_payload(data), size_bytes=len(data),
+            excerpts=tuple(excerpts), principal_id=uow.caller.principal_id,
+            model_id=model_id, trust=trust,
+        )
+
+
+def _resolve(ref: Id, items: list[_Item]) -> UUID:
+    if isinstance(ref, UUID):
+        return ref
+    if not 0 <= ref.index < len(items):
+        msg = f"reference ${ref.index} does not name an earlier item of this batch"
+        raise InvalidInputError(msg)
+    return items[ref.index].id

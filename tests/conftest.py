@@ -1,0 +1,135 @@
+"""Real PostgreSQL for every test outside domain/: a fresh database per run.
+
+With no ``DATABASE_URL`` a pgserver data directory is made for the run; with
+it, a fresh database is created on that server and dropped afterwards. If no
+database can be had, tests skip locally with the reason and fail in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from api.app import create_app
+from api.settings import ApiSettings
+from domain.errors import PalimpsestError
+from projections.access import IssuedToken, create_tenant, issue_token
+from projections.migrations import EVENTS_TABLE
+from projections.runtime import Runtime, start_runtime
+from projections.settings import DatabaseSettings
+
+
+@dataclass(frozen=True)
+class TestDatabase:
+    """How the run reaches its database: settings, and env for the CLI."""
+
+    settings: DatabaseSettings
+    env: dict[str, str]
+
+
+def _unavailable(reason: str) -> Any:
+    if os.environ.get("CI"):
+        pytest.fail(f"database unavailable in CI: {reason}")
+    pytest.skip(f"database unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def test_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestDatabase]:
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        data_dir = tmp_path_factory.mktemp("embedded")
+        yield TestDatabase(DatabaseSettings(data_dir=data_dir),
+                           {"PALIMPSEST_DATA_DIR": str(data_dir)})
+        return
+    params = conninfo_to_dict(url)
+    name = f"palimpsest_test_{uuid.uuid4().hex[:12]}"
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    except psycopg.Error as e:
+        _unavailable(str(e).strip())
+    fresh = make_conninfo(**{**params, "dbname": name})
+    fresh_url = "postgresql://?" + "&".join(f"{k}={v}" for k, v in conninfo_to_dict(fresh).items())
+    yield TestDatabase(DatabaseSettings(database_url=fresh_url), {"DATABASE_URL": fresh_url})
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def runtime(test_database: TestDatabase) -> Iterator[Runtime]:
+    try:
+        started = start_runtime(test_database.settings)
+    except PalimpsestError as e:
+        _unavailable(str(e))
+    yield started
+    started.close()
+
+
+@pytest.fixture(scope="session")
+def client(runtime: Runtime) -> Iterator[TestClient]:
+    with TestClient(create_app(ApiSettings(), runtime)) as test_client:
+        yield test_client
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A fresh tenant with an admin token, and helpers to issue more tokens."""
+
+    runtime: Runtime
+    admin: IssuedToken
+
+    @property
+    def id(self) -> uuid.UUID:
+        return self.admin.tenant_id
+
+    def token(self, role: str, principal: str | None = None) -> str:
+        name = principal or f"{role}-{uuid.uuid4().hex[:6]}"
+        return issue_token(self.runtime.log, self.id, name, role).token
+
+    def headers(self, role: str = "admin") -> dict[str, str]:
+        token = self.admin.token if role == "admin" else self.token(role)
+        return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def tenant(runtime: Runtime) -> Tenant:
+    return Tenant(runtime, create_tenant(runtime.log, f"t-{uuid.uuid4().hex[:8]}"))
+
+
+@pytest.fixture
+def other_tenant(runtime: Runtime) -> Tenant:
+    return Tenant(runtime, create_tenant(runtime.log, f"other-{uuid.uuid4().hex[:8]}"))
+
+
+def store_snapshot(runtime: Runtime) -> dict[str, int]:
+    """Return the log head and the row count of every table (as the owner, all tenants)."""
+    schema = runtime.database.schema
+    with runtime.database.owner_connection() as conn:
+        head = conn.execute(
+            f'SELECT coalesce(max(notification_id), 0) FROM "{schema}"."{EVENTS_TABLE}"'
+        ).fetchone()
+        tables = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
+        )]
+        counts = {t: conn.execute(f'SELECT count(*) FROM "{schema}"."{t}"').fetchone()[0]  # type: ignore[index]
+                  for t in tables}
+    return {"log_head": head[0] if head else 0, **counts}
+
+
+@pytest.fixture
+def snapshot(runtime: Runtime) -> Any:
+    return lambda: store_snapshot(runtime)
+
+
+@pytest.fixture
+def data_dir_of(test_database: TestDatabase) -> Path | None:
+    return None if test_database.settings.database_url else test_database.settings.data_dir

@@ -161,7 +161,9 @@ def _run(args: argparse.Namespace) -> int:
     db = DatabaseSettings(**overrides)
     api_overrides = {k: v for k in ("host", "port") if (v := getattr(args, k, None)) is not None}
     api = ApiSettings(**api_overrides)
-    configure_logging("DEBUG" if args.debug else api.log_level)
+    # One-shot commands print their result; their log shows only what went wrong.
+    quiet = "WARNING" if args.command != "serve" else api.log_level
+    configure_logging("DEBUG" if args.debug else quiet)
     if args.command == "config":
         _print_config(db, api)
         return EXIT_OK

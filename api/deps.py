@@ -18,7 +18,17 @@ from projections.access import authenticate
 from projections.runtime import Runtime
 from projections.writes import Caller, Writer
 
-__all__ = ["CallerDep", "IdempotencyKeyDep", "RuntimeDep", "WriterDep", "perform_write"]
+__all__ = [
+    "CallerDep",
+    "IdempotencyKeyDep",
+    "RuntimeDep",
+    "WriterDep",
+    "get_caller",
+    "get_idempotency_key",
+    "get_runtime",
+    "get_writer",
+    "perform_write",
+]
 
 _bearer = HTTPBearer(auto_error=False, description="A token from `palimpsest token create`.")
 _KEY_PATTERN = re.compile(r"^[\x21-\x7e]+$")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
+from typing import Any
 from datetime import UTC, datetime
 
 __all__ = ["JsonFormatter", "configure_logging"]
@@ -28,9 +30,21 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Write to whatever ``sys.stderr`` is now (tests swap it)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 def configure_logging(level: str) -> None:
     """Send every log record to stderr as JSON lines at ``level``."""
-    handler = logging.StreamHandler()
+    handler = _StderrHandler()
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -19,6 +19,7 @@ __all__ = [
     "EdgeCreate",
     "EdgeCreated",
     "EvidenceIn",
+    "EvidencePublic",
     "MemoryCreate",
     "MemoryCreated",
     "MemoryVersionsPublic",

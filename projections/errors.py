@@ -6,8 +6,8 @@ from domain.errors import ConfigurationError, ConflictError, PalimpsestError
 
 __all__ = [
     "ConcurrentWriteError",
-    "DatabaseUnavailableError",
     "DataDirectoryInUseError",
+    "DatabaseUnavailableError",
     "PgvectorMissingError",
     "SchemaTooNewError",
 ]

@@ -29,7 +29,7 @@ from projections.settings import DatabaseSettings
 
 
 @dataclass(frozen=True)
-class TestDatabase:
+class RunDatabase:
     """How the run reaches its database: settings, and env for the CLI."""
 
     settings: DatabaseSettings
@@ -43,11 +43,11 @@ def _unavailable(reason: str) -> Any:
 
 
 @pytest.fixture(scope="session")
-def test_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestDatabase]:
+def test_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunDatabase]:
     url = os.environ.get("DATABASE_URL")
     if not url:
         data_dir = tmp_path_factory.mktemp("embedded")
-        yield TestDatabase(DatabaseSettings(data_dir=data_dir),
+        yield RunDatabase(DatabaseSettings(data_dir=data_dir),
                            {"PALIMPSEST_DATA_DIR": str(data_dir)})
         return
     params = conninfo_to_dict(url)
@@ -59,13 +59,13 @@ def test_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestData
         _unavailable(str(e).strip())
     fresh = make_conninfo(**{**params, "dbname": name})
     fresh_url = "postgresql://?" + "&".join(f"{k}={v}" for k, v in conninfo_to_dict(fresh).items())
-    yield TestDatabase(DatabaseSettings(database_url=fresh_url), {"DATABASE_URL": fresh_url})
+    yield RunDatabase(DatabaseSettings(database_url=fresh_url), {"DATABASE_URL": fresh_url})
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="session")
-def runtime(test_database: TestDatabase) -> Iterator[Runtime]:
+def runtime(test_database: RunDatabase) -> Iterator[Runtime]:
     try:
         started = start_runtime(test_database.settings)
     except PalimpsestError as e:
@@ -131,5 +131,5 @@ def snapshot(runtime: Runtime) -> Any:
 
 
 @pytest.fixture
-def data_dir_of(test_database: TestDatabase) -> Path | None:
+def data_dir_of(test_database: RunDatabase) -> Path | None:
     return None if test_database.settings.database_url else test_database.settings.data_dir

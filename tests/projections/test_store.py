@@ -1,0 +1,143 @@
+"""The database enforces what the service promises: append-only, tenant-scoped, migrated once."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import psycopg
+import pytest
+from eventsourcing.persistence import PersistenceError
+
+from projections.database import open_database
+from projections.embedded import ServeLock, _prune_dead_handles
+from projections._tenancy import tenant_scope
+from projections.errors import DataDirectoryInUseError, PgvectorMissingError, SchemaTooNewError
+from projections.eventlog import EventLog
+from projections.migrations import EVENTS_TABLE, MIGRATIONS, migrate
+from projections.runtime import Runtime
+from projections.settings import DatabaseSettings
+from tests.conftest import Tenant
+
+
+def _events(runtime: Runtime) -> str:
+    return f'"{runtime.database.schema}"."{EVENTS_TABLE}"'
+
+
+def test_migrating_again_applies_nothing(runtime: Runtime) -> None:
+    assert migrate(runtime.database) == []
+
+
+def test_a_database_from_a_newer_palimpsest_is_refused(runtime: Runtime) -> None:
+    schema = runtime.database.schema
+    with runtime.database.owner_connection() as conn:
+        conn.execute(f'INSERT INTO "{schema}".schema_migrations VALUES (%s, %s)', (999, "future"))
+    try:
+        with pytest.raises(SchemaTooNewError):
+            migrate(runtime.database)
+    finally:
+        with runtime.database.owner_connection() as conn:
+            conn.execute(f'DELETE FROM "{schema}".schema_migrations WHERE version = 999')
+    assert MIGRATIONS[-1].version < 999
+
+
+@pytest.mark.parametrize("statement", [
+    "DELETE FROM {t}", "UPDATE {t} SET topic = 'x'", "TRUNCATE {t}",
+])
+def test_no_role_not_even_the_owner_can_change_the_log(runtime: Runtime, tenant: Tenant,
+                                                       statement: str) -> None:
+    with runtime.database.owner_connection() as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute(statement.format(t=_events(runtime)))
+
+
+def test_recorded_at_increases_with_log_position(runtime: Runtime, tenant: Tenant) -> None:
+    with runtime.database.owner_connection() as conn:
+        rows = conn.execute(f"SELECT notification_id, recorded_at FROM {_events(runtime)} "
+                            "ORDER BY notification_id").fetchall()
+    times = [r[1] for r in rows]
+    assert times == sorted(times)
+
+
+def test_the_service_role_owns_nothing_and_cannot_delete_canonical_rows(runtime: Runtime) -> None:
+    database = runtime.database
+    with database.owner_connection() as conn:
+        rows = conn.execute(
+            "SELECT c.relname, pg_get_userbyid(c.relowner), c.relrowsecurity, c.relforcerowsecurity,"
+            " has_table_privilege(%s, c.oid, 'DELETE'), has_table_privilege(%s, c.oid, 'TRUNCATE')"
+            " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id'"
+            " WHERE n.nspname = %s AND c.relkind = 'r'",
+            (database.app_user, database.app_user, database.schema),
+        ).fetchall()
+    assert {r[0] for r in rows} >= {EVENTS_TABLE, "payloads", "tokens", "idempotency_keys"}
+    for name, owner, rls, forced, can_delete, can_truncate in rows:
+        assert owner != database.app_user, name
+        assert rls and forced, f"{name} must FORCE row-level security"
+        assert not can_delete and not can_truncate, name
+
+
+def test_events_cannot_be_inserted_without_a_tenant(runtime: Runtime) -> None:
+    with pytest.raises(PersistenceError, match="row-level security"), \
+            runtime.log.datastore.transaction(commit=True) as curs:
+        curs.execute(f"INSERT INTO {_events(runtime)} (originator_id, originator_version, topic, state)"
+                     " VALUES (%s, 1, 'x', 'x')", (uuid.uuid4(),))
+
+
+def test_the_service_role_sees_no_rows_without_a_tenant(runtime: Runtime, tenant: Tenant) -> None:
+    with runtime.log.datastore.transaction(commit=False) as curs:
+        for table in (EVENTS_TABLE, "payloads", "tokens", "idempotency_keys"):
+            curs.execute(f'SELECT count(*) AS n FROM "{runtime.database.schema}"."{table}"')
+            row = curs.fetchone()
+            assert row is not None and row["n"] == 0, table
+
+
+def test_a_database_without_pgvector_is_refused_with_a_clear_message() -> None:
+    # Debian's PostgreSQL on this machine has no pgvector; elsewhere, skip.
+    url = "postgresql://postgres@127.0.0.1:5432/postgres"
+    try:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            has_vector = conn.execute(
+                "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+    except psycopg.Error:
+        pytest.skip("no PostgreSQL without pgvector on 127.0.0.1:5432 to test against")
+    if has_vector:
+        pytest.skip("the PostgreSQL on 127.0.0.1:5432 has pgvector")
+    with pytest.raises(PgvectorMissingError, match="no pgvector"):
+        open_database(DatabaseSettings(database_url=url))
+
+
+def test_a_second_server_on_a_data_directory_is_refused(tmp_path: Path) -> None:
+    first = ServeLock(tmp_path)
+    first.acquire()
+    try:
+        with pytest.raises(DataDirectoryInUseError, match=str(os.getpid())):
+            ServeLock(tmp_path).acquire()
+    finally:
+        first.release()
+    again = ServeLock(tmp_path)
+    again.acquire()
+    again.release()
+
+
+def test_handles_of_dead_processes_are_forgotten(tmp_path: Path) -> None:
+    handles = tmp_path / ".handle_pids.json"
+    handles.write_text(json.dumps([os.getpid(), 2**22 + 12345]))
+    _prune_dead_handles(tmp_path)
+    assert json.loads(handles.read_text()) == [os.getpid()]
+
+
+def test_a_second_process_attaches_to_the_running_embedded_server(runtime: Runtime, tenant: Tenant) -> None:
+    if runtime.database.embedded is None:
+        pytest.skip("runs against the embedded default only")
+    settings = DatabaseSettings(data_dir=Path(runtime.database.embedded.socket_dir).parent)
+    second = open_database(settings)
+    assert second.host == runtime.database.host
+    log = EventLog(env=replace(second).event_store_env(settings))
+    try:
+        with tenant_scope(tenant.id):
+            assert log.repository.get(tenant.id).id == tenant.id
+    finally:
+        log.close()

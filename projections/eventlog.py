@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 __all__ = ["EventLog", "IdempotencyRecord", "TenantScopedRecorder", "TokenRow", "WriteContext"]
 
+_PIPELINE_MAX_EVENTS = 64
+"""Largest insert sent in pipeline mode; 2,000 events stalled there every time."""
+
 Positions = Mapping[tuple[UUID, int], int]
 """Log position of each written event, by (aggregate id, aggregate version)."""
 
@@ -79,11 +82,14 @@ class TenantScopedRecorder(PostgresApplicationRecorder):
     ) -> Sequence[int] | None:
         """Insert events, and what must be atomic with them, in one transaction.
 
-        The library runs these steps in psycopg pipeline mode, which stalls in
-        ``sync()`` once a batch is large (1,000 memories, 2,000 events, hung
-        here every time). The same steps in an ordinary transaction cost a
-        few more round trips on a local socket and never stall.
+        The library runs these steps in psycopg pipeline mode, which saves
+        round trips but stalls in ``sync()`` once a transaction is large
+        (1,000 memories, 2,000 events, hung here every time). Small
+        transactions keep the pipeline; large ones run as an ordinary
+        transaction, where a few more round trips do not matter.
         """
+        if len(stored_events) <= _PIPELINE_MAX_EVENTS:
+            return super().insert_events(stored_events, **kwargs)
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
             self._insert_events(curs, stored_events, **kwargs)
             if not stored_events:

@@ -39,6 +39,7 @@ def create_app(settings: ApiSettings, runtime: Runtime) -> FastAPI:
     install_problem_handlers(app)
     for module in (observations, memories, batch, health):
         app.include_router(module.router)
-    app.add_middleware(ObserveRequests, metrics=app.state.metrics,
-                       max_request_bytes=settings.max_request_bytes)
+    app.add_middleware(
+        ObserveRequests, metrics=app.state.metrics, max_request_bytes=settings.max_request_bytes
+    )
     return app

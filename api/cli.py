@@ -50,8 +50,9 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="palimpsest", description="Memory for LLM agents.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    parser.add_argument("--data-dir", type=Path,
-                        help="embedded data directory (PALIMPSEST_DATA_DIR)")
+    parser.add_argument(
+        "--data-dir", type=Path, help="embedded data directory (PALIMPSEST_DATA_DIR)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     serve = sub.add_parser("serve", help="migrate, then serve HTTP")
     serve.add_argument("--host", help="address to bind (PALIMPSEST_HOST, default 127.0.0.1)")
@@ -137,15 +138,15 @@ def _serve(db: DatabaseSettings, api: ApiSettings) -> int:
     # SIGTERM must run atexit handlers, or the embedded PostgreSQL outlives us.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        runtime = start_runtime(db, progress=lambda line: _log.info(line))
+        runtime = start_runtime(db, progress=_log.info)
         try:
             if db.embedded:
                 _bootstrap_default_tenant(runtime, db.data_dir)
             app = create_app(api, runtime)
-            _log.info("serving", extra={"host": api.host, "port": api.port,
-                                        "embedded": db.embedded})
-            uvicorn.run(app, host=api.host, port=api.port, log_config=None,
-                        access_log=False)
+            _log.info(
+                "serving", extra={"host": api.host, "port": api.port, "embedded": db.embedded}
+            )
+            uvicorn.run(app, host=api.host, port=api.port, log_config=None, access_log=False)
         finally:
             runtime.close()
     finally:
@@ -175,13 +176,29 @@ def _run(args: argparse.Namespace) -> int:
             print("schema is current", file=sys.stderr)
         elif args.command == "tenant":
             issued = create_tenant(runtime.log, args.name, args.admin)
-            print(json.dumps({"tenant_id": str(issued.tenant_id), "principal": issued.principal_name,
-                              "role": issued.role, "token": issued.token}))
+            print(
+                json.dumps(
+                    {
+                        "tenant_id": str(issued.tenant_id),
+                        "principal": issued.principal_name,
+                        "role": issued.role,
+                        "token": issued.token,
+                    }
+                )
+            )
         elif args.command == "token":
             issued = issue_token(runtime.log, args.tenant, args.principal, args.role)
-            print(json.dumps({"tenant_id": str(issued.tenant_id), "principal": issued.principal_name,
-                              "principal_id": str(issued.principal_id), "role": issued.role,
-                              "token": issued.token}))
+            print(
+                json.dumps(
+                    {
+                        "tenant_id": str(issued.tenant_id),
+                        "principal": issued.principal_name,
+                        "principal_id": str(issued.principal_id),
+                        "role": issued.role,
+                        "token": issued.token,
+                    }
+                )
+            )
     finally:
         runtime.close()
     return EXIT_OK

@@ -65,9 +65,12 @@ def get_caller(
 
 
 def get_idempotency_key(
-    idempotency_key: Annotated[str | None, Header(
-        description="Repeat a POST safely: the same key and body return the first response.",
-    )] = None,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            description="Repeat a POST safely: the same key and body return the first response.",
+        ),
+    ] = None,
 ) -> str | None:
     """Return the ``Idempotency-Key`` header after checking its form.
 
@@ -77,8 +80,10 @@ def get_idempotency_key(
     if idempotency_key is None:
         return None
     if len(idempotency_key) > MAX_IDEMPOTENCY_KEY_CHARS or not _KEY_PATTERN.match(idempotency_key):
-        msg = (f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} printable ASCII "
-               "characters without spaces")
+        msg = (
+            f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} printable ASCII "
+            "characters without spaces"
+        )
         raise InvalidInputError(msg)
     return idempotency_key
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from typing import Any
 from datetime import UTC, datetime
+from typing import Any
 
 __all__ = ["JsonFormatter", "configure_logging"]
 
@@ -30,10 +30,10 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(logging.StreamHandler[Any]):
     """Write to whatever ``sys.stderr`` is now (tests swap it)."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stderr
 

@@ -21,11 +21,18 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter("palimpsest_http_requests", "HTTP requests by route and status.",
-                                ["method", "route", "status"], registry=self.registry)
-        self.latency = Histogram("palimpsest_http_request_duration_seconds",
-                                 "HTTP request latency by route.", ["method", "route"],
-                                 registry=self.registry)
+        self.requests = Counter(
+            "palimpsest_http_requests",
+            "HTTP requests by route and status.",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "palimpsest_http_request_duration_seconds",
+            "HTTP request latency by route.",
+            ["method", "route"],
+            registry=self.registry,
+        )
 
 
 class _TooLargeError(Exception):
@@ -77,11 +84,14 @@ class ObserveRequests:
             await self._too_large(scope, receive, send, status)
         self._record(scope, status["code"], started)
 
-    async def _too_large(self, scope: Scope, receive: Receive, send: Send,
-                         status: dict[str, int]) -> None:
+    async def _too_large(
+        self, scope: Scope, receive: Receive, send: Send, status: dict[str, int]
+    ) -> None:
         status["code"] = 413
         response = problem_response(
-            413, "content-too-large", "Content too large",
+            413,
+            "content-too-large",
+            "Content too large",
             f"the request body exceeds {self.max_request_bytes} bytes",
             instance=scope.get("path"),
         )
@@ -95,7 +105,14 @@ class ObserveRequests:
         self.metrics.requests.labels(method, template, str(status)).inc()
         self.metrics.latency.labels(method, template).observe(elapsed)
         state = scope.get("state") or {}
-        _log.info("http request", extra={
-            "method": method, "path": scope.get("path"), "route": template, "status": status,
-            "duration_ms": round(elapsed * 1000, 2), "tenant_id": state.get("tenant_id"),
-        })
+        _log.info(
+            "http request",
+            extra={
+                "method": method,
+                "path": scope.get("path"),
+                "route": template,
+                "status": status,
+                "duration_ms": round(elapsed * 1000, 2),
+                "tenant_id": state.get("tenant_id"),
+            },
+        )

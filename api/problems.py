@@ -58,9 +58,15 @@ PROBLEMS: dict[type[PalimpsestError], tuple[str, int, str]] = {
     DatabaseUnavailableError: ("database-unavailable", 503, "Database unavailable"),
 }
 
-_HTTP_SLUGS = {400: "malformed-request", 401: "unauthenticated", 403: "forbidden",
-               404: "not-found", 405: "method-not-allowed", 413: "content-too-large",
-               415: "unsupported-media-type"}
+_HTTP_SLUGS = {
+    400: "malformed-request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not-found",
+    405: "method-not-allowed",
+    413: "content-too-large",
+    415: "unsupported-media-type",
+}
 
 
 def problem_type(slug: str) -> str:
@@ -69,12 +75,22 @@ def problem_type(slug: str) -> str:
 
 
 def problem_response(
-    status: int, slug: str, title: str, detail: str, *, instance: str | None = None,
-    extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
+    status: int,
+    slug: str,
+    title: str,
+    detail: str,
+    *,
+    instance: str | None = None,
+    extra: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> JSONResponse:
     """Return a ``application/problem+json`` response."""
-    body: dict[str, Any] = {"type": problem_type(slug), "title": title, "status": status,
-                            "detail": detail}
+    body: dict[str, Any] = {
+        "type": problem_type(slug),
+        "title": title,
+        "status": status,
+        "detail": detail,
+    }
     if instance is not None:
         body["instance"] = instance
     body.update(extra or {})
@@ -84,7 +100,7 @@ def problem_response(
 def _lookup(error: PalimpsestError) -> tuple[str, int, str]:
     for cls in type(error).__mro__:
         if cls in PROBLEMS:
-            return PROBLEMS[cls]  # type: ignore[index]
+            return PROBLEMS[cls]
     return PROBLEMS[PalimpsestError]
 
 
@@ -102,8 +118,9 @@ def install_problem_handlers(app: FastAPI) -> None:
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
         if status == 503:
             headers = {"Retry-After": "5"}
-        return problem_response(status, slug, title, detail, instance=request.url.path,
-                                headers=headers)
+        return problem_response(
+            status, slug, title, detail, instance=request.url.path, headers=headers
+        )
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
@@ -112,29 +129,51 @@ def install_problem_handlers(app: FastAPI) -> None:
         if exc.status_code == 400 and "parsing the body" in detail:
             # FastAPI's answer to a body that is not UTF-8 (it decodes before parsing).
             slug, detail = "malformed-json", "the request body is not valid UTF-8 JSON"
-        return problem_response(exc.status_code, slug, slug.replace("-", " ").capitalize(),
-                                detail, instance=request.url.path)
+        return problem_response(
+            exc.status_code,
+            slug,
+            slug.replace("-", " ").capitalize(),
+            detail,
+            instance=request.url.path,
+        )
 
     async def validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         errors = [
-            {"pointer": "/" + "/".join(str(p) for p in err.get("loc", ())),
-             "message": str(err.get("msg", "invalid"))}
+            {
+                "pointer": "/" + "/".join(str(p) for p in err.get("loc", ())),
+                "message": str(err.get("msg", "invalid")),
+            }
             for err in exc.errors()
         ]
         if any(err.get("type") == "json_invalid" for err in exc.errors()):
-            return problem_response(400, "malformed-json", "Malformed JSON",
-                                    "the request body is not valid JSON",
-                                    instance=request.url.path, extra={"errors": errors})
-        return problem_response(422, "validation-error", "Validation error",
-                                f"{len(errors)} invalid field(s): "
-                                + "; ".join(f"{e['pointer']}: {e['message']}" for e in errors),
-                                instance=request.url.path, extra={"errors": errors})
+            return problem_response(
+                400,
+                "malformed-json",
+                "Malformed JSON",
+                "the request body is not valid JSON",
+                instance=request.url.path,
+                extra={"errors": errors},
+            )
+        return problem_response(
+            422,
+            "validation-error",
+            "Validation error",
+            f"{len(errors)} invalid field(s): "
+            + "; ".join(f"{e['pointer']}: {e['message']}" for e in errors),
+            instance=request.url.path,
+            extra={"errors": errors},
+        )
 
     async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
         _log.exception("unhandled error", extra={"path": request.url.path})
-        return problem_response(500, "internal-error", "Internal error",
-                                "the service failed; see its log", instance=request.url.path)
+        return problem_response(
+            500,
+            "internal-error",
+            "Internal error",
+            "the service failed; see its log",
+            instance=request.url.path,
+        )
 
     app.add_exception_handler(PalimpsestError, palimpsest_error)
     app.add_exception_handler(HTTPException, http_error)

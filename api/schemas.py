@@ -36,9 +36,13 @@ Label = Annotated[
     str,
     StringConstraints(min_length=1, max_length=MAX_LABEL_CHARS, pattern=r"^[^\x00-\x1f\x7f]+$"),
 ]
-MediaType = Annotated[str, StringConstraints(
-    max_length=MAX_LABEL_CHARS, pattern=r"^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$",
-)]
+MediaType = Annotated[
+    str,
+    StringConstraints(
+        max_length=MAX_LABEL_CHARS,
+        pattern=r"^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$",
+    ),
+]
 BatchRef = Annotated[str, StringConstraints(pattern=r"^\$[0-9]{1,4}$")]
 """``"$N"``: inside a batch, the id produced by item N (counting from 0)."""
 

@@ -38,15 +38,25 @@ def _evidence(items: list[EvidenceIn]) -> tuple[EvidenceSpec, ...]:
 
 def _spec(body: BaseModel, path_ids: dict[str, Any]) -> WriteSpec:
     if isinstance(body, ObservationCreate):
-        return ObservationSpec(body.content, body.media_type, body.source, body.captured_at,
-                               body.transient)
+        return ObservationSpec(
+            body.content, body.media_type, body.source, body.captured_at, body.transient
+        )
     if isinstance(body, MemoryCreate):
-        return MemorySpec(body.type, body.scope, body.project, body.topic, body.content,
-                          _evidence(body.evidence), body.model_id, body.trust)
+        return MemorySpec(
+            body.type,
+            body.scope,
+            body.project,
+            body.topic,
+            body.content,
+            _evidence(body.evidence),
+            body.model_id,
+            body.trust,
+        )
     memory_id = _id(path_ids.get("memory_id") or body.memory_id)  # type: ignore[attr-defined]
     if isinstance(body, VersionCreate):
-        return VersionSpec(memory_id, body.content, _evidence(body.evidence), body.model_id,
-                           body.trust)
+        return VersionSpec(
+            memory_id, body.content, _evidence(body.evidence), body.model_id, body.trust
+        )
     assert isinstance(body, EdgeCreate)
     return EdgeSpec(memory_id, body.kind, _id(body.target_id))
 

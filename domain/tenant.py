@@ -48,7 +48,7 @@ class Tenant(Aggregate):
         principal_id: UUID
 
     @event(Created)
-    def __init__(self, id: UUID, name: str, principal_id: UUID) -> None:  # noqa: A002
+    def __init__(self, id: UUID, name: str, principal_id: UUID) -> None:
         self.name = name
         self.principals: dict[UUID, str] = {}
         self.token_digests: set[str] = set()

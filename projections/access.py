@@ -48,7 +48,9 @@ def _new_token(tenant_id: UUID) -> str:
     return f"pal_{tenant_id.hex}_{secrets.token_urlsafe(32)}"
 
 
-def _issue(tenant: Tenant, name: str, role: str, *, issuer_id: UUID) -> tuple[IssuedToken, TokenRow]:
+def _issue(
+    tenant: Tenant, name: str, role: str, *, issuer_id: UUID
+) -> tuple[IssuedToken, TokenRow]:
     holder_id = tenant.register_principal(name, principal_id=issuer_id)
     token = _new_token(tenant.id)
     token_id = uuid4()
@@ -63,12 +65,13 @@ def create_tenant(log: EventLog, name: str, admin_name: str = "admin") -> Issued
     tenant_id = uuid4()
     tenant = Tenant.create(tenant_id, name, admin_name)
     issued, row = _issue(tenant, admin_name, "admin", issuer_id=tenant.principal_ids()[0])
-    log.save(tenant, write=WriteContext(tenant_id=tenant_id, tokens=[row]))
+    log.record([tenant], WriteContext(tenant_id=tenant_id, tokens=[row]))
     return issued
 
 
-def issue_token(log: EventLog, tenant_id: UUID, principal_name: str, role: str,
-                *, issuer_name: str = "admin") -> IssuedToken:
+def issue_token(
+    log: EventLog, tenant_id: UUID, principal_name: str, role: str, *, issuer_name: str = "admin"
+) -> IssuedToken:
     """Issue a token to ``principal_name`` (registered if new) in a tenant.
 
     Raises:
@@ -77,7 +80,7 @@ def issue_token(log: EventLog, tenant_id: UUID, principal_name: str, role: str,
     """
     with tenant_scope(tenant_id):
         try:
-            tenant = log.repository.get(tenant_id)
+            tenant: object = log.repository.get(tenant_id)
         except AggregateNotFoundError:
             tenant = None
         if not isinstance(tenant, Tenant):
@@ -85,7 +88,7 @@ def issue_token(log: EventLog, tenant_id: UUID, principal_name: str, role: str,
             raise NotFoundError(msg)
         issuer_id = tenant.register_principal(issuer_name, principal_id=tenant.principal_ids()[0])
         issued, row = _issue(tenant, principal_name, role, issuer_id=issuer_id)
-        log.save(tenant, write=WriteContext(tenant_id=tenant_id, tokens=[row]))
+        log.record([tenant], WriteContext(tenant_id=tenant_id, tokens=[row]))
     return issued
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import Any
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from projections.embedded import EmbeddedServer, start_embedded
 from projections.errors import DatabaseUnavailableError, PgvectorMissingError
@@ -43,14 +44,20 @@ class Database:
         }
 
     @contextmanager
-    def owner_connection(self, *, autocommit: bool = False) -> Iterator[psycopg.Connection[tuple]]:  # type: ignore[type-arg]
+    def owner_connection(
+        self, *, autocommit: bool = False
+    ) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
         """Yield a connection as the owner role.
 
         Raises:
             DatabaseUnavailableError: the server refused or could not be reached.
         """
         try:
-            conn = psycopg.connect(**self.owner_conninfo(), autocommit=autocommit, connect_timeout=10)  # type: ignore[arg-type]
+            conn = psycopg.connect(
+                make_conninfo("", **self.owner_conninfo()),
+                autocommit=autocommit,
+                connect_timeout=10,
+            )
         except psycopg.OperationalError as e:
             msg = f"cannot connect to PostgreSQL at {self.host}:{self.port}/{self.dbname}: {e}"
             raise DatabaseUnavailableError(msg.strip()) from e
@@ -72,7 +79,9 @@ class Database:
             "POSTGRES_MAX_OVERFLOW": str(settings.db_max_overflow),
             "POSTGRES_LOCK_TIMEOUT": str(settings.db_lock_timeout_s),
             "POSTGRES_CONNECT_TIMEOUT": "10",
-            "POSTGRES_PRE_PING": "yes",
+            # No pre-ping: it costs a round trip per checkout, and the library
+            # already retries a write that meets a dead connection.
+            "POSTGRES_PRE_PING": "no",
             # Never on: with it, a log follower can skip events (research §6.1).
             "POSTGRES_ENABLE_DB_FUNCTIONS": "no",
             # Migrations create tables; the runtime role may not.

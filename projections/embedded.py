@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import psutil
 
-from projections.errors import DataDirectoryInUseError, DatabaseUnavailableError
+from projections.errors import DatabaseUnavailableError, DataDirectoryInUseError
 
 __all__ = ["EmbeddedServer", "ServeLock", "start_embedded"]
 
@@ -60,7 +60,7 @@ def start_embedded(data_dir: Path) -> EmbeddedServer:
     data_dir.mkdir(parents=True, exist_ok=True)
     _prune_dead_handles(pgdata)
     try:
-        handle = pgserver.get_server(pgdata, cleanup_mode="stop")
+        handle = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
         info = handle.get_postmaster_info()
     except Exception as e:  # pgserver raises bare subprocess and OS errors
         log_file = pgdata / "log"

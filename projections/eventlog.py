@@ -7,12 +7,13 @@ the idempotency record of the request that caused them. Nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from eventsourcing.application import Application
+from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.utils import retry
@@ -21,6 +22,7 @@ from psycopg.types.json import Jsonb
 from projections._tenancy import current_tenant, set_tenant
 
 if TYPE_CHECKING:
+    from eventsourcing.persistence import Recording
     from eventsourcing.postgres import PostgresDatastore
     from psycopg import Cursor
 
@@ -89,13 +91,39 @@ class TenantScopedRecorder(PostgresApplicationRecorder):
         transaction, where a few more round trips do not matter.
         """
         if len(stored_events) <= _PIPELINE_MAX_EVENTS:
-            return super().insert_events(stored_events, **kwargs)
+            ids: Sequence[int] | None = super().insert_events(stored_events, **kwargs)
+            return ids
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
             self._insert_events(curs, stored_events, **kwargs)
             if not stored_events:
                 return []
             self._insert_stored_events(curs, stored_events, **kwargs)
             return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+
+    def _insert_stored_events(
+        self, curs: Cursor[Any], stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> None:
+        """Lock, notify and insert as the library does, but with four plain arrays.
+
+        The library passes one array of a composite type, which psycopg dumps
+        element by element in Python; columns of uuid, bigint, text and bytea
+        go out as plain arrays in binary format (``%b``), which skips the
+        per-element escaping that was the largest single cost of a batch.
+        """
+        self._lock_table(curs)
+        self._notify_channel(curs)
+        curs.execute(
+            f'INSERT INTO "{self.datastore.schema}"."{self.events_table_name}" '
+            "(originator_id, originator_version, topic, state) "
+            "SELECT * FROM unnest(%b::uuid[], %b::bigint[], %b::text[], %b::bytea[]) "
+            "RETURNING notification_id",
+            (
+                [e.originator_id for e in stored_events],
+                [e.originator_version for e in stored_events],
+                [e.topic for e in stored_events],
+                [e.state for e in stored_events],
+            ),
+        )
 
     def _insert_events(
         self, curs: Cursor[Any], stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -110,7 +138,7 @@ class TenantScopedRecorder(PostgresApplicationRecorder):
         if write.payloads:
             curs.execute(
                 f'INSERT INTO "{schema}".payloads (digest, content, size_bytes) '
-                "SELECT d, c, octet_length(c) FROM unnest(%s::text[], %s::bytea[]) AS p(d, c) "
+                "SELECT d, c, octet_length(c) FROM unnest(%b::text[], %b::bytea[]) AS p(d, c) "
                 "ON CONFLICT DO NOTHING",
                 (list(write.payloads), list(write.payloads.values())),
             )
@@ -119,10 +147,16 @@ class TenantScopedRecorder(PostgresApplicationRecorder):
                 f'INSERT INTO "{schema}".tokens '
                 "(token_digest, token_id, principal_id, principal_name, role) "
                 "SELECT * FROM unnest(%s::text[], %s::uuid[], %s::uuid[], %s::text[], %s::text[])",
-                tuple(list(column) for column in zip(*(
-                    (t.token_digest, t.token_id, t.principal_id, t.principal_name, t.role)
-                    for t in write.tokens
-                ), strict=True)),
+                tuple(
+                    list(column)
+                    for column in zip(
+                        *(
+                            (t.token_digest, t.token_id, t.principal_id, t.principal_name, t.role)
+                            for t in write.tokens
+                        ),
+                        strict=True,
+                    )
+                ),
             )
 
     def _fetch_ids_after_insert_events(
@@ -144,8 +178,13 @@ class TenantScopedRecorder(PostgresApplicationRecorder):
             f'INSERT INTO "{self.datastore.schema}".idempotency_keys '
             "(principal_id, key, request_digest, status_code, response) "
             "VALUES (%s, %s, %s, %s, %s) RETURNING 1",
-            (record.principal_id, record.key, record.request_digest, record.status_code,
-             Jsonb(write.response)),
+            (
+                record.principal_id,
+                record.key,
+                record.request_digest,
+                record.status_code,
+                Jsonb(write.response),
+            ),
         )
         curs.fetchone()
         return ids
@@ -160,7 +199,10 @@ class TenantScopedRecorder(PostgresApplicationRecorder):
         limit: int | None = None,
     ) -> Sequence[StoredEvent]:
         """Return one aggregate's events, as visible to the current tenant."""
-        statement = "SELECT originator_id, originator_version, topic, state FROM {} WHERE originator_id = %s"
+        statement = (
+            "SELECT originator_id, originator_version, topic, state FROM {} "
+            "WHERE originator_id = %s"
+        )
         params: list[Any] = [originator_id]
         if gt is not None:
             statement += " AND originator_version > %s"
@@ -195,6 +237,19 @@ class EventLog(Application[UUID]):
     """
 
     name = "palimpsest"
+
+    def record(self, aggregates: Iterable[Aggregate], write: WriteContext) -> list[Recording[UUID]]:
+        """Record the pending events of ``aggregates`` in one transaction with ``write``.
+
+        This is ``save()`` without its per-object protocol dispatch, which
+        cost a tenth of a 100-memory batch; this application has no snapshot
+        or notification hooks for ``save()`` to run.
+
+        Returns:
+            One recording (event and log position) per event, in order.
+        """
+        events = [event for aggregate in aggregates for event in aggregate.collect_events()]
+        return self.events.put(events, write=write)
 
     @property
     def datastore(self) -> PostgresDatastore:

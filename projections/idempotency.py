@@ -27,7 +27,8 @@ def find_response(
     """
     with tenant_transaction(datastore, caller.tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT request_digest, status_code, response FROM "{datastore.schema}".idempotency_keys '
+            "SELECT request_digest, status_code, response "
+            f'FROM "{datastore.schema}".idempotency_keys '
             "WHERE principal_id = %s AND key = %s",
             (caller.principal_id, key),
         )

@@ -45,7 +45,7 @@ class Migration:
     apply: Callable[[psycopg.Cursor[Any], Database], None]
 
 
-def _library_event_table_ddl(database: Database) -> list[sql.Composable]:
+def _library_event_table_ddl(database: Database) -> list[sql.Composed]:
     """Return the library's own DDL for the events table, its type and index.
 
     Taking the statements from the library (rather than copying them) keeps
@@ -54,8 +54,12 @@ def _library_event_table_ddl(database: Database) -> list[sql.Composable]:
     must stay off.
     """
     datastore = PostgresDatastore(
-        dbname=database.dbname, host=database.host, port=database.port,
-        user=database.owner_user, password=database.owner_password, schema=database.schema,
+        dbname=database.dbname,
+        host=database.host,
+        port=database.port,
+        user=database.owner_user,
+        password=database.owner_password,
+        schema=database.schema,
     )
     datastore.register_type_adapters = lambda: None  # type: ignore[method-assign]
     recorder = PostgresApplicationRecorder(datastore, events_table_name=EVENTS_TABLE)
@@ -177,8 +181,11 @@ def _m0001_event_log(cur: psycopg.Cursor[Any], database: Database) -> None:
 
 
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(1, "event log, payload store, tokens, idempotency keys, row-level security",
-              _m0001_event_log),
+    Migration(
+        1,
+        "event log, payload store, tokens, idempotency keys, row-level security",
+        _m0001_event_log,
+    ),
 )
 
 
@@ -206,9 +213,7 @@ def _applied_version(cur: psycopg.Cursor[Any], database: Database) -> int:
 def schema_version(database: Database) -> int:
     """Return the newest migration applied to ``database`` (0 when none)."""
     with database.owner_connection() as conn, conn.cursor() as cur:
-        cur.execute(
-            "SELECT to_regclass(%s)", (f"{database.schema}.schema_migrations",)
-        )
+        cur.execute("SELECT to_regclass(%s)", (f"{database.schema}.schema_migrations",))
         row = cur.fetchone()
         if row is None or row[0] is None:
             return 0
@@ -251,8 +256,9 @@ def migrate(database: Database, progress: Callable[[str], None] | None = None) -
                     msg = f"migration {migration.version} ({migration.name}) failed: {e}"
                     raise DatabaseUnavailableError(msg.strip()) from e
                 cur.execute(
-                    sql.SQL("INSERT INTO {}.schema_migrations (version, name) VALUES (%s, %s)")
-                    .format(sql.Identifier(database.schema)),
+                    sql.SQL(
+                        "INSERT INTO {}.schema_migrations (version, name) VALUES (%s, %s)"
+                    ).format(sql.Identifier(database.schema)),
                     (migration.version, migration.name),
                 )
                 applied.append(migration.version)

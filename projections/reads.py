@@ -38,7 +38,7 @@ class ObservationContent:
 def _load(log: EventLog, tenant_id: UUID, aggregate_id: UUID, cls: type[_A], what: str) -> _A:
     with tenant_scope(tenant_id):
         try:
-            found = log.repository.get(aggregate_id)
+            found: object = log.repository.get(aggregate_id)
         except AggregateNotFoundError:
             found = None
     if not isinstance(found, cls):
@@ -47,11 +47,14 @@ def _load(log: EventLog, tenant_id: UUID, aggregate_id: UUID, cls: type[_A], wha
     return found
 
 
-def _positions(log: EventLog, tenant_id: UUID, aggregate_id: UUID) -> dict[int, tuple[int, datetime]]:
+def _positions(
+    log: EventLog, tenant_id: UUID, aggregate_id: UUID
+) -> dict[int, tuple[int, datetime]]:
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT originator_version, notification_id, recorded_at FROM "{schema}"."{EVENTS_TABLE}" '
+            "SELECT originator_version, notification_id, recorded_at "
+            f'FROM "{schema}"."{EVENTS_TABLE}" '
             "WHERE originator_id = %s ORDER BY originator_version",
             (aggregate_id,),
         )
@@ -118,21 +121,27 @@ def memory_versions(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str
     for record in memory.versions:
         position, recorded_at = positions[versions_by_event[record.version_id]]
         data = contents.get(record.content_digest)
-        versions.append({
-            "version_id": str(record.version_id),
-            "number": record.position_in_memory,
-            "content": data.decode("utf-8") if data is not None else None,
-            "content_digest": record.content_digest,
-            "size_bytes": record.size_bytes,
-            "evidence": [
-                {"observation_id": str(e.observation_id), "start": e.start, "end": e.end,
-                 "excerpt_digest": e.excerpt_digest}
-                for e in record.excerpts
-            ],
-            "principal_id": str(record.principal_id),
-            "position": position,
-            "recorded_at": recorded_at.isoformat(),
-        })
+        versions.append(
+            {
+                "version_id": str(record.version_id),
+                "number": record.position_in_memory,
+                "content": data.decode("utf-8") if data is not None else None,
+                "content_digest": record.content_digest,
+                "size_bytes": record.size_bytes,
+                "evidence": [
+                    {
+                        "observation_id": str(e.observation_id),
+                        "start": e.start,
+                        "end": e.end,
+                        "excerpt_digest": e.excerpt_digest,
+                    }
+                    for e in record.excerpts
+                ],
+                "principal_id": str(record.principal_id),
+                "position": position,
+                "recorded_at": recorded_at.isoformat(),
+            }
+        )
     return {
         "id": str(memory.id),
         "type": memory.memory_type,

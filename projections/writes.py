@@ -206,9 +206,7 @@ class _UnitOfWork:
 class Writer:
     """Applies write requests for authenticated callers."""
 
-    def __init__(
-        self, log: EventLog, policy: CapturePolicy, clock: Callable[[], datetime]
-    ) -> None:
+    def __init__(self, log: EventLog, policy: CapturePolicy, clock: Callable[[], datetime]) -> None:
         self.log = log
         self.policy = policy
         self.clock = clock
@@ -236,53 +234,75 @@ class Writer:
             msg = f"role {caller.role!r} cannot write; a writer or admin token is required"
             raise PermissionDeniedError(msg)
         with tenant_scope(caller.tenant_id):
-            if idempotency is not None:
-                replay = find_response(self.log.datastore, caller, *idempotency)
-                if replay is not None:
-                    return WriteOutcome(replay[0], replay[1], replayed=True)
+            replay = self._replay(caller, idempotency)
+            if replay is not None:
+                return replay
             for attempt in range(1, _MAX_ATTEMPTS + 1):
-                uow = _UnitOfWork(self.log, caller)
-                items: list[_Item] = []
-                for index, spec in enumerate(specs):
-                    try:
-                        items.append(self._apply(uow, spec, items))
-                    except (InvalidInputError, NotFoundError) as e:
-                        if batch:
-                            e.args = (f"item {index}: {e.args[0]}",)
-                        raise
-
-                def render(positions: Positions, items: list[_Item] = items) -> dict[str, Any]:
-                    results = [{**i.fields, "position": positions[i.last_event]} for i in items]
-                    return {"results": results} if batch else results[0]
-
-                record = None
-                if idempotency is not None:
-                    record = IdempotencyRecord(
-                        caller.principal_id, idempotency[0], idempotency[1], 201, render
-                    )
-                uow.context.idempotency = record
-                try:
-                    recordings = self.log.save(*uow.aggregates.values(), write=uow.context)
-                except IntegrityError:
-                    if idempotency is not None:
-                        replay = find_response(self.log.datastore, caller, *idempotency)
-                        if replay is not None:
-                            return WriteOutcome(replay[0], replay[1], replayed=True)
-                    _log.info("write conflict, retrying", extra={"attempt": attempt})
-                    continue
-                except PersistenceError as e:
-                    msg = f"the event log could not be written: {e}"
-                    raise DatabaseUnavailableError(msg) from e
-                if uow.context.response is not None:
-                    body = uow.context.response
-                else:
-                    body = render({
-                        (UUID(str(r.notification.originator_id)), r.notification.originator_version):
-                        r.notification.id for r in recordings
-                    })
-                return WriteOutcome(201, body, replayed=False)
-        msg = f"gave up after {_MAX_ATTEMPTS} attempts: other writers kept changing the same memories"
+                outcome = self._attempt(caller, specs, batch, idempotency)
+                if outcome is not None:
+                    return outcome
+                _log.info("write conflict, retrying", extra={"attempt": attempt})
+        msg = (
+            f"gave up after {_MAX_ATTEMPTS} attempts: other writers kept changing the same memories"
+        )
         raise ConcurrentWriteError(msg)
+
+    def _replay(self, caller: Caller, idempotency: tuple[str, str] | None) -> WriteOutcome | None:
+        if idempotency is None:
+            return None
+        found = find_response(self.log.datastore, caller, *idempotency)
+        return None if found is None else WriteOutcome(found[0], found[1], replayed=True)
+
+    def _build(
+        self, caller: Caller, specs: Sequence[WriteSpec], batch: bool
+    ) -> tuple[_UnitOfWork, list[_Item]]:
+        uow = _UnitOfWork(self.log, caller)
+        items: list[_Item] = []
+        for index, spec in enumerate(specs):
+            try:
+                items.append(self._apply(uow, spec, items))
+            except (InvalidInputError, NotFoundError) as e:
+                if batch:
+                    e.args = (f"item {index}: {e.args[0]}",)
+                raise
+        return uow, items
+
+    def _attempt(
+        self,
+        caller: Caller,
+        specs: Sequence[WriteSpec],
+        batch: bool,
+        idempotency: tuple[str, str] | None,
+    ) -> WriteOutcome | None:
+        """Build and record once; return None when a concurrent writer won."""
+        uow, items = self._build(caller, specs, batch)
+
+        def render(positions: Positions) -> dict[str, Any]:
+            results = [{**i.fields, "position": positions[i.last_event]} for i in items]
+            return {"results": results} if batch else results[0]
+
+        if idempotency is not None:
+            uow.context.idempotency = IdempotencyRecord(
+                caller.principal_id, idempotency[0], idempotency[1], 201, render
+            )
+        try:
+            recordings = self.log.record(uow.aggregates.values(), uow.context)
+        except IntegrityError:
+            # Either the same Idempotency-Key committed first (replay it) or
+            # another write took the next version of one of our aggregates.
+            return self._replay(caller, idempotency)
+        except PersistenceError as e:
+            msg = f"the event log could not be written: {e}"
+            raise DatabaseUnavailableError(msg) from e
+        if uow.context.response is not None:
+            return WriteOutcome(201, uow.context.response, replayed=False)
+        positions = {
+            (UUID(str(r.notification.originator_id)), r.notification.originator_version): (
+                r.notification.id
+            )
+            for r in recordings
+        }
+        return WriteOutcome(201, render(positions), replayed=False)
 
     # -- one item ---------------------------------------------------------
 
@@ -293,28 +313,43 @@ class Writer:
             return self._create_memory(uow, spec, items)
         if isinstance(spec, VersionSpec):
             memory = uow.load(_resolve(spec.memory_id, items), Memory, "memory")
-            version_id = self._record_version(uow, memory, spec.content, spec.evidence,
-                                              spec.model_id, spec.trust, items)
-            return _Item(memory.id, (memory.id, memory.version),
-                         {"memory_id": str(memory.id), "version_id": str(version_id)})
+            version_id = self._record_version(
+                uow, memory, spec.content, spec.evidence, spec.model_id, spec.trust, items
+            )
+            return _Item(
+                memory.id,
+                (memory.id, memory.version),
+                {"memory_id": str(memory.id), "version_id": str(version_id)},
+            )
         source = uow.load(_resolve(spec.memory_id, items), Memory, "memory")
         target = uow.load(_resolve(spec.target_id, items), Memory, "target memory")
         edge_id = source.add_edge(spec.kind, target, principal_id=uow.caller.principal_id)
-        return _Item(edge_id, (source.id, source.version), {
-            "id": str(edge_id), "memory_id": str(source.id),
-            "kind": spec.kind, "target_id": str(target.id),
-        })
+        return _Item(
+            edge_id,
+            (source.id, source.version),
+            {
+                "id": str(edge_id),
+                "memory_id": str(source.id),
+                "kind": spec.kind,
+                "target_id": str(target.id),
+            },
+        )
 
     def _capture(self, uow: _UnitOfWork, spec: ObservationSpec) -> _Item:
-        data = encode_content(spec.content, limit_bytes=MAX_OBSERVATION_BYTES,
-                              what="observation content", allow_blank=True)
+        data = encode_content(
+            spec.content,
+            limit_bytes=MAX_OBSERVATION_BYTES,
+            what="observation content",
+            allow_blank=True,
+        )
         received_at = self.clock()
         captured_at = spec.captured_at or received_at
         if captured_at > received_at + self.policy.clock_skew:
             msg = f"captured_at {captured_at.isoformat()} is in the future"
             raise InvalidInputError(msg)
         deadline = retention_deadline(
-            received_at, transient=spec.transient,
+            received_at,
+            transient=spec.transient,
             raw_retention=self.policy.raw_retention,
             transient_retention=self.policy.transient_retention,
         )
@@ -330,20 +365,33 @@ class Writer:
             principal_id=uow.caller.principal_id,
         )
         uow.add(observation)
-        return _Item(observation.id, (observation.id, observation.version), {
-            "id": str(observation.id), "retention_deadline": deadline.isoformat(),
-        })
+        return _Item(
+            observation.id,
+            (observation.id, observation.version),
+            {
+                "id": str(observation.id),
+                "retention_deadline": deadline.isoformat(),
+            },
+        )
 
     def _create_memory(self, uow: _UnitOfWork, spec: MemorySpec, items: list[_Item]) -> _Item:
         memory = Memory.create(
-            tenant_id=uow.caller.tenant_id, memory_type=spec.memory_type, scope=spec.scope,
-            project=spec.project, topic=spec.topic, principal_id=uow.caller.principal_id,
+            tenant_id=uow.caller.tenant_id,
+            memory_type=spec.memory_type,
+            scope=spec.scope,
+            project=spec.project,
+            topic=spec.topic,
+            principal_id=uow.caller.principal_id,
         )
-        version_id = self._record_version(uow, memory, spec.content, spec.evidence,
-                                          spec.model_id, spec.trust, items)
+        version_id = self._record_version(
+            uow, memory, spec.content, spec.evidence, spec.model_id, spec.trust, items
+        )
         uow.add(memory)
-        return _Item(memory.id, (memory.id, memory.version),
-                     {"id": str(memory.id), "version_id": str(version_id)})
+        return _Item(
+            memory.id,
+            (memory.id, memory.version),
+            {"id": str(memory.id), "version_id": str(version_id)},
+        )
 
     def _record_version(
         self,
@@ -355,18 +403,24 @@ class Writer:
         trust: float,
         items: list[_Item],
     ) -> UUID:
-        data = encode_content(content, limit_bytes=MAX_VERSION_BYTES,
-                              what="memory content", allow_blank=False)
+        data = encode_content(
+            content, limit_bytes=MAX_VERSION_BYTES, what="memory content", allow_blank=False
+        )
         excerpts: list[Excerpt] = []
         for cited in evidence:
-            observation = uow.load(_resolve(cited.observation_id, items), Observation,
-                                   "observation")
-            excerpts.append(cut_excerpt(observation.id, uow.content_of(observation),
-                                        cited.start, cited.end))
+            observation = uow.load(
+                _resolve(cited.observation_id, items), Observation, "observation"
+            )
+            excerpts.append(
+                cut_excerpt(observation.id, uow.content_of(observation), cited.start, cited.end)
+            )
         return memory.record_version(
-            content_digest=uow.store_payload(data), size_bytes=len(data),
-            excerpts=tuple(excerpts), principal_id=uow.caller.principal_id,
-            model_id=model_id, trust=trust,
+            content_digest=uow.store_payload(data),
+            size_bytes=len(data),
+            excerpts=tuple(excerpts),
+            principal_id=uow.caller.principal_id,
+            model_id=model_id,
+            trust=trust,
         )
 
 

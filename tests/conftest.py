@@ -47,8 +47,9 @@ def test_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunDatab
     url = os.environ.get("DATABASE_URL")
     if not url:
         data_dir = tmp_path_factory.mktemp("embedded")
-        yield RunDatabase(DatabaseSettings(data_dir=data_dir),
-                           {"PALIMPSEST_DATA_DIR": str(data_dir)})
+        yield RunDatabase(
+            DatabaseSettings(data_dir=data_dir), {"PALIMPSEST_DATA_DIR": str(data_dir)}
+        )
         return
     params = conninfo_to_dict(url)
     name = f"palimpsest_test_{uuid.uuid4().hex[:12]}"
@@ -57,7 +58,7 @@ def test_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunDatab
             conn.execute(f'CREATE DATABASE "{name}"')
     except psycopg.Error as e:
         _unavailable(str(e).strip())
-    fresh = make_conninfo(**{**params, "dbname": name})
+    fresh = make_conninfo("", **{**params, "dbname": name})
     fresh_url = "postgresql://?" + "&".join(f"{k}={v}" for k, v in conninfo_to_dict(fresh).items())
     yield RunDatabase(DatabaseSettings(database_url=fresh_url), {"DATABASE_URL": fresh_url})
     with psycopg.connect(url, autocommit=True) as conn:
@@ -117,11 +118,16 @@ def store_snapshot(runtime: Runtime) -> dict[str, int]:
         head = conn.execute(
             f'SELECT coalesce(max(notification_id), 0) FROM "{schema}"."{EVENTS_TABLE}"'
         ).fetchone()
-        tables = [r[0] for r in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
-        )]
-        counts = {t: conn.execute(f'SELECT count(*) FROM "{schema}"."{t}"').fetchone()[0]  # type: ignore[index]
-                  for t in tables}
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
+            )
+        ]
+        counts = {
+            t: conn.execute(f'SELECT count(*) FROM "{schema}"."{t}"').fetchone()[0]  # type: ignore[index]
+            for t in tables
+        }
     return {"log_head": head[0] if head else 0, **counts}
 
 

@@ -14,8 +14,12 @@ router = APIRouter(prefix="/v1/batch", tags=["batch"])
 
 @router.post("", status_code=201, response_model=BatchPublic)
 def create_batch(
-    body: BatchCreate, request: Request, response: Response,
-    caller: CallerDep, writer: WriterDep, key: IdempotencyKeyDep,
+    body: BatchCreate,
+    request: Request,
+    response: Response,
+    caller: CallerDep,
+    writer: WriterDep,
+    key: IdempotencyKeyDep,
 ) -> dict[str, Any]:
     """Apply up to 1,000 writes all-or-nothing. Each item has an `op`
     (`create_observation`, `create_memory`, `add_version`, `add_edge`) and that

@@ -31,5 +31,6 @@ def healthz(runtime: RuntimeDep) -> dict[str, Any]:
 @router.get("/metrics", response_class=Response)
 def metrics(request: Request) -> Response:
     """Prometheus metrics in the text exposition format."""
-    return Response(generate_latest(request.app.state.metrics.registry),
-                    media_type=CONTENT_TYPE_LATEST)
+    return Response(
+        generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST
+    )

@@ -24,8 +24,12 @@ router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
 @router.post("", status_code=201, response_model=MemoryCreated)
 def create_memory(
-    body: MemoryCreate, request: Request, response: Response,
-    caller: CallerDep, writer: WriterDep, key: IdempotencyKeyDep,
+    body: MemoryCreate,
+    request: Request,
+    response: Response,
+    caller: CallerDep,
+    writer: WriterDep,
+    key: IdempotencyKeyDep,
 ) -> dict[str, Any]:
     """Create a memory with its first version. Each `evidence` excerpt is checked against
     the observation's content and recorded as a contribution by the caller."""
@@ -34,23 +38,35 @@ def create_memory(
 
 @router.post("/{memory_id}/versions", status_code=201, response_model=VersionCreated)
 def create_version(
-    memory_id: UUID, body: VersionCreate, request: Request, response: Response,
-    caller: CallerDep, writer: WriterDep, key: IdempotencyKeyDep,
+    memory_id: UUID,
+    body: VersionCreate,
+    request: Request,
+    response: Response,
+    caller: CallerDep,
+    writer: WriterDep,
+    key: IdempotencyKeyDep,
 ) -> dict[str, Any]:
     """Record a new version (a revision) of a memory."""
-    return perform_write(request, response, writer, caller, key, body,
-                         path_ids={"memory_id": memory_id})
+    return perform_write(
+        request, response, writer, caller, key, body, path_ids={"memory_id": memory_id}
+    )
 
 
 @router.post("/{memory_id}/edges", status_code=201, response_model=EdgeCreated)
 def create_edge(
-    memory_id: UUID, body: EdgeCreate, request: Request, response: Response,
-    caller: CallerDep, writer: WriterDep, key: IdempotencyKeyDep,
+    memory_id: UUID,
+    body: EdgeCreate,
+    request: Request,
+    response: Response,
+    caller: CallerDep,
+    writer: WriterDep,
+    key: IdempotencyKeyDep,
 ) -> dict[str, Any]:
     """Add an edge from this memory to another: `supersedes` (this one is newer),
     `conflicts_with`, `extends` or `derived_from`. Event memories accept only `extends`."""
-    return perform_write(request, response, writer, caller, key, body,
-                         path_ids={"memory_id": memory_id})
+    return perform_write(
+        request, response, writer, caller, key, body, path_ids={"memory_id": memory_id}
+    )
 
 
 @router.get("/{memory_id}/versions", response_model=MemoryVersionsPublic)

@@ -16,8 +16,12 @@ router = APIRouter(prefix="/v1/observations", tags=["observations"])
 
 @router.post("", status_code=201, response_model=ObservationCreated)
 def create_observation(
-    body: ObservationCreate, request: Request, response: Response,
-    caller: CallerDep, writer: WriterDep, key: IdempotencyKeyDep,
+    body: ObservationCreate,
+    request: Request,
+    response: Response,
+    caller: CallerDep,
+    writer: WriterDep,
+    key: IdempotencyKeyDep,
 ) -> dict[str, Any]:
     """Capture an observation. Its bytes go to the payload store; its event keeps only
     the digest, size, media type, source, capture time and retention deadline (fixed now:
@@ -26,14 +30,21 @@ def create_observation(
 
 
 @router.get("/{observation_id}", response_model=ObservationPublic)
-def read_observation(observation_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+def read_observation(
+    observation_id: UUID, caller: CallerDep, runtime: RuntimeDep
+) -> dict[str, Any]:
     """Return an observation's metadata."""
     return observation_metadata(runtime.log, caller.tenant_id, observation_id)
 
 
-@router.get("/{observation_id}/content", response_class=Response,
-            responses={200: {"content": {"text/plain": {}}}})
-def read_observation_content(observation_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> Response:
+@router.get(
+    "/{observation_id}/content",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {}}}},
+)
+def read_observation_content(
+    observation_id: UUID, caller: CallerDep, runtime: RuntimeDep
+) -> Response:
     """Return an observation's bytes, with the media type it was captured with."""
     found = observation_content(runtime.log, caller.tenant_id, observation_id)
     media_type = found.media_type

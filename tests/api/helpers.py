@@ -20,7 +20,9 @@ def problem_slug(response: Any) -> str:
     return str(body["type"]).rsplit(":", 1)[-1]
 
 
-def observe(client: TestClient, headers: dict[str, str], content: str = "I prefer dark mode.") -> str:
+def observe(
+    client: TestClient, headers: dict[str, str], content: str = "I prefer dark mode."
+) -> str:
     """Capture an observation and return its id."""
     response = post(client, "/v1/observations", {"content": content}, headers)
     assert response.status_code == 201, response.text

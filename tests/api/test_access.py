@@ -17,14 +17,19 @@ def _write_requests(memory_id: str, target_id: str, observation_id: str) -> list
     return [
         ("/v1/observations", {"content": "hello"}),
         ("/v1/memories", MEMORY),
-        ("/v1/memories", {**MEMORY, "evidence": [{"observation_id": observation_id, "start": 0, "end": 2}]}),
+        (
+            "/v1/memories",
+            {**MEMORY, "evidence": [{"observation_id": observation_id, "start": 0, "end": 2}]},
+        ),
         (f"/v1/memories/{memory_id}/versions", {"content": "Lives in Paris"}),
         (f"/v1/memories/{memory_id}/edges", {"kind": "conflicts_with", "target_id": target_id}),
         ("/v1/batch", {"items": [{"op": "create_memory", **MEMORY}]}),
     ]
 
 
-@pytest.mark.parametrize("auth", [None, "Bearer nope", "Bearer pal_" + "0" * 32 + "_" + "A" * 43, "Basic abc"])
+@pytest.mark.parametrize(
+    "auth", [None, "Bearer nope", "Bearer pal_" + "0" * 32 + "_" + "A" * 43, "Basic abc"]
+)
 def test_requests_without_a_valid_token_are_401_and_write_nothing(
     client: TestClient, tenant: Tenant, snapshot: Any, auth: str | None
 ) -> None:
@@ -70,8 +75,11 @@ def test_another_tenants_ids_are_invisible_to_every_endpoint(
     # When another tenant's writer guesses those ids
     intruder = other_tenant.headers("writer")
     before = snapshot()
-    for path in [f"/v1/memories/{memory['id']}/versions", f"/v1/observations/{obs}",
-                 f"/v1/observations/{obs}/content"]:
+    for path in [
+        f"/v1/memories/{memory['id']}/versions",
+        f"/v1/observations/{obs}",
+        f"/v1/observations/{obs}/content",
+    ]:
         response = client.get(path, headers=intruder)
         assert response.status_code == 404, path
         assert "victim" not in response.text
@@ -82,7 +90,10 @@ def test_another_tenants_ids_are_invisible_to_every_endpoint(
         (f"/v1/memories/{memory['id']}/edges", {"kind": "extends", "target_id": own_target["id"]}),
         (f"/v1/memories/{own_target['id']}/edges", {"kind": "extends", "target_id": target["id"]}),
         ("/v1/memories", {**MEMORY, "evidence": [{"observation_id": obs, "start": 0, "end": 6}]}),
-        ("/v1/batch", {"items": [{"op": "add_version", "memory_id": memory["id"], "content": "x"}]}),
+        (
+            "/v1/batch",
+            {"items": [{"op": "add_version", "memory_id": memory["id"], "content": "x"}]},
+        ),
     ]
     # Then every attempt is 404 and nothing is written anywhere
     for path, body in attempts:
@@ -91,16 +102,21 @@ def test_another_tenants_ids_are_invisible_to_every_endpoint(
         assert problem_slug(response) == "not-found"
     assert snapshot() == before
     # And the victim's data is unchanged
-    versions = client.get(f"/v1/memories/{memory['id']}/versions", headers=victim).json()["versions"]
+    versions = client.get(f"/v1/memories/{memory['id']}/versions", headers=victim).json()[
+        "versions"
+    ]
     assert [v["content"] for v in versions] == ["Prefers dark mode"]
 
 
 def test_idempotency_keys_of_another_tenant_never_replay(
     client: TestClient, tenant: Tenant, other_tenant: Tenant
 ) -> None:
-    first = client.post("/v1/memories", json=MEMORY, headers={**tenant.headers(), "Idempotency-Key": "shared"})
-    second = client.post("/v1/memories", json=MEMORY,
-                         headers={**other_tenant.headers(), "Idempotency-Key": "shared"})
+    first = client.post(
+        "/v1/memories", json=MEMORY, headers={**tenant.headers(), "Idempotency-Key": "shared"}
+    )
+    second = client.post(
+        "/v1/memories", json=MEMORY, headers={**other_tenant.headers(), "Idempotency-Key": "shared"}
+    )
     assert second.status_code == 201
     assert "Idempotent-Replayed" not in second.headers
     assert second.json()["id"] != first.json()["id"]

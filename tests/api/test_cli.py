@@ -31,8 +31,17 @@ def test_tenant_and_token_create_print_tokens_that_authenticate(
     code, out, _ = _run(capsys, "tenant", "create", "cli-tenant")
     assert code == EXIT_OK
     tenant = json.loads(out)
-    code, out, _ = _run(capsys, "token", "create", "--tenant", tenant["tenant_id"],
-                        "--principal", "agent-7", "--role", "reader")
+    code, out, _ = _run(
+        capsys,
+        "token",
+        "create",
+        "--tenant",
+        tenant["tenant_id"],
+        "--principal",
+        "agent-7",
+        "--role",
+        "reader",
+    )
     assert code == EXIT_OK
     reader = json.loads(out)
     assert reader["role"] == "reader"
@@ -43,42 +52,70 @@ def test_tenant_and_token_create_print_tokens_that_authenticate(
     assert client.post("/v1/memories", json=body, headers=reader_headers).status_code == 403
 
 
-def test_migrate_on_a_current_schema_succeeds(cli_env: None, capsys: pytest.CaptureFixture[str]) -> None:
+def test_migrate_on_a_current_schema_succeeds(
+    cli_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, _, err = _run(capsys, "migrate")
     assert code == EXIT_OK
     assert "schema is current" in err
 
 
-@pytest.mark.parametrize("argv", [
-    ["frobnicate"],
-    ["token", "create", "--tenant", "not-a-uuid", "--principal", "p", "--role", "reader"],
-    ["token", "create", "--tenant", "00000000-0000-0000-0000-000000000000", "--principal", "p",
-     "--role", "overlord"],
-])
-def test_bad_arguments_print_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["frobnicate"],
+        ["token", "create", "--tenant", "not-a-uuid", "--principal", "p", "--role", "reader"],
+        [
+            "token",
+            "create",
+            "--tenant",
+            "00000000-0000-0000-0000-000000000000",
+            "--principal",
+            "p",
+            "--role",
+            "overlord",
+        ],
+    ],
+)
+def test_bad_arguments_print_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
     code, out, err = _run(capsys, *argv)
     assert code == EXIT_USAGE
     assert out == ""
     assert err.count("\n") == 1 and err.startswith("palimpsest: error: ")
 
 
-def test_unknown_tenant_is_a_one_line_failure(cli_env: None, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(capsys, "token", "create", "--tenant", "00000000-0000-0000-0000-000000000000",
-                        "--principal", "p", "--role", "reader")
+def test_unknown_tenant_is_a_one_line_failure(
+    cli_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(
+        capsys,
+        "token",
+        "create",
+        "--tenant",
+        "00000000-0000-0000-0000-000000000000",
+        "--principal",
+        "p",
+        "--role",
+        "reader",
+    )
     assert code == 1
     assert err.startswith("palimpsest: error: tenant") and err.count("\n") == 1
 
 
-def test_invalid_settings_name_the_variable(monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_invalid_settings_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("PALIMPSEST_PORT", "eighty")
     code, _, err = _run(capsys, "config")
     assert code == EXIT_USAGE
     assert "PALIMPSEST_PORT='eighty'" in err
 
 
-def test_config_masks_the_database_password(monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_config_masks_the_database_password(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("DATABASE_URL", "postgresql://owner:hunter2@db.internal:5432/pal")
     monkeypatch.setenv("PALIMPSEST_DB_APP_PASSWORD", "s3cret-app")
     code, out, _ = _run(capsys, "config")

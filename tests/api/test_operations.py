@@ -30,18 +30,31 @@ def test_metrics_count_requests_by_route_and_status(client: TestClient, tenant: 
 def test_openapi_documents_every_route_with_typed_bodies(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     paths = spec["paths"]
-    for path in ["/v1/observations", "/v1/memories", "/v1/memories/{memory_id}/versions",
-                 "/v1/memories/{memory_id}/edges", "/v1/batch", "/v1/observations/{observation_id}",
-                 "/v1/observations/{observation_id}/content", "/healthz", "/metrics"]:
+    for path in [
+        "/v1/observations",
+        "/v1/memories",
+        "/v1/memories/{memory_id}/versions",
+        "/v1/memories/{memory_id}/edges",
+        "/v1/batch",
+        "/v1/observations/{observation_id}",
+        "/v1/observations/{observation_id}/content",
+        "/healthz",
+        "/metrics",
+    ]:
         assert path in paths, path
     assert "MemoryCreate" in spec["components"]["schemas"]
-    assert "application/problem+json" in paths["/v1/memories"]["post"]["responses"]["422"]["content"]
+    assert (
+        "application/problem+json" in paths["/v1/memories"]["post"]["responses"]["422"]["content"]
+    )
 
 
 def test_every_error_class_has_a_problem_type() -> None:
-    classes = [c for module in (domain.errors, projections.errors)
-               for _, c in inspect.getmembers(module, inspect.isclass)
-               if issubclass(c, PalimpsestError)]
+    classes = [
+        c
+        for module in (domain.errors, projections.errors)
+        for _, c in inspect.getmembers(module, inspect.isclass)
+        if issubclass(c, PalimpsestError)
+    ]
     assert classes
     for cls in classes:
         assert cls in PROBLEMS, f"{cls.__name__} has no problem type in api/problems.py"

@@ -10,10 +10,14 @@ from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant
 
 
-def test_memory_with_evidence_reads_back_with_content_and_excerpt(client: TestClient, tenant: Tenant) -> None:
+def test_memory_with_evidence_reads_back_with_content_and_excerpt(
+    client: TestClient, tenant: Tenant
+) -> None:
     headers = tenant.headers()
     obs_id = observe(client, headers, "Note: I prefer dark mode in every editor.")
-    created = remember(client, headers, evidence=[{"observation_id": obs_id, "start": 6, "end": 24}])
+    created = remember(
+        client, headers, evidence=[{"observation_id": obs_id, "start": 6, "end": 24}]
+    )
     versions = client.get(f"/v1/memories/{created['id']}/versions", headers=headers).json()
     assert versions["type"] == "preference"
     [version] = versions["versions"]
@@ -27,19 +31,31 @@ def test_memory_with_evidence_reads_back_with_content_and_excerpt(client: TestCl
 def test_new_version_appends_and_keeps_the_old_one(client: TestClient, tenant: Tenant) -> None:
     headers = tenant.headers()
     created = remember(client, headers)
-    revised = post(client, f"/v1/memories/{created['id']}/versions",
-                   {"content": "Switched to light mode"}, headers)
+    revised = post(
+        client,
+        f"/v1/memories/{created['id']}/versions",
+        {"content": "Switched to light mode"},
+        headers,
+    )
     assert revised.status_code == 201
     assert revised.json()["position"] > created["position"]
-    contents = [v["content"] for v in
-                client.get(f"/v1/memories/{created['id']}/versions", headers=headers).json()["versions"]]
+    contents = [
+        v["content"]
+        for v in client.get(f"/v1/memories/{created['id']}/versions", headers=headers).json()[
+            "versions"
+        ]
+    ]
     assert contents == ["Prefers dark mode", "Switched to light mode"]
 
 
 def test_observation_metadata_and_content_read_back(client: TestClient, tenant: Tenant) -> None:
     headers = tenant.headers()
-    response = post(client, "/v1/observations",
-                    {"content": "héllo wörld", "source": "chat", "transient": True}, headers)
+    response = post(
+        client,
+        "/v1/observations",
+        {"content": "héllo wörld", "source": "chat", "transient": True},
+        headers,
+    )
     assert response.status_code == 201
     created = response.json()
     meta = client.get(f"/v1/observations/{created['id']}", headers=headers).json()
@@ -51,41 +67,71 @@ def test_observation_metadata_and_content_read_back(client: TestClient, tenant: 
     assert content.headers["content-type"].startswith("text/plain")
 
 
-def test_transient_observations_expire_sooner_than_raw_ones(client: TestClient, tenant: Tenant) -> None:
+def test_transient_observations_expire_sooner_than_raw_ones(
+    client: TestClient, tenant: Tenant
+) -> None:
     headers = tenant.headers()
     raw = post(client, "/v1/observations", {"content": "raw"}, headers).json()
-    transient = post(client, "/v1/observations", {"content": "tmp", "transient": True}, headers).json()
+    transient = post(
+        client, "/v1/observations", {"content": "tmp", "transient": True}, headers
+    ).json()
     assert transient["retention_deadline"] < raw["retention_deadline"]
 
 
-def test_edges_are_recorded_and_event_memories_accept_only_extends(client: TestClient, tenant: Tenant) -> None:
+def test_edges_are_recorded_and_event_memories_accept_only_extends(
+    client: TestClient, tenant: Tenant
+) -> None:
     headers = tenant.headers()
     older = remember(client, headers)
     newer = remember(client, headers, content="Prefers light mode")
     event = remember(client, headers, type="event", content="Standup happened")
-    ok = post(client, f"/v1/memories/{newer['id']}/edges",
-              {"kind": "supersedes", "target_id": older["id"]}, headers)
+    ok = post(
+        client,
+        f"/v1/memories/{newer['id']}/edges",
+        {"kind": "supersedes", "target_id": older["id"]},
+        headers,
+    )
     assert ok.status_code == 201
     assert ok.json()["kind"] == "supersedes"
-    refused = post(client, f"/v1/memories/{event['id']}/edges",
-                   {"kind": "supersedes", "target_id": older["id"]}, headers)
+    refused = post(
+        client,
+        f"/v1/memories/{event['id']}/edges",
+        {"kind": "supersedes", "target_id": older["id"]},
+        headers,
+    )
     assert refused.status_code == 422
     assert problem_slug(refused) == "edge-not-allowed"
-    extends = post(client, f"/v1/memories/{event['id']}/edges",
-                   {"kind": "extends", "target_id": older["id"]}, headers)
+    extends = post(
+        client,
+        f"/v1/memories/{event['id']}/edges",
+        {"kind": "extends", "target_id": older["id"]},
+        headers,
+    )
     assert extends.status_code == 201
-    again = post(client, f"/v1/memories/{newer['id']}/edges",
-                 {"kind": "supersedes", "target_id": older["id"]}, headers)
+    again = post(
+        client,
+        f"/v1/memories/{newer['id']}/edges",
+        {"kind": "supersedes", "target_id": older["id"]},
+        headers,
+    )
     assert again.status_code == 409
     assert problem_slug(again) == "edge-exists"
 
 
-def test_batch_applies_every_item_and_resolves_references(client: TestClient, tenant: Tenant) -> None:
+def test_batch_applies_every_item_and_resolves_references(
+    client: TestClient, tenant: Tenant
+) -> None:
     headers = tenant.headers()
     items: list[dict[str, Any]] = [
         {"op": "create_observation", "content": "We decided to ship on Friday."},
-        {"op": "create_memory", "type": "decision", "scope": "team", "project": "apollo",
-         "content": "Ship on Friday", "evidence": [{"observation_id": "$0", "start": 15, "end": 29}]},
+        {
+            "op": "create_memory",
+            "type": "decision",
+            "scope": "team",
+            "project": "apollo",
+            "content": "Ship on Friday",
+            "evidence": [{"observation_id": "$0", "start": 15, "end": 29}],
+        },
         {"op": "add_version", "memory_id": "$1", "content": "Ship on Monday"},
         {"op": "create_memory", "type": "decision", "scope": "team", "content": "Old plan"},
         {"op": "add_edge", "memory_id": "$1", "kind": "supersedes", "target_id": "$3"},
@@ -105,9 +151,18 @@ def test_batch_applies_every_item_and_resolves_references(client: TestClient, te
 def test_batch_is_all_or_nothing(client: TestClient, tenant: Tenant, snapshot: Any) -> None:
     headers = tenant.headers()
     before = snapshot()
-    items = [{"op": "create_observation", "content": f"item {i}"} for i in range(10)]
-    items.append({"op": "create_memory", "type": "fact", "scope": "u", "content": "x",
-                  "evidence": [{"observation_id": "$0", "start": 0, "end": 999}]})
+    items: list[dict[str, Any]] = [
+        {"op": "create_observation", "content": f"item {i}"} for i in range(10)
+    ]
+    items.append(
+        {
+            "op": "create_memory",
+            "type": "fact",
+            "scope": "u",
+            "content": "x",
+            "evidence": [{"observation_id": "$0", "start": 0, "end": 999}],
+        }
+    )
     response = post(client, "/v1/batch", {"items": items}, headers)
     assert response.status_code == 422
     assert problem_slug(response) == "evidence-out-of-range"
@@ -115,9 +170,13 @@ def test_batch_is_all_or_nothing(client: TestClient, tenant: Tenant, snapshot: A
     assert snapshot() == before
 
 
-def test_batch_of_a_thousand_writes_lands_in_one_transaction(client: TestClient, tenant: Tenant) -> None:
-    items = [{"op": "create_memory", "type": "note", "scope": "bulk", "content": f"note {i}"}
-             for i in range(1000)]
+def test_batch_of_a_thousand_writes_lands_in_one_transaction(
+    client: TestClient, tenant: Tenant
+) -> None:
+    items: list[dict[str, Any]] = [
+        {"op": "create_memory", "type": "note", "scope": "bulk", "content": f"note {i}"}
+        for i in range(1000)
+    ]
     response = post(client, "/v1/batch", {"items": items}, tenant.headers())
     assert response.status_code == 201
     positions = [r["position"] for r in response.json()["results"]]
@@ -155,7 +214,9 @@ def test_same_idempotency_key_with_a_different_body_is_a_conflict(
 def test_idempotency_keys_belong_to_one_principal(client: TestClient, tenant: Tenant) -> None:
     body = {"type": "fact", "scope": "u", "content": "A"}
     first = post(client, "/v1/memories", body, {**tenant.headers("writer"), "Idempotency-Key": "k"})
-    second = post(client, "/v1/memories", body, {**tenant.headers("writer"), "Idempotency-Key": "k"})
+    second = post(
+        client, "/v1/memories", body, {**tenant.headers("writer"), "Idempotency-Key": "k"}
+    )
     assert second.status_code == 201
     assert second.json()["id"] != first.json()["id"]
 

@@ -32,21 +32,31 @@ from pathlib import Path
 import httpx
 import psycopg
 import uvicorn
+from psycopg.conninfo import make_conninfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from api.app import create_app  # noqa: E402
-from api.settings import ApiSettings  # noqa: E402
-from projections.access import authenticate, create_tenant  # noqa: E402
-from projections.runtime import Runtime, start_runtime  # noqa: E402
-from projections.settings import DatabaseSettings  # noqa: E402
-from projections.writes import CapturePolicy, MemorySpec, Writer  # noqa: E402
+from api.app import create_app
+from api.settings import ApiSettings
+from projections.access import authenticate, create_tenant
+from projections.migrations import EVENTS_TABLE
+from projections.runtime import Runtime, start_runtime
+from projections.settings import DatabaseSettings
+from projections.writes import CapturePolicy, MemorySpec, Writer
 
 EVENTS_PER_MEMORY = 2
-STATE = json.dumps({"tenant_id": str(uuid.uuid4()), "memory_type": "note", "scope": "bench",
-                    "project": None, "topic": None, "principal_id": str(uuid.uuid4()),
-                    "originator_topic": "palimpsest:Memory",
-                    "timestamp": datetime.now(UTC).isoformat()}).encode()
+STATE = json.dumps(
+    {
+        "tenant_id": str(uuid.uuid4()),
+        "memory_type": "note",
+        "scope": "bench",
+        "project": None,
+        "topic": None,
+        "principal_id": str(uuid.uuid4()),
+        "originator_topic": "palimpsest:Memory",
+        "timestamp": datetime.now(UTC).isoformat(),
+    }
+).encode()
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -54,47 +64,66 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _report(name: str, events: int, seconds: float, latencies: list[float] | None,
-            baseline: float | None) -> None:
+def _report(
+    name: str, events: int, seconds: float, latencies: list[float] | None, baseline: float | None
+) -> None:
     rate = events / seconds
     line = f"{name:<42} {rate:>10,.0f} events/s"
     if latencies:
-        line += f"   p50 {1000 * statistics.median(latencies):6.2f} ms  p99 {1000 * _pct(latencies, 0.99):6.2f} ms"
+        p50, p99 = 1000 * statistics.median(latencies), 1000 * _pct(latencies, 0.99)
+        line += f"   p50 {p50:6.2f} ms  p99 {p99:6.2f} ms"
     if baseline:
         line += f"   = {rate / baseline:4.2f}x raw"
     print(line, flush=True)
 
 
 def _raw_setup(runtime: Runtime) -> None:
+    """Make baseline tables of the same shape as the real ones: columns, defaults,
+    indexes and forced row-level security, written by the same runtime role."""
+    schema, app = runtime.database.schema, runtime.database.app_user
     with runtime.database.owner_connection() as conn:
-        conn.execute("DROP TABLE IF EXISTS bench_events, bench_payloads")
-        conn.execute("CREATE TABLE bench_events (originator_id uuid NOT NULL, originator_version bigint NOT NULL,"
-                     " topic text, state bytea, notification_id bigserial UNIQUE,"
-                     " recorded_at timestamptz NOT NULL DEFAULT clock_timestamp(),"
-                     " PRIMARY KEY (originator_id, originator_version))")
-        conn.execute("CREATE TABLE bench_payloads (digest text PRIMARY KEY, content bytea NOT NULL)")
+        for name, source in (("bench_events", EVENTS_TABLE), ("bench_payloads", "payloads")):
+            conn.execute(f'DROP TABLE IF EXISTS "{schema}".{name}')
+            conn.execute(
+                f'CREATE TABLE "{schema}".{name} (LIKE "{schema}"."{source}" INCLUDING ALL)'
+            )
+            conn.execute(f'ALTER TABLE "{schema}".{name} ENABLE ROW LEVEL SECURITY')
+            conn.execute(f'ALTER TABLE "{schema}".{name} FORCE ROW LEVEL SECURITY')
+            for verb, clause in (("SELECT", "USING"), ("INSERT", "WITH CHECK")):
+                conn.execute(
+                    f'CREATE POLICY p_{verb.lower()} ON "{schema}".{name} FOR {verb} '
+                    f'{clause} (tenant_id = "{schema}".current_tenant())'
+                )
+            conn.execute(f'GRANT SELECT, INSERT ON "{schema}".{name} TO "{app}"')
 
 
-def _raw_insert(conn: psycopg.Connection[tuple[object, ...]], memories: int) -> None:
-    """The same rows as ``memories`` memory creations, in one transaction."""
+def _raw_insert(
+    conn: psycopg.Connection[tuple[object, ...]], schema: str, tenant: str, memories: int
+) -> None:
+    """The rows of ``memories`` memory creations, in one transaction, as the runtime role."""
     with conn.transaction():
+        conn.execute("SELECT set_config('palimpsest.tenant_id', %s, true)", (tenant,))
         ids = [uuid.uuid4() for _ in range(memories)]
         conn.execute(
-            "INSERT INTO bench_payloads SELECT d, c FROM unnest(%s::text[], %s::bytea[]) AS p(d, c)"
+            f'INSERT INTO "{schema}".bench_payloads (digest, content, size_bytes)'
+            " SELECT d, c, octet_length(c) FROM unnest(%b::text[], %b::bytea[]) AS p(d, c)"
             " ON CONFLICT DO NOTHING",
             ([uuid.uuid4().hex for _ in ids], [b"note content " + i.bytes for i in ids]),
         )
         conn.execute(
-            "INSERT INTO bench_events (originator_id, originator_version, topic, state)"
-            " SELECT * FROM unnest(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[])"
+            f'INSERT INTO "{schema}".bench_events (originator_id, originator_version, topic, state)'
+            " SELECT * FROM unnest(%b::uuid[], %b::bigint[], %b::text[], %b::bytea[])"
             " RETURNING notification_id",
-            ([i for i in ids for _ in range(2)], [1, 2] * memories,
-             ["palimpsest:MemoryCreated", "palimpsest:VersionRecorded"] * memories,
-             [STATE] * (2 * memories)),
+            (
+                [i for i in ids for _ in range(2)],
+                [1, 2] * memories,
+                ["palimpsest:MemoryCreated", "palimpsest:VersionRecorded"] * memories,
+                [STATE] * (2 * memories),
+            ),
         ).fetchall()
 
 
-def _timed(count: int, clients: int, one: Callable[[int], None]) -> tuple[float, list[float]]:
+def _timed(count: int, clients: int, one: Callable[[int], object]) -> tuple[float, list[float]]:
     latencies: list[float] = []
     lock = threading.Lock()
 
@@ -111,7 +140,7 @@ def _timed(count: int, clients: int, one: Callable[[int], None]) -> tuple[float,
     return time.perf_counter() - started, latencies
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to bottom)
     parser = argparse.ArgumentParser()
     parser.add_argument("--singles", type=int, default=1500)
     parser.add_argument("--batches", type=int, default=60)
@@ -121,8 +150,11 @@ def main() -> None:
     _raw_setup(runtime)
     issued = create_tenant(runtime.log, "bench")
     caller = authenticate(runtime.log, issued.token)
-    writer = Writer(runtime.log, CapturePolicy(timedelta(days=30), timedelta(hours=1)),
-                    lambda: datetime.now(UTC))
+    writer = Writer(
+        runtime.log,
+        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
+        lambda: datetime.now(UTC),
+    )
 
     def spec(i: int) -> MemorySpec:
         return MemorySpec("note", "bench", None, None, f"note {i} {uuid.uuid4()}", (), None, 1.0)
@@ -135,12 +167,22 @@ def main() -> None:
         time.sleep(0.05)
     port = server.servers[0].sockets[0].getsockname()[1]
     headers = {"Authorization": f"Bearer {issued.token}"}
+    schema, tenant = runtime.database.schema, str(issued.tenant_id)
     local = threading.local()
     raw_conns: list[psycopg.Connection[tuple[object, ...]]] = []
 
     def raw_conn() -> psycopg.Connection[tuple[object, ...]]:
         if not hasattr(local, "raw"):
-            local.raw = psycopg.connect(**runtime.database.owner_conninfo())  # type: ignore[arg-type]
+            local.raw = psycopg.connect(
+                make_conninfo(
+                    "",
+                    **{
+                        **runtime.database.owner_conninfo(),
+                        "user": runtime.database.app_user,
+                        "password": runtime.database.app_password,
+                    },
+                )
+            )
             raw_conns.append(local.raw)
         return local.raw  # type: ignore[no-any-return]
 
@@ -149,30 +191,55 @@ def main() -> None:
             local.client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers)
         return local.client  # type: ignore[no-any-return]
 
-    print(f"append benchmark: {args.singles} single writes, {args.batches} batches of 100; "
-          f"PostgreSQL at {runtime.database.host}", flush=True)
+    print(
+        f"append benchmark: {args.singles} single writes, {args.batches} batches of 100; "
+        f"PostgreSQL at {runtime.database.host}",
+        flush=True,
+    )
     for clients in (1, 8):
         n = args.singles if clients == 1 else args.singles * 2
-        raw_s, raw_lat = _timed(n, clients, lambda i: _raw_insert(raw_conn(), 1))
+        raw_s, raw_lat = _timed(n, clients, lambda i: _raw_insert(raw_conn(), schema, tenant, 1))
         raw_rate = n * EVENTS_PER_MEMORY / raw_s
         _report(f"raw psycopg, 1 memory/tx, {clients} client(s)", n * 2, raw_s, raw_lat, None)
-        lib_s, lib_lat = _timed(n, clients, lambda i: writer.write(caller, [spec(i)], batch=False) and None)
+        lib_s, lib_lat = _timed(
+            n, clients, lambda i: writer.write(caller, [spec(i)], batch=False) and None
+        )
         _report(f"library path, 1 memory/tx, {clients} client(s)", n * 2, lib_s, lib_lat, raw_rate)
-        http_s, http_lat = _timed(n, clients, lambda i: http_client().post(
-            "/v1/memories", json={"type": "note", "scope": "bench", "content": f"n {i}"}).raise_for_status()
-            and None)
+        http_s, http_lat = _timed(
+            n,
+            clients,
+            lambda i: (
+                http_client()
+                .post("/v1/memories", json={"type": "note", "scope": "bench", "content": f"n {i}"})
+                .raise_for_status()
+                and None
+            ),
+        )
         _report(f"HTTP POST /v1/memories, {clients} client(s)", n * 2, http_s, http_lat, raw_rate)
 
     b = args.batches
-    raw_s, raw_lat = _timed(b, 1, lambda i: _raw_insert(raw_conn(), 100))
+    raw_s, raw_lat = _timed(b, 1, lambda i: _raw_insert(raw_conn(), schema, tenant, 100))
     raw_rate = b * 200 / raw_s
     _report("raw psycopg, 100 memories/tx", b * 200, raw_s, raw_lat, None)
-    lib_s, lib_lat = _timed(b, 1, lambda i: writer.write(
-        caller, [spec(i * 100 + j) for j in range(100)], batch=True) and None)
+    lib_s, lib_lat = _timed(
+        b,
+        1,
+        lambda i: (
+            writer.write(caller, [spec(i * 100 + j) for j in range(100)], batch=True) and None
+        ),
+    )
     _report("library path, 100 memories/tx", b * 200, lib_s, lib_lat, raw_rate)
-    items = [{"op": "create_memory", "type": "note", "scope": "bench", "content": f"n {j}"} for j in range(100)]
-    http_s, http_lat = _timed(b, 1, lambda i: http_client().post(
-        "/v1/batch", json={"items": items}).raise_for_status() and None)
+    items = [
+        {"op": "create_memory", "type": "note", "scope": "bench", "content": f"n {j}"}
+        for j in range(100)
+    ]
+    http_s, http_lat = _timed(
+        b,
+        1,
+        lambda i: (
+            http_client().post("/v1/batch", json={"items": items}).raise_for_status() and None
+        ),
+    )
     _report("HTTP POST /v1/batch (100 memories)", b * 200, http_s, http_lat, raw_rate)
 
     server.should_exit = True

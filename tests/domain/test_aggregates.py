@@ -8,7 +8,6 @@ from uuid import uuid4
 
 import pytest
 from eventsourcing.application import Application
-from eventsourcing.domain import Aggregate
 from eventsourcing.utils import get_topic
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -38,22 +37,41 @@ def test_every_event_is_stored_under_its_stable_topic(cls: type, topic: str) -> 
 
 def test_events_reject_unknown_fields() -> None:
     with pytest.raises(TypeError):
-        Memory.EdgeAdded(originator_id=uuid4(), originator_version=2,  # type: ignore[call-arg]
-                         timestamp=Memory.EdgeAdded.create_timestamp(), edge_id=uuid4(),
-                         kind="extends", target_id=uuid4(), principal_id=uuid4(), text="x")
+        Memory.EdgeAdded(
+            originator_id=uuid4(),
+            originator_version=2,  # type: ignore[call-arg]
+            timestamp=Memory.EdgeAdded.create_timestamp(),
+            edge_id=uuid4(),
+            kind="extends",
+            target_id=uuid4(),
+            principal_id=uuid4(),
+            text="x",
+        )
 
 
 def _memory(memory_type: str = "fact") -> Memory:
-    return Memory.create(tenant_id=uuid4(), memory_type=memory_type, scope="user", project=None,
-                         topic=None, principal_id=uuid4())
+    return Memory.create(
+        tenant_id=uuid4(),
+        memory_type=memory_type,
+        scope="user",
+        project=None,
+        topic=None,
+        principal_id=uuid4(),
+    )
 
 
 def test_unknown_memory_types_and_out_of_range_trust_are_refused() -> None:
     with pytest.raises(InvalidInputError):
         _memory("opinion")
     with pytest.raises(InvalidInputError):
-        _memory().record_version(content_digest="sha256:0", size_bytes=1, excerpts=(),
-                                 principal_id=uuid4(), model_id=None, trust=1.01)
+        _memory().record_version(
+            content_digest="sha256:0",
+            size_bytes=1,
+            excerpts=(),
+            principal_id=uuid4(),
+            model_id=None,
+            trust=1.01,
+        )
 
 
 def test_a_second_identical_edge_is_refused() -> None:
@@ -72,32 +90,39 @@ def test_replay_in_any_split_rebuilds_the_same_memory(ops: list[str], split: int
     targets = []
     for i, op in enumerate(ops):
         if op == "version":
-            memory.record_version(content_digest=f"sha256:{i}", size_bytes=i + 1, excerpts=(excerpt,),
-                                  principal_id=principal, model_id="judge-1", trust=0.5)
+            memory.record_version(
+                content_digest=f"sha256:{i}",
+                size_bytes=i + 1,
+                excerpts=(excerpt,),
+                principal_id=principal,
+                model_id="judge-1",
+                trust=0.5,
+            )
         else:
             target = _memory()
             targets.append(target)
             memory.add_edge("extends", target, principal_id=principal)
     events = memory.collect_events()
-    app.save(*[_saved(e) for e in events[: split]])
-    app.save(*[_saved(e) for e in events[split:]])
-    replayed = app.repository.get(memory.id)
+    app.save(*events[:split])
+    app.save(*events[split:])
+    replayed: Memory = app.repository.get(memory.id)
     assert replayed.versions == memory.versions
     assert replayed.edges == memory.edges
     assert replayed.contribution_count == memory.contribution_count
-
-
-def _saved(event: Aggregate.Event) -> Aggregate.Event:
-    return event
 
 
 def test_stored_events_carry_digests_never_content() -> None:
     app = Application[Any]()
     secret = "SENTINEL-claim-text-do-not-store"
     memory = _memory()
-    memory.record_version(content_digest="sha256:abc", size_bytes=len(secret),
-                          excerpts=(cut_excerpt(uuid4(), secret, 0, 8),), principal_id=uuid4(),
-                          model_id=None, trust=1.0)
+    memory.record_version(
+        content_digest="sha256:abc",
+        size_bytes=len(secret),
+        excerpts=(cut_excerpt(uuid4(), secret, 0, 8),),
+        principal_id=uuid4(),
+        model_id=None,
+        trust=1.0,
+    )
     for event in memory.collect_events():
         state = app.mapper.to_stored_event(event).state
         assert secret.encode() not in state

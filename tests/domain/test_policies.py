@@ -12,7 +12,12 @@ from hypothesis import strategies as st
 
 from domain.digest import content_digest
 from domain.edge import EDGE_KINDS, check_edge
-from domain.errors import ContentTooLargeError, EdgeNotAllowedError, EvidenceOutOfRangeError, InvalidInputError
+from domain.errors import (
+    ContentTooLargeError,
+    EdgeNotAllowedError,
+    EvidenceOutOfRangeError,
+    InvalidInputError,
+)
 from domain.evidence import Excerpt, cut_excerpt
 from domain.limits import encode_content
 from domain.memory import MEMORY_TYPES
@@ -20,7 +25,9 @@ from domain.retention import retention_deadline
 from domain.role import ROLES, can_administer, can_write
 
 
-@given(st.text(min_size=1, max_size=200).filter(str.strip), st.integers(min_value=1, max_value=1000))
+@given(
+    st.text(min_size=1, max_size=200).filter(str.strip), st.integers(min_value=1, max_value=1000)
+)
 def test_content_is_accepted_exactly_when_its_utf8_fits(text: str, limit: int) -> None:
     try:
         encoded = text.encode("utf-8")
@@ -42,20 +49,27 @@ def test_empty_or_blank_content_is_refused(text: str) -> None:
 
 
 @given(st.text(max_size=50), st.integers(-5, 60), st.integers(-5, 60))
-def test_excerpts_are_cut_exactly_when_offsets_are_inside(content: str, start: int, end: int) -> None:
+def test_excerpts_are_cut_exactly_when_offsets_are_inside(
+    content: str, start: int, end: int
+) -> None:
     observation = uuid4()
     if 0 <= start < end <= len(content):
         excerpt = cut_excerpt(observation, content, start, end)
-        assert excerpt.excerpt_digest == content_digest(content[start:end].encode("utf-8", "surrogatepass"))
+        assert excerpt.excerpt_digest == content_digest(
+            content[start:end].encode("utf-8", "surrogatepass")
+        )
         assert Excerpt.from_event_value(excerpt.as_event_value()) == excerpt
     else:
         with pytest.raises(EvidenceOutOfRangeError):
             cut_excerpt(observation, content, start, end)
 
 
-@pytest.mark.parametrize(("kind", "source", "target"),
-                         list(itertools.product(EDGE_KINDS, MEMORY_TYPES, MEMORY_TYPES)))
-def test_edges_touching_an_event_memory_must_be_extends(kind: str, source: str, target: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "source", "target"), list(itertools.product(EDGE_KINDS, MEMORY_TYPES, MEMORY_TYPES))
+)
+def test_edges_touching_an_event_memory_must_be_extends(
+    kind: str, source: str, target: str
+) -> None:
     allowed = kind == "extends" or "event" not in (source, target)
     if allowed:
         check_edge(kind, source_type=source, target_type=target, same_memory=False)
@@ -71,13 +85,21 @@ def test_self_edges_and_unknown_kinds_are_refused() -> None:
         check_edge("likes", source_type="fact", target_type="fact", same_memory=False)
 
 
-@given(st.datetimes(timezones=st.just(UTC), max_value=datetime(9000, 1, 1)), st.booleans(),
-       st.integers(1, 10_000), st.integers(1, 10_000))
+@given(
+    st.datetimes(timezones=st.just(UTC), max_value=datetime(9000, 1, 1)),
+    st.booleans(),
+    st.integers(1, 10_000),
+    st.integers(1, 10_000),
+)
 def test_retention_deadline_is_receipt_plus_the_period_for_its_kind(
     received: datetime, transient: bool, raw_h: int, transient_h: int
 ) -> None:
-    deadline = retention_deadline(received, transient=transient, raw_retention=timedelta(hours=raw_h),
-                                  transient_retention=timedelta(hours=transient_h))
+    deadline = retention_deadline(
+        received,
+        transient=transient,
+        raw_retention=timedelta(hours=raw_h),
+        transient_retention=timedelta(hours=transient_h),
+    )
     assert deadline - received == timedelta(hours=transient_h if transient else raw_h)
 
 

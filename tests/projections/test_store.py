@@ -12,9 +12,9 @@ import psycopg
 import pytest
 from eventsourcing.persistence import PersistenceError
 
+from projections._tenancy import tenant_scope
 from projections.database import open_database
 from projections.embedded import ServeLock, _prune_dead_handles
-from projections._tenancy import tenant_scope
 from projections.errors import DataDirectoryInUseError, PgvectorMissingError, SchemaTooNewError
 from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE, MIGRATIONS, migrate
@@ -44,19 +44,29 @@ def test_a_database_from_a_newer_palimpsest_is_refused(runtime: Runtime) -> None
     assert MIGRATIONS[-1].version < 999
 
 
-@pytest.mark.parametrize("statement", [
-    "DELETE FROM {t}", "UPDATE {t} SET topic = 'x'", "TRUNCATE {t}",
-])
-def test_no_role_not_even_the_owner_can_change_the_log(runtime: Runtime, tenant: Tenant,
-                                                       statement: str) -> None:
-    with runtime.database.owner_connection() as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "DELETE FROM {t}",
+        "UPDATE {t} SET topic = 'x'",
+        "TRUNCATE {t}",
+    ],
+)
+def test_no_role_not_even_the_owner_can_change_the_log(
+    runtime: Runtime, tenant: Tenant, statement: str
+) -> None:
+    with (
+        runtime.database.owner_connection() as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
         conn.execute(statement.format(t=_events(runtime)))
 
 
 def test_recorded_at_increases_with_log_position(runtime: Runtime, tenant: Tenant) -> None:
     with runtime.database.owner_connection() as conn:
-        rows = conn.execute(f"SELECT notification_id, recorded_at FROM {_events(runtime)} "
-                            "ORDER BY notification_id").fetchall()
+        rows = conn.execute(
+            f"SELECT notification_id, recorded_at FROM {_events(runtime)} ORDER BY notification_id"
+        ).fetchall()
     times = [r[1] for r in rows]
     assert times == sorted(times)
 
@@ -65,7 +75,8 @@ def test_the_service_role_owns_nothing_and_cannot_delete_canonical_rows(runtime:
     database = runtime.database
     with database.owner_connection() as conn:
         rows = conn.execute(
-            "SELECT c.relname, pg_get_userbyid(c.relowner), c.relrowsecurity, c.relforcerowsecurity,"
+            "SELECT c.relname, pg_get_userbyid(c.relowner),"
+            " c.relrowsecurity, c.relforcerowsecurity,"
             " has_table_privilege(%s, c.oid, 'DELETE'), has_table_privilege(%s, c.oid, 'TRUNCATE')"
             " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
             " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id'"
@@ -80,10 +91,15 @@ def test_the_service_role_owns_nothing_and_cannot_delete_canonical_rows(runtime:
 
 
 def test_events_cannot_be_inserted_without_a_tenant(runtime: Runtime) -> None:
-    with pytest.raises(PersistenceError, match="row-level security"), \
-            runtime.log.datastore.transaction(commit=True) as curs:
-        curs.execute(f"INSERT INTO {_events(runtime)} (originator_id, originator_version, topic, state)"
-                     " VALUES (%s, 1, 'x', 'x')", (uuid.uuid4(),))
+    with (
+        pytest.raises(PersistenceError, match="row-level security"),
+        runtime.log.datastore.transaction(commit=True) as curs,
+    ):
+        curs.execute(
+            f"INSERT INTO {_events(runtime)} (originator_id, originator_version, topic, state)"
+            " VALUES (%s, 1, 'x', 'x')",
+            (uuid.uuid4(),),
+        )
 
 
 def test_the_service_role_sees_no_rows_without_a_tenant(runtime: Runtime, tenant: Tenant) -> None:
@@ -100,7 +116,8 @@ def test_a_database_without_pgvector_is_refused_with_a_clear_message() -> None:
     try:
         with psycopg.connect(url, connect_timeout=3) as conn:
             has_vector = conn.execute(
-                "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+                "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
     except psycopg.Error:
         pytest.skip("no PostgreSQL without pgvector on 127.0.0.1:5432 to test against")
     if has_vector:
@@ -129,7 +146,9 @@ def test_handles_of_dead_processes_are_forgotten(tmp_path: Path) -> None:
     assert json.loads(handles.read_text()) == [os.getpid()]
 
 
-def test_a_second_process_attaches_to_the_running_embedded_server(runtime: Runtime, tenant: Tenant) -> None:
+def test_a_second_process_attaches_to_the_running_embedded_server(
+    runtime: Runtime, tenant: Tenant
+) -> None:
     if runtime.database.embedded is None:
         pytest.skip("runs against the embedded default only")
     settings = DatabaseSettings(data_dir=Path(runtime.database.embedded.socket_dir).parent)

@@ -50,6 +50,7 @@ class Tenant(Aggregate):
     @event(Created)
     def __init__(self, id: UUID, name: str, principal_id: UUID) -> None:
         self.name = name
+        self.founder_id = principal_id
         self.principals: dict[UUID, str] = {}
         self.token_digests: set[str] = set()
 
@@ -59,10 +60,6 @@ class Tenant(Aggregate):
         tenant = cls(id=tenant_id, name=name, principal_id=principal_id_for(tenant_id, admin_name))
         tenant.register_principal(admin_name, principal_id=principal_id_for(tenant_id, admin_name))
         return tenant
-
-    def principal_ids(self) -> list[UUID]:
-        """Return registered principal ids, first registered first."""
-        return list(self.principals)
 
     def register_principal(self, name: str, *, principal_id: UUID) -> UUID:
         """Register ``name`` if new; return its id either way."""

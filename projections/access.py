@@ -64,15 +64,16 @@ def create_tenant(log: EventLog, name: str, admin_name: str = "admin") -> Issued
     """Create a tenant with an admin principal, and return the admin's token."""
     tenant_id = uuid4()
     tenant = Tenant.create(tenant_id, name, admin_name)
-    issued, row = _issue(tenant, admin_name, "admin", issuer_id=tenant.principal_ids()[0])
+    issued, row = _issue(tenant, admin_name, "admin", issuer_id=tenant.founder_id)
     log.record([tenant], WriteContext(tenant_id=tenant_id, tokens=[row]))
     return issued
 
 
-def issue_token(
-    log: EventLog, tenant_id: UUID, principal_name: str, role: str, *, issuer_name: str = "admin"
-) -> IssuedToken:
+def issue_token(log: EventLog, tenant_id: UUID, principal_name: str, role: str) -> IssuedToken:
     """Issue a token to ``principal_name`` (registered if new) in a tenant.
+
+    The command line acts as the operator who created the tenant, so its
+    founding admin is recorded as the principal that caused the events.
 
     Raises:
         NotFoundError: the tenant does not exist.
@@ -86,8 +87,7 @@ def issue_token(
         if not isinstance(tenant, Tenant):
             msg = f"tenant {tenant_id} not found"
             raise NotFoundError(msg)
-        issuer_id = tenant.register_principal(issuer_name, principal_id=tenant.principal_ids()[0])
-        issued, row = _issue(tenant, principal_name, role, issuer_id=issuer_id)
+        issued, row = _issue(tenant, principal_name, role, issuer_id=tenant.founder_id)
         log.record([tenant], WriteContext(tenant_id=tenant_id, tokens=[row]))
     return issued
 

@@ -12,7 +12,9 @@ import psycopg
 import pytest
 from eventsourcing.persistence import PersistenceError
 
+from domain.tenant import Tenant
 from projections._tenancy import tenant_scope
+from projections.access import create_tenant, issue_token
 from projections.database import open_database
 from projections.embedded import ServeLock, _prune_dead_handles
 from projections.errors import DataDirectoryInUseError, PgvectorMissingError, SchemaTooNewError
@@ -20,7 +22,7 @@ from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE, MIGRATIONS, migrate
 from projections.runtime import Runtime
 from projections.settings import DatabaseSettings
-from tests.conftest import Tenant
+from tests.conftest import Tenant as TenantFixture
 
 
 def _events(runtime: Runtime) -> str:
@@ -53,7 +55,7 @@ def test_a_database_from_a_newer_palimpsest_is_refused(runtime: Runtime) -> None
     ],
 )
 def test_no_role_not_even_the_owner_can_change_the_log(
-    runtime: Runtime, tenant: Tenant, statement: str
+    runtime: Runtime, tenant: TenantFixture, statement: str
 ) -> None:
     with (
         runtime.database.owner_connection() as conn,
@@ -62,7 +64,7 @@ def test_no_role_not_even_the_owner_can_change_the_log(
         conn.execute(statement.format(t=_events(runtime)))
 
 
-def test_recorded_at_increases_with_log_position(runtime: Runtime, tenant: Tenant) -> None:
+def test_recorded_at_increases_with_log_position(runtime: Runtime, tenant: TenantFixture) -> None:
     with runtime.database.owner_connection() as conn:
         rows = conn.execute(
             f"SELECT notification_id, recorded_at FROM {_events(runtime)} ORDER BY notification_id"
@@ -102,7 +104,9 @@ def test_events_cannot_be_inserted_without_a_tenant(runtime: Runtime) -> None:
         )
 
 
-def test_the_service_role_sees_no_rows_without_a_tenant(runtime: Runtime, tenant: Tenant) -> None:
+def test_the_service_role_sees_no_rows_without_a_tenant(
+    runtime: Runtime, tenant: TenantFixture
+) -> None:
     with runtime.log.datastore.transaction(commit=False) as curs:
         for table in (EVENTS_TABLE, "payloads", "tokens", "idempotency_keys"):
             curs.execute(f'SELECT count(*) AS n FROM "{runtime.database.schema}"."{table}"')
@@ -147,7 +151,7 @@ def test_handles_of_dead_processes_are_forgotten(tmp_path: Path) -> None:
 
 
 def test_a_second_process_attaches_to_the_running_embedded_server(
-    runtime: Runtime, tenant: Tenant
+    runtime: Runtime, tenant: TenantFixture
 ) -> None:
     if runtime.database.embedded is None:
         pytest.skip("runs against the embedded default only")
@@ -160,3 +164,18 @@ def test_a_second_process_attaches_to_the_running_embedded_server(
             assert log.repository.get(tenant.id).id == tenant.id
     finally:
         log.close()
+
+
+def test_tokens_issued_later_are_caused_by_the_founding_admin(runtime: Runtime) -> None:
+    # Given a tenant whose admin is not called "admin"
+    founder = create_tenant(runtime.log, "named-admin", admin_name="alice")
+    # When the command line issues a token to a new principal
+    issued = issue_token(runtime.log, founder.tenant_id, "agent-7", "writer")
+    # Then only alice and agent-7 are principals, and alice caused the issue
+    with tenant_scope(founder.tenant_id):
+        tenant: Tenant = runtime.log.repository.get(founder.tenant_id)
+        issued_event = list(runtime.log.events.get(founder.tenant_id))[-1]
+    assert set(tenant.principals.values()) == {"alice", "agent-7"}
+    assert isinstance(issued_event, Tenant.TokenIssued)
+    assert issued_event.principal_id == founder.principal_id
+    assert issued_event.holder_id == issued.principal_id

@@ -1,0 +1,176 @@
+"""The projection function: what palimpsest currently believes about one memory.
+
+``project_belief`` is pure: the same facts give the same belief, so live
+reads, as-of reads, rebuild and verify can all call it and agree. It points
+at version ids and never carries claim text.
+
+Grading rule (documented in docs/revision.md):
+
+- ``contested`` while an open ``conflicts_with`` edge joins the memory to
+  another memory (in either direction); a conflict is resolved, no longer
+  open, once either of the two supersedes the other;
+- otherwise ``corroborated`` with active support from at least two distinct
+  observations, ``supported`` with one, ``unsupported`` with none.
+
+Support counts contributions to the *current* version that are active and
+whose trust is above zero; several excerpts of one observation count once,
+because they are one source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+from uuid import UUID
+
+__all__ = [
+    "Belief",
+    "ContributionFact",
+    "EdgeFact",
+    "Grade",
+    "MemoryFacts",
+    "Reason",
+    "project_belief",
+]
+
+Grade = Literal["corroborated", "supported", "unsupported", "contested"]
+
+
+@dataclass(frozen=True)
+class ContributionFact:
+    """A contribution as the projection sees it: which version and source, and if active."""
+
+    contribution_id: UUID
+    version_id: UUID
+    observation_id: UUID
+    proposer_id: UUID
+    model_id: str | None
+    trust: float
+    active: bool = True
+
+
+@dataclass(frozen=True)
+class EdgeFact:
+    """An edge between two memories, with the log position that recorded it."""
+
+    edge_id: UUID
+    kind: str
+    source_id: UUID
+    target_id: UUID
+    position: int
+
+
+@dataclass(frozen=True)
+class MemoryFacts:
+    """Everything recorded about one memory that its labels depend on."""
+
+    memory_id: UUID
+    memory_type: str
+    scope: str
+    project: str | None
+    topic: str | None
+    version_ids: tuple[UUID, ...]
+    contributions: tuple[ContributionFact, ...] = ()
+    edges: tuple[EdgeFact, ...] = field(default=())
+    """Edges from this memory and edges from other memories to it."""
+
+
+@dataclass(frozen=True)
+class Reason:
+    """A machine-readable explanation of one label or grade."""
+
+    code: str
+    refs: tuple[tuple[str, str], ...]
+
+    def as_dict(self) -> dict[str, str]:
+        """Return the reason as a flat mapping of code and references."""
+        return {"code": self.code, **dict(self.refs)}
+
+
+@dataclass(frozen=True)
+class Belief:
+    """The current belief about one memory."""
+
+    memory_id: UUID
+    current_version_id: UUID
+    grade: Grade
+    support: tuple[UUID, ...]
+    alternatives: tuple[UUID, ...]
+    superseded_by: tuple[UUID, ...]
+    scope: str
+    project: str | None
+    reasons: tuple[Reason, ...]
+
+
+def _sorted(ids: Iterable[UUID]) -> tuple[UUID, ...]:
+    return tuple(sorted(set(ids), key=str))
+
+
+def project_belief(memory: MemoryFacts) -> Belief:
+    """Return the belief that the recorded facts about ``memory`` support.
+
+    Raises:
+        ValueError: the memory has no version (every memory is created with one).
+    """
+    if not memory.version_ids:
+        msg = f"memory {memory.memory_id} has no version"
+        raise ValueError(msg)
+    current = memory.version_ids[-1]
+    reasons: list[Reason] = [Reason("current_version", (("version_id", str(current)),))]
+
+    support = [
+        c for c in memory.contributions if c.version_id == current and c.active and c.trust > 0
+    ]
+    inactive = [c for c in memory.contributions if c.version_id == current and not c.active]
+    for c in inactive:
+        reasons.append(Reason("support_inactive", (("contribution_id", str(c.contribution_id)),)))
+
+    superseded_by: list[UUID] = []
+    conflicts: list[UUID] = []
+    for edge in sorted(memory.edges, key=lambda e: (e.position, str(e.edge_id))):
+        if edge.kind == "supersedes" and edge.target_id == memory.memory_id:
+            superseded_by.append(edge.source_id)
+            reasons.append(
+                Reason("superseded", (("by", str(edge.source_id)), ("edge_id", str(edge.edge_id))))
+            )
+        elif edge.kind == "conflicts_with" and memory.memory_id in (edge.source_id, edge.target_id):
+            other = edge.target_id if edge.source_id == memory.memory_id else edge.source_id
+            conflicts.append(other)
+            reasons.append(
+                Reason("conflict", (("with", str(other)), ("edge_id", str(edge.edge_id))))
+            )
+
+    resolved = {
+        e.target_id
+        for e in memory.edges
+        if e.kind == "supersedes" and e.source_id == memory.memory_id
+    }
+    resolved.update(superseded_by)
+    for other in sorted(set(conflicts) & resolved, key=str):
+        reasons.append(Reason("conflict_resolved", (("with", str(other)),)))
+    conflicts = [c for c in conflicts if c not in resolved]
+
+    sources = _sorted(c.observation_id for c in support)
+    grade: Grade
+    if conflicts:
+        grade = "contested"
+    elif len(sources) >= 2:
+        grade = "corroborated"
+    elif len(sources) == 1:
+        grade = "supported"
+    else:
+        grade = "unsupported"
+    reasons.append(Reason("grade", (("grade", grade), ("sources", ",".join(map(str, sources))))))
+
+    return Belief(
+        memory_id=memory.memory_id,
+        current_version_id=current,
+        grade=grade,
+        support=_sorted(c.contribution_id for c in support),
+        alternatives=_sorted(conflicts),
+        superseded_by=_sorted(superseded_by),
+        scope=memory.scope,
+        project=memory.project,
+        reasons=tuple(reasons),
+    )

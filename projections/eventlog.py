@@ -19,6 +19,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.utils import retry
 from psycopg.types.json import Jsonb
 
+from domain.dependency import Dependencies, dependencies_of
 from projections._tenancy import current_tenant, set_tenant
 
 if TYPE_CHECKING:
@@ -65,7 +66,62 @@ class WriteContext:
     payloads: dict[str, bytes] = field(default_factory=dict)
     tokens: list[TokenRow] = field(default_factory=list)
     idempotency: IdempotencyRecord | None = None
+    dependencies: Dependencies | None = None
     response: dict[str, Any] | None = None
+
+
+def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, position: int) -> None:
+    """Record dependency rows and raise the requested revision of the closure.
+
+    Runs inside the transaction that inserts the events, so no reader ever
+    sees an event whose requested revision has not been raised. The closure
+    is every memory the write touches, every memory linked to those by edges
+    (in either direction, transitively), and every memory citing an
+    observation this write cites. The whole transaction is one log
+    position for readers, so its last position is each closure member's new
+    requested revision.
+    """
+    s = f'"{schema}"'
+    if found.links:
+        curs.execute(
+            f"INSERT INTO {s}.memory_links (memory_id, linked_id, kind, edge_id, position) "
+            "SELECT m, l, k, e, %b FROM unnest(%b::uuid[], %b::uuid[], %b::text[], %b::uuid[]) "
+            "AS t(m, l, k, e) ON CONFLICT DO NOTHING",
+            (
+                position,
+                [x.memory_id for x in found.links],
+                [x.linked_id for x in found.links],
+                [x.kind for x in found.links],
+                [x.edge_id for x in found.links],
+            ),
+        )
+    if found.evidence:
+        observations, memories = zip(*found.evidence, strict=True)
+        curs.execute(
+            f"INSERT INTO {s}.evidence_links (observation_id, memory_id, position) "
+            "SELECT o, m, %b FROM unnest(%b::uuid[], %b::uuid[]) AS t(o, m) ON CONFLICT DO NOTHING",
+            (position, list(observations), list(memories)),
+        )
+    if found.proposers:
+        proposers, models, memories = zip(*found.proposers, strict=True)
+        curs.execute(
+            f"INSERT INTO {s}.proposer_links (proposer_id, model_id, memory_id, position) "
+            "SELECT p, mo, me, %b FROM unnest(%b::uuid[], %b::text[], %b::uuid[]) AS t(p, mo, me) "
+            "ON CONFLICT DO NOTHING",
+            (position, list(proposers), list(models), list(memories)),
+        )
+    cited = sorted({o for o, _ in found.evidence}, key=str)
+    curs.execute(
+        f"WITH RECURSIVE closure(id) AS ("
+        f"  SELECT unnest(%b::uuid[])"
+        f"  UNION SELECT memory_id FROM {s}.evidence_links WHERE observation_id = ANY(%b::uuid[])"
+        f"  UNION SELECT l.linked_id FROM {s}.memory_links l JOIN closure c ON l.memory_id = c.id"
+        f") INSERT INTO {s}.revisions (memory_id, requested) SELECT id, %b FROM closure "
+        "ON CONFLICT (tenant_id, memory_id) DO UPDATE "
+        "SET requested = greatest(revisions.requested, excluded.requested), "
+        "requested_at = clock_timestamp()",
+        (sorted(found.touched, key=str), cited, position),
+    )
 
 
 class TenantScopedRecorder(PostgresApplicationRecorder):
@@ -164,7 +220,11 @@ class TenantScopedRecorder(PostgresApplicationRecorder):
     ) -> Sequence[int] | None:
         ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
         write: WriteContext | None = kwargs.get("write")
-        if write is None or write.idempotency is None or ids is None:
+        if write is None or not ids:
+            return ids
+        if write.dependencies is not None:
+            _mark_for_revision(curs, self.datastore.schema, write.dependencies, max(ids))
+        if write.idempotency is None:
             return ids
         positions = {
             (UUID(str(e.originator_id)), e.originator_version): n
@@ -249,6 +309,7 @@ class EventLog(Application[UUID]):
             One recording (event and log position) per event, in order.
         """
         events = [event for aggregate in aggregates for event in aggregate.collect_events()]
+        write.dependencies = dependencies_of(events)
         return self.events.put(events, write=write)
 
     @property

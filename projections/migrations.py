@@ -180,12 +180,79 @@ def _m0001_event_log(cur: psycopg.Cursor[Any], database: Database) -> None:
         )
 
 
+def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> None:
+    schema = sql.Identifier(database.schema)
+    fmt = {"schema": schema, "app": sql.Identifier(database.app_user)}
+
+    def run(statement: str) -> None:
+        cur.execute(sql.SQL(statement).format(**fmt))
+
+    tenant = " tenant_id uuid NOT NULL DEFAULT {schema}.current_tenant(),"
+    # requested: the highest log position of an accepted event that can change
+    # the memory's labels; published: the requested revision the last finished
+    # drain computed against. Both only ever grow.
+    run(
+        "CREATE TABLE {schema}.revisions ("
+        + tenant
+        + " memory_id uuid NOT NULL, requested bigint NOT NULL,"
+        " published bigint NOT NULL DEFAULT 0,"
+        " requested_at timestamptz NOT NULL DEFAULT clock_timestamp(),"
+        " PRIMARY KEY (tenant_id, memory_id), CHECK (published <= requested))"
+    )
+    run(
+        "CREATE INDEX revisions_dirty ON {schema}.revisions (requested) WHERE published < requested"
+    )
+    run(
+        "CREATE TABLE {schema}.memory_links ("
+        + tenant
+        + " memory_id uuid NOT NULL, linked_id uuid NOT NULL, kind text NOT NULL,"
+        " edge_id uuid NOT NULL, position bigint NOT NULL,"
+        " PRIMARY KEY (tenant_id, memory_id, edge_id))"
+    )
+    run(
+        "CREATE TABLE {schema}.evidence_links ("
+        + tenant
+        + " observation_id uuid NOT NULL, memory_id uuid NOT NULL, position bigint NOT NULL,"
+        " PRIMARY KEY (tenant_id, observation_id, memory_id))"
+    )
+    run("CREATE INDEX ON {schema}.evidence_links (tenant_id, memory_id)")
+    run(
+        "CREATE TABLE {schema}.proposer_links ("
+        + tenant
+        + " proposer_id uuid NOT NULL, model_id text NOT NULL, memory_id uuid NOT NULL,"
+        " position bigint NOT NULL, PRIMARY KEY (tenant_id, proposer_id, model_id, memory_id))"
+    )
+    run("GRANT SELECT, INSERT, UPDATE ON {schema}.revisions TO {app}")
+    for table in ("memory_links", "evidence_links", "proposer_links"):
+        fmt["t"] = sql.Identifier(table)
+        run("GRANT SELECT, INSERT ON {schema}.{t} TO {app}")
+    for table in ("revisions", "memory_links", "evidence_links", "proposer_links"):
+        fmt["t"] = sql.Identifier(table)
+        run("ALTER TABLE {schema}.{t} ENABLE ROW LEVEL SECURITY")
+        run("ALTER TABLE {schema}.{t} FORCE ROW LEVEL SECURITY")
+        run(
+            "CREATE POLICY tenant_reads ON {schema}.{t} FOR SELECT "
+            "USING (tenant_id = {schema}.current_tenant())"
+        )
+        run(
+            "CREATE POLICY tenant_inserts ON {schema}.{t} FOR INSERT "
+            "WITH CHECK (tenant_id = {schema}.current_tenant())"
+        )
+    fmt["t"] = sql.Identifier("revisions")
+    run(
+        "CREATE POLICY tenant_updates ON {schema}.{t} FOR UPDATE "
+        "USING (tenant_id = {schema}.current_tenant()) "
+        "WITH CHECK (tenant_id = {schema}.current_tenant())"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
         "event log, payload store, tokens, idempotency keys, row-level security",
         _m0001_event_log,
     ),
+    Migration(2, "revision watermark and dependency rows", _m0002_revision_watermark),
 )
 
 

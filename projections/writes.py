@@ -18,7 +18,7 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import IntegrityError, PersistenceError
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 
 from domain.digest import content_digest
 from domain.errors import InvalidInputError, NotFoundError, PermissionDeniedError
@@ -291,7 +291,9 @@ class Writer:
             # Either the same Idempotency-Key committed first (replay it) or
             # another write took the next version of one of our aggregates.
             return self._replay(caller, idempotency)
-        except PersistenceError as e:
+        except (OperationalError, InterfaceError) as e:
+            # Lost or refused connections; any other database error is a bug
+            # and propagates as one.
             msg = f"the event log could not be written: {e}"
             raise DatabaseUnavailableError(msg) from e
         if uow.context.response is not None:

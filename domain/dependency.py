@@ -1,0 +1,61 @@
+"""What a write's events make other memories depend on.
+
+The revision watermark needs, in the transaction that records an event, the
+set of memories whose labels that event can change. These rows let it find
+them: links between memories (edges, stored in both directions), which
+observations each memory cites, and whose contributions support it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from domain.memory import Memory
+
+__all__ = ["Dependencies", "Link", "dependencies_of"]
+
+
+@dataclass(frozen=True)
+class Link:
+    """One direction of an edge: ``memory_id`` is linked to ``linked_id``."""
+
+    memory_id: UUID
+    linked_id: UUID
+    kind: str
+    edge_id: UUID
+
+
+@dataclass
+class Dependencies:
+    """The dependency rows of one write, and the memories it touches directly."""
+
+    touched: set[UUID] = field(default_factory=set)
+    links: list[Link] = field(default_factory=list)
+    evidence: set[tuple[UUID, UUID]] = field(default_factory=set)
+    """(observation id, memory id) pairs."""
+    proposers: set[tuple[UUID, str, UUID]] = field(default_factory=set)
+    """(proposer id, model id or "", memory id) triples."""
+
+
+def dependencies_of(events: Iterable[object]) -> Dependencies:
+    """Return the dependency rows and directly touched memories of ``events``."""
+    found = Dependencies()
+    for event in events:
+        if isinstance(event, Memory.EdgeAdded):
+            found.touched.update((event.originator_id, event.target_id))
+            found.links.append(
+                Link(event.originator_id, event.target_id, event.kind, event.edge_id)
+            )
+            found.links.append(
+                Link(event.target_id, event.originator_id, event.kind, event.edge_id)
+            )
+        elif isinstance(event, Memory.ContributionAdded):
+            found.touched.add(event.originator_id)
+            observation = UUID(str(event.excerpt["observation_id"]))
+            found.evidence.add((observation, event.originator_id))
+            found.proposers.add((event.proposer_id, event.model_id or "", event.originator_id))
+        elif isinstance(event, Memory.Created | Memory.VersionRecorded):
+            found.touched.add(event.originator_id)
+    return found

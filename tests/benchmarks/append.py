@@ -82,7 +82,11 @@ def _raw_setup(runtime: Runtime) -> None:
     indexes and forced row-level security, written by the same runtime role."""
     schema, app = runtime.database.schema, runtime.database.app_user
     with runtime.database.owner_connection() as conn:
-        for name, source in (("bench_events", EVENTS_TABLE), ("bench_payloads", "payloads")):
+        for name, source in (
+            ("bench_events", EVENTS_TABLE),
+            ("bench_payloads", "payloads"),
+            ("bench_revisions", "revisions"),
+        ):
             conn.execute(f'DROP TABLE IF EXISTS "{schema}".{name}')
             conn.execute(
                 f'CREATE TABLE "{schema}".{name} (LIKE "{schema}"."{source}" INCLUDING ALL)'
@@ -94,13 +98,14 @@ def _raw_setup(runtime: Runtime) -> None:
                     f'CREATE POLICY p_{verb.lower()} ON "{schema}".{name} FOR {verb} '
                     f'{clause} (tenant_id = "{schema}".current_tenant())'
                 )
-            conn.execute(f'GRANT SELECT, INSERT ON "{schema}".{name} TO "{app}"')
+            conn.execute(f'GRANT SELECT, INSERT, UPDATE ON "{schema}".{name} TO "{app}"')
 
 
 def _raw_insert(
     conn: psycopg.Connection[tuple[object, ...]], schema: str, tenant: str, memories: int
 ) -> None:
-    """The rows of ``memories`` memory creations, in one transaction, as the runtime role."""
+    """The rows of ``memories`` memory creations, in one transaction, as the runtime role:
+    payloads, events, and each new memory's requested revision."""
     with conn.transaction():
         conn.execute("SELECT set_config('palimpsest.tenant_id', %s, true)", (tenant,))
         ids = [uuid.uuid4() for _ in range(memories)]
@@ -110,7 +115,7 @@ def _raw_insert(
             " ON CONFLICT DO NOTHING",
             ([uuid.uuid4().hex for _ in ids], [b"note content " + i.bytes for i in ids]),
         )
-        conn.execute(
+        positions = conn.execute(
             f'INSERT INTO "{schema}".bench_events (originator_id, originator_version, topic, state)'
             " SELECT * FROM unnest(%b::uuid[], %b::bigint[], %b::text[], %b::bytea[])"
             " RETURNING notification_id",
@@ -121,6 +126,11 @@ def _raw_insert(
                 [STATE] * (2 * memories),
             ),
         ).fetchall()
+        conn.execute(
+            f'INSERT INTO "{schema}".bench_revisions (memory_id, requested)'
+            " SELECT unnest(%b::uuid[]), %b",
+            (ids, max(int(str(row[0])) for row in positions)),
+        )
 
 
 def _timed(count: int, clients: int, one: Callable[[int], object]) -> tuple[float, list[float]]:

@@ -16,6 +16,7 @@ __all__ = [
     "BatchCreate",
     "BatchItem",
     "BatchPublic",
+    "BeliefPublic",
     "EdgeCreate",
     "EdgeCreated",
     "EvidenceIn",
@@ -26,6 +27,7 @@ __all__ = [
     "ObservationCreate",
     "ObservationCreated",
     "ObservationPublic",
+    "RevisionPublic",
     "VersionCreate",
     "VersionCreated",
     "VersionPublic",
@@ -213,3 +215,19 @@ class BatchPublic(BaseModel):
     """One result per item, in order (each as its single-write endpoint returns it)."""
 
     results: list[dict[str, object]]
+
+
+class RevisionPublic(BaseModel):
+    """The memory's watermark: what revision was requested, and what is published."""
+
+    requested: int
+    published: int
+
+
+class BeliefPublic(BaseModel):
+    """The current belief about a memory, or ``pending`` (then without a belief)."""
+
+    status: Literal["current", "pending"]
+    revision: RevisionPublic
+    belief: dict[str, object] | None = None
+    due: list[dict[str, object]] | None = None

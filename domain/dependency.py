@@ -24,6 +24,8 @@ class Link:
     memory_id: UUID
     linked_id: UUID
     kind: str
+    outgoing: bool
+    """Whether ``memory_id`` is the edge's source."""
     edge_id: UUID
 
 
@@ -46,10 +48,10 @@ def dependencies_of(events: Iterable[object]) -> Dependencies:
         if isinstance(event, Memory.EdgeAdded):
             found.touched.update((event.originator_id, event.target_id))
             found.links.append(
-                Link(event.originator_id, event.target_id, event.kind, event.edge_id)
+                Link(event.originator_id, event.target_id, event.kind, True, event.edge_id)
             )
             found.links.append(
-                Link(event.target_id, event.originator_id, event.kind, event.edge_id)
+                Link(event.target_id, event.originator_id, event.kind, False, event.edge_id)
             )
         elif isinstance(event, Memory.ContributionAdded):
             found.touched.add(event.originator_id)

@@ -8,6 +8,7 @@ from uuid import UUID, uuid4
 
 from eventsourcing.domain import Aggregate, event
 
+from domain.belief import ContributionFact
 from domain.edge import check_edge
 from domain.errors import EdgeExistsError, InvalidInputError
 from domain.evidence import Excerpt
@@ -95,7 +96,7 @@ class Memory(Aggregate):
         self.principal_id = principal_id
         self.versions: list[VersionRecord] = []
         self.edges: dict[tuple[str, UUID], UUID] = {}
-        self.contribution_count = 0
+        self.contributions: list[ContributionFact] = []
 
     @classmethod
     def create(
@@ -199,7 +200,16 @@ class Memory(Aggregate):
         trust: float,
         principal_id: UUID,
     ) -> None:
-        self.contribution_count += 1
+        self.contributions.append(
+            ContributionFact(
+                contribution_id=contribution_id,
+                version_id=version_id,
+                observation_id=UUID(str(excerpt["observation_id"])),
+                proposer_id=proposer_id,
+                model_id=model_id,
+                trust=trust,
+            )
+        )
 
     def add_edge(self, kind: str, target: Memory, *, principal_id: UUID) -> UUID:
         """Record an edge from this memory to ``target``.

@@ -84,14 +84,17 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
     s = f'"{schema}"'
     if found.links:
         curs.execute(
-            f"INSERT INTO {s}.memory_links (memory_id, linked_id, kind, edge_id, position) "
-            "SELECT m, l, k, e, %b FROM unnest(%b::uuid[], %b::uuid[], %b::text[], %b::uuid[]) "
-            "AS t(m, l, k, e) ON CONFLICT DO NOTHING",
+            f"INSERT INTO {s}.memory_links "
+            "(memory_id, linked_id, kind, outgoing, edge_id, position) "
+            "SELECT m, l, k, o, e, %b "
+            "FROM unnest(%b::uuid[], %b::uuid[], %b::text[], %b::bool[], %b::uuid[]) "
+            "AS t(m, l, k, o, e) ON CONFLICT DO NOTHING",
             (
                 position,
                 [x.memory_id for x in found.links],
                 [x.linked_id for x in found.links],
                 [x.kind for x in found.links],
+                [x.outgoing for x in found.links],
                 [x.edge_id for x in found.links],
             ),
         )
@@ -121,6 +124,10 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
         "SET requested = greatest(revisions.requested, excluded.requested), "
         "requested_at = clock_timestamp()",
         (sorted(found.touched, key=str), cited, position),
+    )
+    curs.execute(
+        f"INSERT INTO {s}.revision_tenants (tenant_id) VALUES ({s}.current_tenant()) "
+        "ON CONFLICT DO NOTHING"
     )
 
 

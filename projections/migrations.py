@@ -197,6 +197,7 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
         + " memory_id uuid NOT NULL, requested bigint NOT NULL,"
         " published bigint NOT NULL DEFAULT 0,"
         " requested_at timestamptz NOT NULL DEFAULT clock_timestamp(),"
+        " claimed_until timestamptz,"
         " PRIMARY KEY (tenant_id, memory_id), CHECK (published <= requested))"
     )
     run(
@@ -206,7 +207,7 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
         "CREATE TABLE {schema}.memory_links ("
         + tenant
         + " memory_id uuid NOT NULL, linked_id uuid NOT NULL, kind text NOT NULL,"
-        " edge_id uuid NOT NULL, position bigint NOT NULL,"
+        " outgoing boolean NOT NULL, edge_id uuid NOT NULL, position bigint NOT NULL,"
         " PRIMARY KEY (tenant_id, memory_id, edge_id))"
     )
     run(
@@ -222,11 +223,30 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
         + " proposer_id uuid NOT NULL, model_id text NOT NULL, memory_id uuid NOT NULL,"
         " position bigint NOT NULL, PRIMARY KEY (tenant_id, proposer_id, model_id, memory_id))"
     )
+    # The read model of current beliefs: written only by drains, every row
+    # reproducible from the log by the projection function.
+    run(
+        "CREATE TABLE {schema}.beliefs ("
+        + tenant
+        + " memory_id uuid NOT NULL, revision bigint NOT NULL,"
+        " memory_type text NOT NULL, scope text NOT NULL, project text, topic text,"
+        " current_version_id uuid NOT NULL, grade text NOT NULL, belief jsonb NOT NULL,"
+        " PRIMARY KEY (tenant_id, memory_id))"
+    )
+    run("CREATE INDEX ON {schema}.beliefs (tenant_id, memory_type, scope, project, memory_id)")
+    # Which tenants have had revision marks: ids only, no tenant data, so a
+    # drain can find work without a role that bypasses row-level security.
+    run(
+        "CREATE TABLE {schema}.revision_tenants (tenant_id uuid PRIMARY KEY,"
+        " marked_at timestamptz NOT NULL DEFAULT clock_timestamp())"
+    )
+    run("GRANT SELECT, INSERT, UPDATE ON {schema}.revision_tenants TO {app}")
     run("GRANT SELECT, INSERT, UPDATE ON {schema}.revisions TO {app}")
+    run("GRANT SELECT, INSERT, UPDATE ON {schema}.beliefs TO {app}")
     for table in ("memory_links", "evidence_links", "proposer_links"):
         fmt["t"] = sql.Identifier(table)
         run("GRANT SELECT, INSERT ON {schema}.{t} TO {app}")
-    for table in ("revisions", "memory_links", "evidence_links", "proposer_links"):
+    for table in ("revisions", "beliefs", "memory_links", "evidence_links", "proposer_links"):
         fmt["t"] = sql.Identifier(table)
         run("ALTER TABLE {schema}.{t} ENABLE ROW LEVEL SECURITY")
         run("ALTER TABLE {schema}.{t} FORCE ROW LEVEL SECURITY")
@@ -238,12 +258,13 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
             "CREATE POLICY tenant_inserts ON {schema}.{t} FOR INSERT "
             "WITH CHECK (tenant_id = {schema}.current_tenant())"
         )
-    fmt["t"] = sql.Identifier("revisions")
-    run(
-        "CREATE POLICY tenant_updates ON {schema}.{t} FOR UPDATE "
-        "USING (tenant_id = {schema}.current_tenant()) "
-        "WITH CHECK (tenant_id = {schema}.current_tenant())"
-    )
+    for table in ("revisions", "beliefs"):
+        fmt["t"] = sql.Identifier(table)
+        run(
+            "CREATE POLICY tenant_updates ON {schema}.{t} FOR UPDATE "
+            "USING (tenant_id = {schema}.current_tenant()) "
+            "WITH CHECK (tenant_id = {schema}.current_tenant())"
+        )
 
 
 MIGRATIONS: tuple[Migration, ...] = (

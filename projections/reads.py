@@ -7,6 +7,8 @@ joined from the payload store.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -22,7 +24,13 @@ from projections._tenancy import tenant_scope, tenant_transaction
 from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE
 
-__all__ = ["ObservationContent", "memory_versions", "observation_content", "observation_metadata"]
+__all__ = [
+    "ObservationContent",
+    "current_belief",
+    "memory_versions",
+    "observation_content",
+    "observation_metadata",
+]
 
 _A = TypeVar("_A", bound=Aggregate)
 
@@ -160,3 +168,49 @@ def _version_event_numbers(log: EventLog, tenant_id: UUID, memory_id: UUID) -> d
             for e in events
             if isinstance(e, Memory.VersionRecorded)
         }
+
+
+def _revision_row(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str, Any] | None:
+    schema = log.datastore.schema
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        # One statement, so the watermark and the belief come from one snapshot.
+        cur.execute(
+            f'SELECT r.requested, r.published, b.revision, b.belief FROM "{schema}".revisions r '
+            f'LEFT JOIN "{schema}".beliefs b USING (tenant_id, memory_id) WHERE r.memory_id = %s',
+            (memory_id,),
+        )
+        row: dict[str, Any] | None = cur.fetchone()
+        return row
+
+
+def current_belief(
+    log: EventLog,
+    tenant_id: UUID,
+    memory_id: UUID,
+    *,
+    wait_s: float = 0.0,
+    clock: Callable[[], float] = time.monotonic,
+    poll_s: float = 0.02,
+) -> dict[str, Any]:
+    """Return the current belief, or ``pending`` while revision has not caught up.
+
+    A belief is served only when its published revision has reached the
+    requested one; otherwise the answer is ``pending`` with both numbers and
+    no belief content. With ``wait_s`` the call polls that long for the drain
+    first (read-your-writes).
+
+    Raises:
+        NotFoundError: no such memory in the tenant.
+    """
+    deadline = clock() + wait_s
+    while True:
+        row = _revision_row(log, tenant_id, memory_id)
+        if row is None:
+            msg = f"memory {memory_id} not found"
+            raise NotFoundError(msg)
+        revision = {"requested": row["requested"], "published": row["published"]}
+        if row["published"] >= row["requested"] and row["belief"] is not None:
+            return {"status": "current", "revision": revision, "belief": row["belief"]}
+        if clock() >= deadline:
+            return {"status": "pending", "revision": revision, "due": []}
+        time.sleep(poll_s)

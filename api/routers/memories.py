@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from api.deps import CallerDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
 from api.schemas import (
+    BeliefPublic,
     EdgeCreate,
     EdgeCreated,
     MemoryCreate,
@@ -17,7 +18,7 @@ from api.schemas import (
     VersionCreate,
     VersionCreated,
 )
-from projections.reads import memory_versions
+from projections.reads import current_belief, memory_versions
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
@@ -67,6 +68,24 @@ def create_edge(
     return perform_write(
         request, response, writer, caller, key, body, path_ids={"memory_id": memory_id}
     )
+
+
+@router.get("/{memory_id}", response_model=BeliefPublic, response_model_exclude_none=True)
+def read_memory(
+    memory_id: UUID,
+    response: Response,
+    caller: CallerDep,
+    runtime: RuntimeDep,
+    wait: Annotated[float, Query(ge=0, le=30, description="Seconds to wait for revision")] = 0,
+) -> dict[str, Any]:
+    """Return what palimpsest currently believes about a memory. The answer is `current`
+    (with the belief) only when every accepted write that could change it has been
+    projected; otherwise it is `pending`, with the requested and published revisions,
+    no belief, and `Retry-After`. `wait` (seconds, at most 30) waits for revision first."""
+    answer = current_belief(runtime.log, caller.tenant_id, memory_id, wait_s=wait)
+    if answer["status"] == "pending":
+        response.headers["Retry-After"] = "1"
+    return answer
 
 
 @router.get("/{memory_id}/versions", response_model=MemoryVersionsPublic)

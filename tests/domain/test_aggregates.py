@@ -108,7 +108,7 @@ def test_replay_in_any_split_rebuilds_the_same_memory(ops: list[str], split: int
     replayed: Memory = app.repository.get(memory.id)
     assert replayed.versions == memory.versions
     assert replayed.edges == memory.edges
-    assert replayed.contribution_count == memory.contribution_count
+    assert replayed.contributions == memory.contributions
 
 
 def test_stored_events_carry_digests_never_content() -> None:

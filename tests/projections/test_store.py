@@ -85,11 +85,35 @@ def test_the_service_role_owns_nothing_and_cannot_delete_canonical_rows(runtime:
             " WHERE n.nspname = %s AND c.relkind = 'r'",
             (database.app_user, database.app_user, database.schema),
         ).fetchall()
-    assert {r[0] for r in rows} >= {EVENTS_TABLE, "payloads", "tokens", "idempotency_keys"}
+    assert {r[0] for r in rows} >= {
+        EVENTS_TABLE,
+        "payloads",
+        "tokens",
+        "idempotency_keys",
+        "revisions",
+        "beliefs",
+    }
     for name, owner, rls, forced, can_delete, can_truncate in rows:
+        if name == "revision_tenants":
+            continue  # ids only, so drains find work without bypassing RLS; checked below
         assert owner != database.app_user, name
         assert rls and forced, f"{name} must FORCE row-level security"
         assert not can_delete and not can_truncate, name
+
+
+def test_the_only_table_without_row_level_security_holds_tenant_ids_and_nothing_else(
+    runtime: Runtime,
+) -> None:
+    with runtime.database.owner_connection() as conn:
+        columns = [
+            r[0]
+            for r in conn.execute(
+                "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
+                " AND NOT attisdropped ORDER BY attnum",
+                (f"{runtime.database.schema}.revision_tenants",),
+            )
+        ]
+    assert columns == ["tenant_id", "marked_at"]
 
 
 def test_events_cannot_be_inserted_without_a_tenant(runtime: Runtime) -> None:

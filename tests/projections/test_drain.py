@@ -1,0 +1,190 @@
+"""The revision drain and the current read: never a stale belief, always caught up in the end."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+from uuid import UUID
+
+from fastapi.testclient import TestClient
+
+from projections.drain import _publish, drain_revisions, memory_facts
+from projections.runtime import Runtime
+from tests.api.helpers import observe, post, problem_slug, remember
+from tests.conftest import Tenant
+
+
+def _read(client: TestClient, memory_id: str, headers: dict[str, str], **params: Any) -> Any:
+    return client.get(f"/v1/memories/{memory_id}", headers=headers, params=params)
+
+
+def _drain_all(runtime: Runtime) -> int:
+    total = 0
+    while (report := drain_revisions(runtime.log)).claimed:
+        total += report.published
+    return total
+
+
+def test_a_new_memory_is_pending_until_drained_then_current(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    obs = observe(client, headers, "I prefer dark mode.")
+    created = remember(client, headers, evidence=[{"observation_id": obs, "start": 2, "end": 18}])
+    pending = _read(client, created["id"], headers)
+    assert pending.status_code == 200
+    assert pending.headers["Retry-After"] == "1"
+    body = pending.json()
+    assert body["status"] == "pending"
+    assert "belief" not in body
+    assert body["revision"] == {"requested": created["position"], "published": 0}
+    _drain_all(runtime)
+    current = _read(client, created["id"], headers).json()
+    assert current["status"] == "current"
+    assert current["revision"] == {
+        "requested": created["position"],
+        "published": created["position"],
+    }
+    assert current["belief"]["current_version_id"] == created["version_id"]
+    assert current["belief"]["grade"] == "supported"
+
+
+def test_an_accepted_correction_is_never_served_around(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    # Given an old preference that is current
+    headers = tenant.headers()
+    old = remember(client, headers, content="Prefers dark mode")
+    _drain_all(runtime)
+    assert _read(client, old["id"], headers).json()["status"] == "current"
+    # When a newer memory supersedes it
+    new = remember(client, headers, content="Switched to light mode")
+    post(
+        client,
+        f"/v1/memories/{new['id']}/edges",
+        {"kind": "supersedes", "target_id": old["id"]},
+        headers,
+    )
+    # Then the old one is pending, not served with its stale labels
+    assert _read(client, old["id"], headers).json()["status"] == "pending"
+    # And once drained it says it was superseded, and by which memory
+    _drain_all(runtime)
+    belief = _read(client, old["id"], headers).json()["belief"]
+    assert belief["labels"]["superseded_by"] == [new["id"]]
+    assert {"code": "superseded", "by": new["id"]}.items() <= belief["reasons"][1].items()
+
+
+def test_many_requests_for_one_memory_coalesce_into_one_recompute(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    created = remember(client, headers)
+    for i in range(5):
+        post(client, f"/v1/memories/{created['id']}/versions", {"content": f"v{i}"}, headers)
+    _drain_all(runtime)  # everything else is now published
+    for i in range(5):
+        post(client, f"/v1/memories/{created['id']}/versions", {"content": f"w{i}"}, headers)
+    report = drain_revisions(runtime.log)
+    assert (report.claimed, report.published) == (1, 1)
+    assert _read(client, created["id"], headers).json()["status"] == "current"
+
+
+def test_publishing_never_moves_a_belief_backwards(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    created = remember(client, headers)
+    revised = post(
+        client, f"/v1/memories/{created['id']}/versions", {"content": "newer"}, headers
+    ).json()
+    _drain_all(runtime)
+    facts = memory_facts(runtime.log, tenant.id, UUID(created["id"]))
+    assert facts is not None
+    # A slow drain that started before the revision publishes late
+    _publish(runtime.log, tenant.id, facts, created["position"])
+    current = _read(client, created["id"], headers).json()
+    assert current["status"] == "current"
+    assert current["revision"]["published"] == revised["position"]
+    assert current["belief"]["current_version_id"] == revised["version_id"]
+
+
+def test_concurrent_drains_publish_everything_exactly_once(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    items = [
+        {"op": "create_memory", "type": "fact", "scope": "u", "content": f"m{i}"} for i in range(60)
+    ]
+    ids = [r["id"] for r in post(client, "/v1/batch", {"items": items}, headers).json()["results"]]
+    published: list[int] = []
+    threads = [
+        threading.Thread(target=lambda: published.append(_drain_all(runtime))) for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(published) >= len(ids)
+    assert all(_read(client, m, headers).json()["status"] == "current" for m in ids)
+
+
+def test_a_killed_drains_claim_is_taken_over_after_its_lease(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    # Given a drain that claimed a memory and died before publishing
+    headers = tenant.headers()
+    created = remember(client, headers)
+    _drain_all(runtime)
+    post(client, f"/v1/memories/{created['id']}/versions", {"content": "x"}, headers)
+    schema = runtime.database.schema
+    with runtime.database.owner_connection() as conn:
+        conn.execute(
+            f"UPDATE \"{schema}\".revisions SET claimed_until = now() + interval '1 hour'"
+            " WHERE memory_id = %s",
+            (created["id"],),
+        )
+    # Then other drains skip it while the lease holds
+    assert drain_revisions(runtime.log).claimed == 0
+    # And take it over once the lease has expired
+    with runtime.database.owner_connection() as conn:
+        conn.execute(
+            f"UPDATE \"{schema}\".revisions SET claimed_until = now() - interval '1 s'"
+            " WHERE memory_id = %s",
+            (created["id"],),
+        )
+    assert drain_revisions(runtime.log).published == 1
+    assert _read(client, created["id"], headers).json()["status"] == "current"
+
+
+def test_wait_returns_the_belief_as_soon_as_it_is_published(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    created = remember(client, headers)
+    drainer = threading.Timer(0.3, lambda: _drain_all(runtime))
+    drainer.start()
+    started = time.monotonic()
+    answer = _read(client, created["id"], headers, wait=10).json()
+    drainer.join()
+    assert answer["status"] == "current"
+    assert time.monotonic() - started < 10
+
+
+def test_wait_gives_up_with_pending_after_its_limit(client: TestClient, tenant: Tenant) -> None:
+    created = remember(client, tenant.headers())
+    answer = _read(client, created["id"], tenant.headers(), wait=0.2).json()
+    assert answer["status"] == "pending"
+
+
+def test_bad_wait_values_and_unknown_memories_are_refused(
+    client: TestClient, tenant: Tenant, other_tenant: Tenant
+) -> None:
+    created = remember(client, tenant.headers())
+    for wait in ("31", "-1", "soon"):
+        response = _read(client, created["id"], tenant.headers(), wait=wait)
+        assert response.status_code == 422
+        assert problem_slug(response) == "validation-error"
+    response = _read(client, created["id"], other_tenant.headers())
+    assert response.status_code == 404
+    assert problem_slug(response) == "not-found"

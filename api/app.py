@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from fastapi import FastAPI
@@ -18,8 +19,14 @@ __all__ = ["create_app"]
 _PROBLEM = {"description": "A problem (RFC 9457)", "content": {"application/problem+json": {}}}
 
 
-def create_app(settings: ApiSettings, runtime: Runtime) -> FastAPI:
-    """Return the HTTP API over an open runtime (the caller owns its lifetime)."""
+def create_app(
+    settings: ApiSettings, runtime: Runtime, wake: Callable[[], None] = lambda: None
+) -> FastAPI:
+    """Return the HTTP API over an open runtime (the caller owns its lifetime).
+
+    ``wake`` is called after every write that committed: a hint for the
+    revision drain (the in-process loop, or a broker message).
+    """
     app = FastAPI(
         title="palimpsest",
         version="0.1.0",
@@ -27,6 +34,7 @@ def create_app(settings: ApiSettings, runtime: Runtime) -> FastAPI:
         responses={status: _PROBLEM for status in (400, 401, 403, 404, 409, 413, 422, 503)},
     )
     app.state.runtime = runtime
+    app.state.wake = wake
     app.state.writer = Writer(
         runtime.log,
         CapturePolicy(

@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -21,6 +21,9 @@ from api.settings import ApiSettings
 from domain.errors import ConfigurationError, InvalidInputError, NotFoundError, PalimpsestError
 from domain.role import ROLES
 from projections.access import create_tenant, issue_token
+from projections.broker import broker_for, send_drain_hint
+from projections.drain import DrainLoop
+from projections.drain_settings import DrainSettings
 from projections.embedded import ServeLock
 from projections.errors import DatabaseUnavailableError
 from projections.migrations import EVENTS_TABLE
@@ -103,7 +106,13 @@ def _masked_url(settings: DatabaseSettings) -> str | None:
 
 
 def _print_config(db: DatabaseSettings, api: ApiSettings) -> None:
-    shown = {**db.model_dump(mode="json"), **api.model_dump(mode="json")}
+    drains = DrainSettings()
+    shown = {
+        **db.model_dump(mode="json"),
+        **api.model_dump(mode="json"),
+        **drains.model_dump(mode="json"),
+    }
+    shown["broker_url"] = "********" if drains.broker_url else None
     shown["database_url"] = _masked_url(db)
     shown["embedded"] = db.embedded
     print(json.dumps(shown, indent=2, sort_keys=True))
@@ -127,6 +136,22 @@ def _bootstrap_default_tenant(runtime: Runtime, data_dir: Path) -> None:
     print(issued.token, file=sys.stderr)
 
 
+def _drains(runtime: Runtime) -> tuple[DrainLoop | None, Callable[[], None]]:
+    """Return the in-process drain loop (none with BROKER_URL) and the wake-up hint."""
+    drains = DrainSettings()
+    if drains.broker_url is not None:
+        broker = broker_for(drains.broker_url.get_secret_value())
+        return None, lambda: send_drain_hint(broker)
+    loop = DrainLoop(
+        runtime.log,
+        sweep_s=drains.sweep_interval_s,
+        batch=drains.drain_batch,
+        lease_s=drains.drain_lease_s,
+    )
+    loop.start()
+    return loop, loop.wake
+
+
 def _serve(db: DatabaseSettings, api: ApiSettings) -> int:
     import uvicorn
 
@@ -142,11 +167,22 @@ def _serve(db: DatabaseSettings, api: ApiSettings) -> int:
         try:
             if db.embedded:
                 _bootstrap_default_tenant(runtime, db.data_dir)
-            app = create_app(api, runtime)
+            loop, wake = _drains(runtime)
+            app = create_app(api, runtime, wake)
             _log.info(
-                "serving", extra={"host": api.host, "port": api.port, "embedded": db.embedded}
+                "serving",
+                extra={
+                    "host": api.host,
+                    "port": api.port,
+                    "embedded": db.embedded,
+                    "drains": "broker" if loop is None else "in-process",
+                },
             )
-            uvicorn.run(app, host=api.host, port=api.port, log_config=None, access_log=False)
+            try:
+                uvicorn.run(app, host=api.host, port=api.port, log_config=None, access_log=False)
+            finally:
+                if loop is not None:
+                    loop.stop()
         finally:
             runtime.close()
     finally:

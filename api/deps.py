@@ -121,4 +121,6 @@ def perform_write(
     response.status_code = outcome.status_code
     if outcome.replayed:
         response.headers["Idempotent-Replayed"] = "true"
+    else:
+        request.app.state.wake()  # after commit: a hint, never inside the transaction
     return outcome.body

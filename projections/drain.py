@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -27,10 +28,11 @@ from domain.memory import Memory
 from projections._tenancy import tenant_scope, tenant_transaction
 from projections.eventlog import EventLog
 
-__all__ = ["DrainReport", "belief_document", "drain_revisions", "memory_facts"]
+__all__ = ["DrainLoop", "DrainReport", "belief_document", "drain_revisions", "memory_facts"]
 
 _log = logging.getLogger(__name__)
-LEASE_SECONDS = 30
+LEASE_SECONDS = 10.0
+"""How long a claim keeps other drains away; a killed drain delays its batch this long."""
 
 
 @dataclass(frozen=True)
@@ -92,13 +94,36 @@ def belief_document(belief: Belief) -> dict[str, Any]:
     }
 
 
-def _tenants(log: EventLog) -> list[UUID]:
+def _tenants(log: EventLog) -> list[tuple[UUID, int]]:
+    """Return tenants marked since they were last found clean, with the mark seen."""
     with log.datastore.transaction(commit=False) as cur:
-        cur.execute(f'SELECT tenant_id FROM "{log.datastore.schema}".revision_tenants')
-        return [row["tenant_id"] for row in cur]
+        cur.execute(
+            f'SELECT tenant_id, marked_position FROM "{log.datastore.schema}".revision_tenants'
+            " WHERE marked_position > drained_position"
+        )
+        return [(row["tenant_id"], row["marked_position"]) for row in cur]
 
 
-def _claim(log: EventLog, tenant_id: UUID, limit: int) -> list[tuple[UUID, int]]:
+def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
+    """Record that nothing was dirty once every mark up to ``seen`` had committed.
+
+    A write that marks later has a larger position (positions follow commit
+    order), so the tenant becomes eligible again. Memories that are dirty
+    but leased by another drain keep the tenant eligible: if that drain
+    dies, its lease expires and a later pass must find them.
+    """
+    schema = log.datastore.schema
+    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+        cur.execute(f'SELECT 1 FROM "{schema}".revisions WHERE published < requested LIMIT 1')
+        if cur.fetchone() is None:
+            cur.execute(
+                f'UPDATE "{schema}".revision_tenants SET drained_position = '
+                "greatest(drained_position, %s) WHERE tenant_id = %s",
+                (seen, tenant_id),
+            )
+
+
+def _claim(log: EventLog, tenant_id: UUID, limit: int, lease_s: float) -> list[tuple[UUID, int]]:
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
         cur.execute(
@@ -110,7 +135,7 @@ def _claim(log: EventLog, tenant_id: UUID, limit: int) -> list[tuple[UUID, int]]
             "  ORDER BY requested LIMIT %s FOR UPDATE SKIP LOCKED) c "
             f'WHERE r.tenant_id = "{schema}".current_tenant() AND r.memory_id = c.memory_id '
             "RETURNING r.memory_id, r.requested",
-            (LEASE_SECONDS, limit),
+            (lease_s, limit),
         )
         return [(row["memory_id"], row["requested"]) for row in cur]
 
@@ -146,15 +171,20 @@ def _publish(log: EventLog, tenant_id: UUID, facts: MemoryFacts, revision: int) 
         )
 
 
-def drain_revisions(log: EventLog, *, limit: int = 100) -> DrainReport:
+def drain_revisions(
+    log: EventLog, *, limit: int = 100, lease_s: float = LEASE_SECONDS
+) -> DrainReport:
     """Recompute and publish up to ``limit`` dirty memories per tenant.
 
     Idempotent and safe to run concurrently: at-least-once delivery of a
     wake-up message only ever costs a recompute.
     """
     claimed = published = 0
-    for tenant_id in _tenants(log):
-        for memory_id, requested in _claim(log, tenant_id, limit):
+    for tenant_id, seen in _tenants(log):
+        batch = _claim(log, tenant_id, limit, lease_s)
+        if not batch:
+            _note_clean(log, tenant_id, seen)
+        for memory_id, requested in batch:
             claimed += 1
             facts = memory_facts(log, tenant_id, memory_id)
             if facts is None:
@@ -163,3 +193,58 @@ def drain_revisions(log: EventLog, *, limit: int = 100) -> DrainReport:
             _publish(log, tenant_id, facts, requested)
             published += 1
     return DrainReport(claimed, published)
+
+
+class DrainLoop:
+    """Drains in a background thread of this process (the embedded default).
+
+    ``wake()`` is the hint a write sends after it commits; the loop also
+    sweeps every ``sweep_s`` seconds, so a hint that never came only delays
+    work. Each pass drains until nothing is left to claim.
+    """
+
+    def __init__(
+        self,
+        log: EventLog,
+        *,
+        sweep_s: float = 1.0,
+        batch: int = 100,
+        lease_s: float = LEASE_SECONDS,
+    ) -> None:
+        self.log = log
+        self.lease_s = lease_s
+        self.sweep_s = sweep_s
+        self.batch = batch
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="palimpsest-drain", daemon=True)
+
+    def start(self) -> None:
+        """Start draining (a first pass runs at once: work left by a previous run)."""
+        self._wake.set()
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Ask for a pass now (a hint: safe to call any number of times)."""
+        self._wake.set()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Finish the current batch and stop."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.sweep_s)
+            self._wake.clear()
+            try:
+                while (
+                    not self._stop.is_set()
+                    and drain_revisions(self.log, limit=self.batch, lease_s=self.lease_s).claimed
+                ):
+                    pass
+            except Exception:
+                # The loop must outlive a database restart; the work stays in
+                # the database and the next pass retries it.
+                _log.exception("drain pass failed; retrying at the next sweep")

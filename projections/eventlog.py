@@ -126,8 +126,10 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
         (sorted(found.touched, key=str), cited, position),
     )
     curs.execute(
-        f"INSERT INTO {s}.revision_tenants (tenant_id) VALUES ({s}.current_tenant()) "
-        "ON CONFLICT DO NOTHING"
+        f"INSERT INTO {s}.revision_tenants (tenant_id, marked_position) "
+        f"VALUES ({s}.current_tenant(), %b) ON CONFLICT (tenant_id) "
+        "DO UPDATE SET marked_position = excluded.marked_position",
+        (position,),
     )
 
 

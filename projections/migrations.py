@@ -234,11 +234,14 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
         " PRIMARY KEY (tenant_id, memory_id))"
     )
     run("CREATE INDEX ON {schema}.beliefs (tenant_id, memory_type, scope, project, memory_id)")
-    # Which tenants have had revision marks: ids only, no tenant data, so a
-    # drain can find work without a role that bypasses row-level security.
+    # Which tenants may have dirty memories: ids and log positions only, no
+    # tenant data, so a drain finds work without a role that bypasses RLS.
+    # marked_position is the last write that marked the tenant; drained_position
+    # the marked_position a drain saw before finding nothing dirty. Positions
+    # follow commit order, so a tenant with marked > drained is never skipped.
     run(
         "CREATE TABLE {schema}.revision_tenants (tenant_id uuid PRIMARY KEY,"
-        " marked_at timestamptz NOT NULL DEFAULT clock_timestamp())"
+        " marked_position bigint NOT NULL, drained_position bigint NOT NULL DEFAULT 0)"
     )
     run("GRANT SELECT, INSERT, UPDATE ON {schema}.revision_tenants TO {app}")
     run("GRANT SELECT, INSERT, UPDATE ON {schema}.revisions TO {app}")

@@ -1,4 +1,4 @@
-"""Dramatiq drains. The revision drain arrives with issue 3."""
+"""Dramatiq drain workers for distributed deployments (``dramatiq workers.boot``)."""
 
 from __future__ import annotations
 

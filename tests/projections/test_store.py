@@ -113,7 +113,7 @@ def test_the_only_table_without_row_level_security_holds_tenant_ids_and_nothing_
                 (f"{runtime.database.schema}.revision_tenants",),
             )
         ]
-    assert columns == ["tenant_id", "marked_at"]
+    assert columns == ["tenant_id", "marked_position", "drained_position"]
 
 
 def test_events_cannot_be_inserted_without_a_tenant(runtime: Runtime) -> None:

@@ -1,0 +1,29 @@
+"""Settings of the drain workers."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["DrainSettings"]
+
+
+class DrainSettings(BaseSettings):
+    """Where wake-up hints travel, and how drains pace themselves."""
+
+    model_config = SettingsConfigDict(env_prefix="PALIMPSEST_", frozen=True, extra="ignore")
+
+    broker_url: SecretStr | None = Field(default=None, validation_alias="BROKER_URL")
+    drain_batch: int = Field(default=100, ge=1, le=10_000)
+    sweep_interval_s: float = Field(default=1.0, gt=0, le=3600)
+    drain_lease_s: float = Field(default=10.0, gt=0, le=3600)
+
+    @field_validator("broker_url")
+    @classmethod
+    def _known_scheme(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(
+            ("redis://", "rediss://", "amqp://", "amqps://")
+        ):
+            msg = "must be a redis:// or amqp:// URL"
+            raise ValueError(msg)
+        return value

@@ -1,0 +1,42 @@
+"""Entry point of distributed drain workers: ``dramatiq workers.boot``.
+
+Reads ``BROKER_URL`` and the database settings, connects, registers the
+actors and starts a sweeper that sends a hint every sweep interval, so that a
+lost message or a killed worker delays work and never loses it. Migrations
+are not run here: run ``palimpsest migrate`` (or ``serve``) first.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import dramatiq
+
+from projections.broker import broker_for
+from projections.database import open_database
+from projections.drain_settings import DrainSettings
+from projections.eventlog import EventLog
+from projections.settings import DatabaseSettings
+from workers.revision import register_drain_actor
+
+_settings = DrainSettings()
+if _settings.broker_url is None:
+    raise SystemExit("palimpsest: error: BROKER_URL must be set for distributed workers")
+_database_settings = DatabaseSettings()
+_database = open_database(_database_settings)
+_log_store = EventLog(env=_database.event_store_env(_database_settings))
+broker = broker_for(_settings.broker_url.get_secret_value())
+dramatiq.set_broker(broker)
+drain = register_drain_actor(
+    broker, _log_store, batch=_settings.drain_batch, lease_s=_settings.drain_lease_s
+)
+
+
+def _sweep() -> None:
+    stop = threading.Event()
+    while not stop.wait(_settings.sweep_interval_s):
+        drain.send()
+
+
+drain.send()  # work left by a previous run
+threading.Thread(target=_sweep, name="palimpsest-sweep", daemon=True).start()

@@ -71,6 +71,14 @@ def test_first_serve_bootstraps_a_tenant_and_a_second_serve_on_the_directory_is_
             json={"type": "fact", "scope": "user", "content": "Lives in Lyon"},
         )
         assert created.status_code == 201
+        # The in-process drain makes the write current without anyone asking
+        current = httpx.get(
+            f"http://127.0.0.1:{port}/v1/memories/{created.json()['id']}",
+            params={"wait": 10},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=15,
+        )
+        assert current.json()["status"] == "current"
 
         # When a second server starts on the same directory
         second = _serve(tmp_path, _free_port())

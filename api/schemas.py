@@ -23,6 +23,8 @@ __all__ = [
     "EvidencePublic",
     "MemoryCreate",
     "MemoryCreated",
+    "MemoryListItem",
+    "MemoryPagePublic",
     "MemoryVersionsPublic",
     "ObservationCreate",
     "ObservationCreated",
@@ -231,3 +233,22 @@ class BeliefPublic(BaseModel):
     revision: RevisionPublic
     belief: dict[str, object] | None = None
     due: list[dict[str, object]] | None = None
+
+
+class MemoryListItem(BaseModel):
+    """One memory in a listing: current with its belief, or pending without one."""
+
+    id: UUID
+    type: MemoryType
+    scope: str
+    project: str | None
+    status: Literal["current", "pending"]
+    revision: RevisionPublic
+    belief: dict[str, object] | None = None
+
+
+class MemoryPagePublic(BaseModel):
+    """A page of memories, and the cursor of the next page (absent on the last)."""
+
+    items: list[MemoryListItem]
+    next_cursor: str | None = None

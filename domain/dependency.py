@@ -39,6 +39,8 @@ class Dependencies:
     """(observation id, memory id) pairs."""
     proposers: set[tuple[UUID, str, UUID]] = field(default_factory=set)
     """(proposer id, model id or "", memory id) triples."""
+    created: list[tuple[UUID, str, str, str | None, str | None]] = field(default_factory=list)
+    """(memory id, type, scope, project, topic) of memories created by the write."""
 
 
 def dependencies_of(events: Iterable[object]) -> Dependencies:
@@ -58,6 +60,11 @@ def dependencies_of(events: Iterable[object]) -> Dependencies:
             observation = UUID(str(event.excerpt["observation_id"]))
             found.evidence.add((observation, event.originator_id))
             found.proposers.add((event.proposer_id, event.model_id or "", event.originator_id))
-        elif isinstance(event, Memory.Created | Memory.VersionRecorded):
+        elif isinstance(event, Memory.Created):
+            found.touched.add(event.originator_id)
+            found.created.append(
+                (event.originator_id, event.memory_type, event.scope, event.project, event.topic)
+            )
+        elif isinstance(event, Memory.VersionRecorded):
             found.touched.add(event.originator_id)
     return found

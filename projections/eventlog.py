@@ -113,6 +113,15 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
             "ON CONFLICT DO NOTHING",
             (position, list(proposers), list(models), list(memories)),
         )
+    if found.created:
+        ids, types, scopes, projects, topics = zip(*found.created, strict=True)
+        curs.execute(
+            f"INSERT INTO {s}.memory_index (memory_id, memory_type, scope, project, topic, "
+            "position) SELECT i, ty, sc, pr, tp, %b "
+            "FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::text[], %b::text[]) "
+            "AS t(i, ty, sc, pr, tp)",
+            (position, list(ids), list(types), list(scopes), list(projects), list(topics)),
+        )
     cited = sorted({o for o, _ in found.evidence}, key=str)
     curs.execute(
         f"WITH RECURSIVE closure(id) AS ("

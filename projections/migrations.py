@@ -217,6 +217,16 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
         " PRIMARY KEY (tenant_id, observation_id, memory_id))"
     )
     run("CREATE INDEX ON {schema}.evidence_links (tenant_id, memory_id)")
+    # A memory's immutable attributes, written with MemoryCreated, so lists can
+    # filter memories that no drain has computed yet.
+    run(
+        "CREATE TABLE {schema}.memory_index ("
+        + tenant
+        + " memory_id uuid NOT NULL, memory_type text NOT NULL, scope text NOT NULL,"
+        " project text, topic text, position bigint NOT NULL,"
+        " PRIMARY KEY (tenant_id, memory_id))"
+    )
+    run("CREATE INDEX ON {schema}.memory_index (tenant_id, position DESC)")
     run(
         "CREATE TABLE {schema}.proposer_links ("
         + tenant
@@ -246,10 +256,17 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
     run("GRANT SELECT, INSERT, UPDATE ON {schema}.revision_tenants TO {app}")
     run("GRANT SELECT, INSERT, UPDATE ON {schema}.revisions TO {app}")
     run("GRANT SELECT, INSERT, UPDATE ON {schema}.beliefs TO {app}")
-    for table in ("memory_links", "evidence_links", "proposer_links"):
+    for table in ("memory_links", "evidence_links", "proposer_links", "memory_index"):
         fmt["t"] = sql.Identifier(table)
         run("GRANT SELECT, INSERT ON {schema}.{t} TO {app}")
-    for table in ("revisions", "beliefs", "memory_links", "evidence_links", "proposer_links"):
+    for table in (
+        "revisions",
+        "beliefs",
+        "memory_links",
+        "evidence_links",
+        "proposer_links",
+        "memory_index",
+    ):
         fmt["t"] = sql.Identifier(table)
         run("ALTER TABLE {schema}.{t} ENABLE ROW LEVEL SECURITY")
         run("ALTER TABLE {schema}.{t} FORCE ROW LEVEL SECURITY")

@@ -25,8 +25,10 @@ from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE
 
 __all__ = [
+    "MemoryFilter",
     "ObservationContent",
     "current_belief",
+    "list_beliefs",
     "memory_versions",
     "observation_content",
     "observation_metadata",
@@ -214,3 +216,77 @@ def current_belief(
         if clock() >= deadline:
             return {"status": "pending", "revision": revision, "due": []}
         time.sleep(poll_s)
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """Filters of a memory listing; ``None`` means any."""
+
+    memory_type: str | None = None
+    scope: str | None = None
+    project: str | None = None
+    status: str | None = None
+
+
+def list_beliefs(
+    log: EventLog,
+    tenant_id: UUID,
+    where: MemoryFilter,
+    *,
+    limit: int,
+    after: tuple[int, UUID] | None,
+) -> tuple[list[dict[str, Any]], tuple[int, UUID] | None]:
+    """List memories, newest first, each current (with its belief) or pending (without).
+
+    ``after`` is the cursor: (creation position, id) of the last memory of the
+    previous page; memories of one batch share a position, so the id breaks
+    ties. Returns the page and the next cursor (None on the last page).
+    """
+    schema = log.datastore.schema
+    clauses: list[str] = ["TRUE"]
+    params: list[Any] = []
+    for column, value in (
+        ("memory_type", where.memory_type),
+        ("scope", where.scope),
+        ("project", where.project),
+    ):
+        if value is not None:
+            clauses.append(f"m.{column} = %s")
+            params.append(value)
+    if where.status == "current":
+        clauses.append("r.published >= r.requested AND b.belief IS NOT NULL")
+    elif where.status == "pending":
+        clauses.append("NOT (r.published >= r.requested AND b.belief IS NOT NULL)")
+    if after is not None:
+        clauses.append("(m.position < %s OR (m.position = %s AND m.memory_id > %s))")
+        params.extend((after[0], after[0], after[1]))
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            "SELECT m.memory_id, m.memory_type, m.scope, m.project, m.position, r.requested,"
+            f' r.published, b.belief FROM "{schema}".memory_index m'
+            f' JOIN "{schema}".revisions r USING (tenant_id, memory_id)'
+            f' LEFT JOIN "{schema}".beliefs b USING (tenant_id, memory_id)'
+            f" WHERE {' AND '.join(clauses)} ORDER BY m.position DESC, m.memory_id LIMIT %s",
+            (*params, limit + 1),
+        )
+        rows = cur.fetchall()
+    page = rows[:limit]
+    items = []
+    for row in page:
+        revision = {"requested": row["requested"], "published": row["published"]}
+        item: dict[str, Any] = {
+            "id": str(row["memory_id"]),
+            "type": row["memory_type"],
+            "scope": row["scope"],
+            "project": row["project"],
+            "revision": revision,
+        }
+        if row["published"] >= row["requested"] and row["belief"] is not None:
+            item.update(status="current", belief=row["belief"])
+        else:
+            item.update(status="pending")
+        items.append(item)
+    next_cursor = None
+    if len(rows) > limit:
+        next_cursor = (page[-1]["position"], page[-1]["memory_id"])
+    return items, next_cursor

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from fastapi import APIRouter, Query, Request, Response
 
+from api.cursor import decode_cursor, encode_cursor
 from api.deps import CallerDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
 from api.schemas import (
     BeliefPublic,
@@ -14,11 +15,13 @@ from api.schemas import (
     EdgeCreated,
     MemoryCreate,
     MemoryCreated,
+    MemoryPagePublic,
     MemoryVersionsPublic,
     VersionCreate,
     VersionCreated,
 )
-from projections.reads import current_belief, memory_versions
+from domain.memory import MemoryType
+from projections.reads import MemoryFilter, current_belief, list_beliefs, memory_versions
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
@@ -68,6 +71,30 @@ def create_edge(
     return perform_write(
         request, response, writer, caller, key, body, path_ids={"memory_id": memory_id}
     )
+
+
+@router.get("", response_model=MemoryPagePublic, response_model_exclude_none=True)
+def list_memories(
+    caller: CallerDep,
+    runtime: RuntimeDep,
+    type: MemoryType | None = None,
+    scope: Annotated[str | None, Query(max_length=200)] = None,
+    project: Annotated[str | None, Query(max_length=200)] = None,
+    status: Literal["current", "pending"] | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> dict[str, Any]:
+    """List memories, newest first, with filters. Each is `current` with its belief, or
+    `pending` without one (never with stale content). Pass `next_cursor` back as `cursor`
+    for the next page."""
+    items, after = list_beliefs(
+        runtime.log,
+        caller.tenant_id,
+        MemoryFilter(type, scope, project, status),
+        limit=limit,
+        after=decode_cursor(cursor) if cursor else None,
+    )
+    return {"items": items, "next_cursor": encode_cursor(after) if after else None}
 
 
 @router.get("/{memory_id}", response_model=BeliefPublic, response_model_exclude_none=True)

@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.domain import CanMutateAggregate
+from eventsourcing.persistence import StoredEvent
 
 from domain.belief import Belief, EdgeFact, MemoryFacts, project_belief
 from domain.memory import Memory
-from projections._tenancy import tenant_scope, tenant_transaction
+from projections._tenancy import tenant_transaction
 from projections.eventlog import EventLog
+from projections.migrations import EVENTS_TABLE
 
 __all__ = ["DrainLoop", "DrainReport", "belief_document", "drain_revisions", "memory_facts"]
 
@@ -45,20 +47,39 @@ class DrainReport:
 
 def memory_facts(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryFacts | None:
     """Return what the log records about a memory (None if the tenant has no such memory)."""
-    with tenant_scope(tenant_id):
-        try:
-            memory: object = log.repository.get(memory_id)
-        except AggregateNotFoundError:
-            return None
-    if not isinstance(memory, Memory):
-        return None
+    return _facts_of(log, tenant_id, [memory_id]).get(memory_id)
+
+
+def _facts_of(log: EventLog, tenant_id: UUID, memory_ids: list[UUID]) -> dict[UUID, MemoryFacts]:
+    """Return the facts of several memories, reading the log and the links once each."""
+    schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT linked_id, kind, outgoing, edge_id, position FROM "{log.datastore.schema}"'
-            ".memory_links WHERE memory_id = %s",
-            (memory_id,),
+            "SELECT originator_id, originator_version, topic, state"
+            f' FROM "{schema}"."{EVENTS_TABLE}" WHERE originator_id = ANY(%s)'
+            " ORDER BY originator_id, originator_version",
+            (memory_ids,),
         )
-        edges = tuple(
+        stored = [
+            StoredEvent(r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"]))
+            for r in cur
+        ]
+        cur.execute(
+            f'SELECT memory_id, linked_id, kind, outgoing, edge_id, position FROM "{schema}"'
+            ".memory_links WHERE memory_id = ANY(%s)",
+            (memory_ids,),
+        )
+        links = cur.fetchall()
+    aggregates: dict[UUID, Any] = {}
+    for record in stored:
+        event = log.mapper.to_domain_event(record)
+        assert isinstance(event, CanMutateAggregate)
+        key = UUID(str(record.originator_id))
+        aggregates[key] = event.mutate(aggregates.get(key))
+    edges: dict[UUID, list[EdgeFact]] = {}
+    for row in links:
+        memory_id = row["memory_id"]
+        edges.setdefault(memory_id, []).append(
             EdgeFact(
                 edge_id=row["edge_id"],
                 kind=row["kind"],
@@ -66,18 +87,21 @@ def memory_facts(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryFacts
                 target_id=row["linked_id"] if row["outgoing"] else memory_id,
                 position=row["position"],
             )
-            for row in cur
         )
-    return MemoryFacts(
-        memory_id=memory.id,
-        memory_type=memory.memory_type,
-        scope=memory.scope,
-        project=memory.project,
-        topic=memory.topic,
-        version_ids=tuple(v.version_id for v in memory.versions),
-        contributions=tuple(memory.contributions),
-        edges=edges,
-    )
+    return {
+        memory.id: MemoryFacts(
+            memory_id=memory.id,
+            memory_type=memory.memory_type,
+            scope=memory.scope,
+            project=memory.project,
+            topic=memory.topic,
+            version_ids=tuple(v.version_id for v in memory.versions),
+            contributions=tuple(memory.contributions),
+            edges=tuple(edges.get(memory.id, ())),
+        )
+        for memory in aggregates.values()
+        if isinstance(memory, Memory)
+    }
 
 
 def belief_document(belief: Belief) -> dict[str, Any]:
@@ -141,33 +165,42 @@ def _claim(log: EventLog, tenant_id: UUID, limit: int, lease_s: float) -> list[t
 
 
 def _publish(log: EventLog, tenant_id: UUID, facts: MemoryFacts, revision: int) -> None:
-    belief = project_belief(facts)
+    _publish_all(log, tenant_id, [(facts, revision)])
+
+
+def _publish_all(log: EventLog, tenant_id: UUID, computed: list[tuple[MemoryFacts, int]]) -> None:
+    """Publish beliefs and watermarks of a batch in one transaction, never backwards."""
+    if not computed:
+        return
+    beliefs = [(facts, project_belief(facts), revision) for facts, revision in computed]
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
         cur.execute(
             f'INSERT INTO "{schema}".beliefs (memory_id, revision, memory_type, scope, project,'
-            " topic, current_version_id, grade, belief) VALUES (%s, %s, %s, %s, %s, %s, %s, %s,"
-            " %s) ON CONFLICT (tenant_id, memory_id) DO UPDATE SET revision = excluded.revision,"
-            " memory_type = excluded.memory_type, scope = excluded.scope,"
-            " project = excluded.project, topic = excluded.topic,"
+            " topic, current_version_id, grade, belief) SELECT * FROM unnest(%s::uuid[],"
+            " %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::uuid[],"
+            " %s::text[], %s::jsonb[]) ON CONFLICT (tenant_id, memory_id) DO UPDATE SET"
+            " revision = excluded.revision, memory_type = excluded.memory_type,"
+            " scope = excluded.scope, project = excluded.project, topic = excluded.topic,"
             " current_version_id = excluded.current_version_id, grade = excluded.grade,"
             " belief = excluded.belief WHERE beliefs.revision < excluded.revision",
             (
-                facts.memory_id,
-                revision,
-                facts.memory_type,
-                facts.scope,
-                facts.project,
-                facts.topic,
-                belief.current_version_id,
-                belief.grade,
-                json.dumps(belief_document(belief)),
+                [f.memory_id for f, _, _ in beliefs],
+                [r for _, _, r in beliefs],
+                [f.memory_type for f, _, _ in beliefs],
+                [f.scope for f, _, _ in beliefs],
+                [f.project for f, _, _ in beliefs],
+                [f.topic for f, _, _ in beliefs],
+                [b.current_version_id for _, b, _ in beliefs],
+                [b.grade for _, b, _ in beliefs],
+                [json.dumps(belief_document(b)) for _, b, _ in beliefs],
             ),
         )
         cur.execute(
-            f'UPDATE "{schema}".revisions SET published = greatest(published, %s),'
-            " claimed_until = NULL WHERE memory_id = %s",
-            (revision, facts.memory_id),
+            f'UPDATE "{schema}".revisions r SET published = greatest(r.published, u.revision),'
+            " claimed_until = NULL FROM unnest(%s::uuid[], %s::bigint[]) AS u(id, revision)"
+            " WHERE r.memory_id = u.id",
+            ([f.memory_id for f, _, _ in beliefs], [r for _, _, r in beliefs]),
         )
 
 
@@ -184,14 +217,16 @@ def drain_revisions(
         batch = _claim(log, tenant_id, limit, lease_s)
         if not batch:
             _note_clean(log, tenant_id, seen)
+        claimed += len(batch)
+        facts = _facts_of(log, tenant_id, [memory_id for memory_id, _ in batch])
+        computed = []
         for memory_id, requested in batch:
-            claimed += 1
-            facts = memory_facts(log, tenant_id, memory_id)
-            if facts is None:
+            if memory_id not in facts:
                 _log.error("dirty memory has no events", extra={"memory_id": str(memory_id)})
                 continue
-            _publish(log, tenant_id, facts, requested)
-            published += 1
+            computed.append((facts[memory_id], requested))
+        _publish_all(log, tenant_id, computed)
+        published += len(computed)
     return DrainReport(claimed, published)
 
 

@@ -9,8 +9,9 @@ from fastapi import FastAPI
 
 from api.metrics import Metrics, ObserveRequests
 from api.problems import install_problem_handlers
-from api.routers import batch, health, memories, observations
+from api.routers import batch, health, memories, observations, revision
 from api.settings import ApiSettings
+from projections.reads import revision_overview
 from projections.runtime import Runtime
 from projections.writes import CapturePolicy, Writer
 
@@ -44,8 +45,9 @@ def create_app(
         clock=lambda: datetime.now(UTC),
     )
     app.state.metrics = Metrics()
+    app.state.metrics.watch_revision(lambda: revision_overview(runtime.log))
     install_problem_handlers(app)
-    for module in (observations, memories, batch, health):
+    for module in (observations, memories, batch, revision, health):
         app.include_router(module.router)
     app.add_middleware(
         ObserveRequests, metrics=app.state.metrics, max_request_bytes=settings.max_request_bytes

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.problems import problem_response
@@ -33,6 +34,21 @@ class Metrics:
             ["method", "route"],
             registry=self.registry,
         )
+        self.tenants_pending = Gauge(
+            "palimpsest_revision_tenants_pending",
+            "Tenants with memories marked since a drain last found them clean.",
+            registry=self.registry,
+        )
+        self.last_marked = Gauge(
+            "palimpsest_revision_last_marked_position",
+            "The last log position that marked a memory for revision.",
+            registry=self.registry,
+        )
+
+    def watch_revision(self, overview: Callable[[], tuple[int, int]]) -> None:
+        """Compute the revision gauges from ``overview`` at each scrape."""
+        self.tenants_pending.set_function(lambda: overview()[0])
+        self.last_marked.set_function(lambda: overview()[1])
 
 
 class _TooLargeError(Exception):

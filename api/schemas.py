@@ -30,6 +30,7 @@ __all__ = [
     "ObservationCreated",
     "ObservationPublic",
     "RevisionPublic",
+    "RevisionStatusPublic",
     "VersionCreate",
     "VersionCreated",
     "VersionPublic",
@@ -252,3 +253,12 @@ class MemoryPagePublic(BaseModel):
 
     items: list[MemoryListItem]
     next_cursor: str | None = None
+
+
+class RevisionStatusPublic(BaseModel):
+    """How far revision has caught up in the caller's tenant."""
+
+    log_head: int
+    dirty_memories: int
+    oldest_dirty_age_s: float | None
+    drain_throughput_per_s: float

@@ -198,7 +198,8 @@ def _publish_all(log: EventLog, tenant_id: UUID, computed: list[tuple[MemoryFact
         )
         cur.execute(
             f'UPDATE "{schema}".revisions r SET published = greatest(r.published, u.revision),'
-            " claimed_until = NULL FROM unnest(%s::uuid[], %s::bigint[]) AS u(id, revision)"
+            " claimed_until = NULL, published_at = clock_timestamp()"
+            " FROM unnest(%s::uuid[], %s::bigint[]) AS u(id, revision)"
             " WHERE r.memory_id = u.id",
             ([f.memory_id for f, _, _ in beliefs], [r for _, _, r in beliefs]),
         )

@@ -197,12 +197,13 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
         + " memory_id uuid NOT NULL, requested bigint NOT NULL,"
         " published bigint NOT NULL DEFAULT 0,"
         " requested_at timestamptz NOT NULL DEFAULT clock_timestamp(),"
-        " claimed_until timestamptz,"
+        " claimed_until timestamptz, published_at timestamptz,"
         " PRIMARY KEY (tenant_id, memory_id), CHECK (published <= requested))"
     )
     run(
         "CREATE INDEX revisions_dirty ON {schema}.revisions (requested) WHERE published < requested"
     )
+    run("CREATE INDEX ON {schema}.revisions (tenant_id, published_at)")
     run(
         "CREATE TABLE {schema}.memory_links ("
         + tenant

@@ -32,6 +32,8 @@ __all__ = [
     "memory_versions",
     "observation_content",
     "observation_metadata",
+    "revision_overview",
+    "revision_status",
 ]
 
 _A = TypeVar("_A", bound=Aggregate)
@@ -290,3 +292,42 @@ def list_beliefs(
     if len(rows) > limit:
         next_cursor = (page[-1]["position"], page[-1]["memory_id"])
     return items, next_cursor
+
+
+def revision_status(log: EventLog, tenant_id: UUID) -> dict[str, Any]:
+    """Return the tenant's revision figures: log head, dirty memories, oldest dirty age,
+    and memories published in the last minute."""
+    schema = log.datastore.schema
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT (SELECT coalesce(max(notification_id), 0) FROM "{schema}"."{EVENTS_TABLE}")'
+            " AS log_head, count(*) FILTER (WHERE published < requested) AS dirty,"
+            " extract(epoch FROM clock_timestamp() - min(requested_at)"
+            " FILTER (WHERE published < requested)) AS oldest_dirty_s,"
+            " count(*) FILTER (WHERE published_at > clock_timestamp() - interval '60 s')"
+            f' AS published_last_minute FROM "{schema}".revisions'
+        )
+        row = cur.fetchone()
+    assert row is not None
+    oldest = row["oldest_dirty_s"]
+    return {
+        "log_head": row["log_head"],
+        "dirty_memories": row["dirty"],
+        "oldest_dirty_age_s": round(float(oldest), 3) if oldest is not None else None,
+        "drain_throughput_per_s": round(row["published_last_minute"] / 60.0, 3),
+    }
+
+
+def revision_overview(log: EventLog) -> tuple[int, int]:
+    """Return, across tenants, how many have revision work pending and the last position
+    that marked any memory (tenant ids and positions only: safe for unauthenticated
+    metrics)."""
+    with log.datastore.transaction(commit=False) as cur:
+        cur.execute(
+            "SELECT count(*) FILTER (WHERE marked_position > drained_position) AS pending,"
+            f' coalesce(max(marked_position), 0) AS last FROM "{log.datastore.schema}"'
+            ".revision_tenants"
+        )
+        row = cur.fetchone()
+    assert row is not None
+    return int(row["pending"]), int(row["last"])

@@ -188,3 +188,22 @@ def test_bad_wait_values_and_unknown_memories_are_refused(
     response = _read(client, created["id"], other_tenant.headers())
     assert response.status_code == 404
     assert problem_slug(response) == "not-found"
+
+
+def test_revision_status_counts_dirty_memories_and_their_age(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    created = [remember(client, headers) for _ in range(3)]
+    status = client.get("/v1/revision", headers=headers).json()
+    assert status["dirty_memories"] == 3
+    assert status["log_head"] >= created[-1]["position"]
+    assert status["oldest_dirty_age_s"] >= 0
+    _drain_all(runtime)
+    after = client.get("/v1/revision", headers=headers).json()
+    assert after["dirty_memories"] == 0
+    assert after["oldest_dirty_age_s"] is None
+    assert after["drain_throughput_per_s"] >= 3 / 60
+    metrics = client.get("/metrics").text
+    assert "palimpsest_revision_tenants_pending" in metrics
+    assert "palimpsest_revision_last_marked_position" in metrics

@@ -1,0 +1,21 @@
+"""``/v1/revision``: how far revision has caught up, for the caller's tenant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from api.deps import CallerDep, RuntimeDep
+from api.schemas import RevisionStatusPublic
+from projections.reads import revision_status
+
+router = APIRouter(prefix="/v1/revision", tags=["revision"])
+
+
+@router.get("", response_model=RevisionStatusPublic)
+def read_revision_status(caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+    """Return the tenant's log head, how many memories are dirty (pending revision), how
+    long the oldest has waited, and how many memories drains published per second over
+    the last minute."""
+    return revision_status(runtime.log, caller.tenant_id)

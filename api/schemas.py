@@ -26,6 +26,7 @@ __all__ = [
     "MemoryListItem",
     "MemoryPagePublic",
     "MemoryVersionsPublic",
+    "Milestone",
     "ObservationCreate",
     "ObservationCreated",
     "ObservationPublic",
@@ -82,6 +83,12 @@ class ObservationCreated(BaseModel):
     retention_deadline: datetime
 
 
+class Milestone(BaseModel):
+    """When an observation reached a milestone."""
+
+    at: datetime
+
+
 class ObservationPublic(BaseModel):
     """An observation's metadata (its content is at ``/content``)."""
 
@@ -96,6 +103,9 @@ class ObservationPublic(BaseModel):
     principal_id: UUID
     position: int
     recorded_at: datetime
+    milestones: dict[str, Milestone | None] = Field(
+        description="captured, formed, indexed, published: each reached at a time, or null."
+    )
 
 
 class _Claim(_Body):

@@ -102,6 +102,40 @@ def observation_metadata(log: EventLog, tenant_id: UUID, observation_id: UUID) -
         "principal_id": str(obs.principal_id),
         "position": position,
         "recorded_at": recorded_at.isoformat(),
+        "milestones": _milestones(log, tenant_id, obs.id, recorded_at),
+    }
+
+
+def _milestones(
+    log: EventLog, tenant_id: UUID, observation_id: UUID, captured_at: datetime
+) -> dict[str, dict[str, str] | None]:
+    """Return the observation's milestones, each ``{"at": time}`` or None (not reached).
+
+    - captured: its event was recorded;
+    - formed: a memory version cites it (the first such write);
+    - indexed: its search index rows are ready (filled in by recall, issue 6);
+    - published: every memory citing it has published a revision at least as
+      new as the write that cited it (the latest of those publishes).
+    """
+    schema = log.datastore.schema
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT (SELECT e.recorded_at FROM "{schema}"."{EVENTS_TABLE}" e'
+            "  WHERE e.notification_id = min(l.position)) AS formed_at,"
+            " bool_and(r.published >= l.position) AS all_published,"
+            " max(r.published_at) AS published_at"
+            f' FROM "{schema}".evidence_links l JOIN "{schema}".revisions r'
+            " USING (tenant_id, memory_id) WHERE l.observation_id = %s",
+            (observation_id,),
+        )
+        row = cur.fetchone()
+    formed = row["formed_at"] if row else None
+    published = row["published_at"] if row and row["all_published"] else None
+    return {
+        "captured": {"at": captured_at.isoformat()},
+        "formed": {"at": formed.isoformat()} if formed else None,
+        "indexed": None,
+        "published": {"at": published.isoformat()} if published else None,
     }
 
 

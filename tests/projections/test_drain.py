@@ -207,3 +207,30 @@ def test_revision_status_counts_dirty_memories_and_their_age(
     metrics = client.get("/metrics").text
     assert "palimpsest_revision_tenants_pending" in metrics
     assert "palimpsest_revision_last_marked_position" in metrics
+
+
+def test_an_observations_milestones_are_reached_one_by_one(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    obs = post(client, "/v1/observations", {"content": "We ship on Friday."}, headers).json()
+
+    def milestones() -> dict[str, Any]:
+        body = client.get(f"/v1/observations/{obs['id']}", headers=headers).json()
+        return dict(body["milestones"])
+
+    captured = milestones()
+    assert captured["captured"]["at"] and captured["formed"] is None
+    assert captured["indexed"] is None and captured["published"] is None
+    remember(client, headers, evidence=[{"observation_id": obs["id"], "start": 3, "end": 17}])
+    formed = milestones()
+    assert formed["formed"]["at"] >= formed["captured"]["at"]
+    assert formed["published"] is None
+    _drain_all(runtime)
+    published = milestones()
+    assert published["published"]["at"] >= published["formed"]["at"]
+    # A second memory citing it makes it unpublished again until that one is drained
+    remember(client, headers, evidence=[{"observation_id": obs["id"], "start": 0, "end": 2}])
+    assert milestones()["published"] is None
+    _drain_all(runtime)
+    assert milestones()["published"] is not None

@@ -86,6 +86,7 @@ def _raw_setup(runtime: Runtime) -> None:
             ("bench_events", EVENTS_TABLE),
             ("bench_payloads", "payloads"),
             ("bench_revisions", "revisions"),
+            ("bench_memory_index", "memory_index"),
         ):
             conn.execute(f'DROP TABLE IF EXISTS "{schema}".{name}')
             conn.execute(
@@ -105,7 +106,7 @@ def _raw_insert(
     conn: psycopg.Connection[tuple[object, ...]], schema: str, tenant: str, memories: int
 ) -> None:
     """The rows of ``memories`` memory creations, in one transaction, as the runtime role:
-    payloads, events, and each new memory's requested revision."""
+    payloads, events, and each new memory's requested revision and index row."""
     with conn.transaction():
         conn.execute("SELECT set_config('palimpsest.tenant_id', %s, true)", (tenant,))
         ids = [uuid.uuid4() for _ in range(memories)]
@@ -129,6 +130,11 @@ def _raw_insert(
         conn.execute(
             f'INSERT INTO "{schema}".bench_revisions (memory_id, requested)'
             " SELECT unnest(%b::uuid[]), %b",
+            (ids, max(int(str(row[0])) for row in positions)),
+        )
+        conn.execute(
+            f'INSERT INTO "{schema}".bench_memory_index (memory_id, memory_type, scope, position)'
+            " SELECT unnest(%b::uuid[]), 'note', 'bench', %b",
             (ids, max(int(str(row[0])) for row in positions)),
         )
 

@@ -11,7 +11,7 @@ from api.metrics import Metrics, ObserveRequests
 from api.problems import install_problem_handlers
 from api.routers import batch, health, memories, observations, revision
 from api.settings import ApiSettings
-from projections.reads import revision_overview
+from projections.reads import revision_totals
 from projections.runtime import Runtime
 from projections.writes import CapturePolicy, Writer
 
@@ -45,7 +45,7 @@ def create_app(
         clock=lambda: datetime.now(UTC),
     )
     app.state.metrics = Metrics()
-    app.state.metrics.watch_revision(lambda: revision_overview(runtime.log))
+    app.state.metrics.watch_revision(lambda: revision_totals(runtime.log))
     install_problem_handlers(app)
     for module in (observations, memories, batch, revision, health):
         app.include_router(module.router)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.problems import problem_response
@@ -34,21 +35,27 @@ class Metrics:
             ["method", "route"],
             registry=self.registry,
         )
-        self.tenants_pending = Gauge(
-            "palimpsest_revision_tenants_pending",
-            "Tenants with memories marked since a drain last found them clean.",
-            registry=self.registry,
-        )
-        self.last_marked = Gauge(
-            "palimpsest_revision_last_marked_position",
-            "The last log position that marked a memory for revision.",
-            registry=self.registry,
-        )
 
-    def watch_revision(self, overview: Callable[[], tuple[int, int]]) -> None:
-        """Compute the revision gauges from ``overview`` at each scrape."""
-        self.tenants_pending.set_function(lambda: overview()[0])
-        self.last_marked.set_function(lambda: overview()[1])
+    def watch_revision(self, totals: Callable[[], dict[str, float]]) -> None:
+        """Report ``palimpsest_revision{figure=...}`` from ``totals`` at each scrape."""
+        self.registry.register(_RevisionCollector(totals))
+
+
+class _RevisionCollector:
+    """Revision figures over all tenants, read when Prometheus scrapes."""
+
+    def __init__(self, totals: Callable[[], dict[str, float]]) -> None:
+        self.totals = totals
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "palimpsest_revision",
+            "Revision figures over all tenants (as GET /v1/revision reports per tenant).",
+            labels=["figure"],
+        )
+        for figure, value in self.totals().items():
+            family.add_metric([figure], value)
+        yield family
 
 
 class _TooLargeError(Exception):

@@ -32,8 +32,8 @@ __all__ = [
     "memory_versions",
     "observation_content",
     "observation_metadata",
-    "revision_overview",
     "revision_status",
+    "revision_totals",
 ]
 
 _A = TypeVar("_A", bound=Aggregate)
@@ -352,16 +352,29 @@ def revision_status(log: EventLog, tenant_id: UUID) -> dict[str, Any]:
     }
 
 
-def revision_overview(log: EventLog) -> tuple[int, int]:
-    """Return, across tenants, how many have revision work pending and the last position
-    that marked any memory (tenant ids and positions only: safe for unauthenticated
-    metrics)."""
+def revision_totals(log: EventLog) -> dict[str, float]:
+    """Return the figures of :func:`revision_status` over every tenant: the highest log
+    head, all dirty memories, the oldest dirty age and the summed throughput.
+
+    Each tenant's figures are read under its own row-level security scope, as
+    drains read them, so no role bypasses it; the cost grows with the number
+    of tenants that have ever written a memory.
+    """
     with log.datastore.transaction(commit=False) as cur:
-        cur.execute(
-            "SELECT count(*) FILTER (WHERE marked_position > drained_position) AS pending,"
-            f' coalesce(max(marked_position), 0) AS last FROM "{log.datastore.schema}"'
-            ".revision_tenants"
+        cur.execute(f'SELECT tenant_id FROM "{log.datastore.schema}".revision_tenants')
+        tenants = [row["tenant_id"] for row in cur]
+    totals = {
+        "log_head": 0.0,
+        "dirty_memories": 0.0,
+        "oldest_dirty_age_s": 0.0,
+        "drain_throughput_per_s": 0.0,
+    }
+    for tenant_id in tenants:
+        status = revision_status(log, tenant_id)
+        totals["log_head"] = max(totals["log_head"], float(status["log_head"]))
+        totals["dirty_memories"] += status["dirty_memories"]
+        totals["oldest_dirty_age_s"] = max(
+            totals["oldest_dirty_age_s"], status["oldest_dirty_age_s"] or 0.0
         )
-        row = cur.fetchone()
-    assert row is not None
-    return int(row["pending"]), int(row["last"])
+        totals["drain_throughput_per_s"] += status["drain_throughput_per_s"]
+    return totals

@@ -205,8 +205,15 @@ def test_revision_status_counts_dirty_memories_and_their_age(
     assert after["oldest_dirty_age_s"] is None
     assert after["drain_throughput_per_s"] >= 3 / 60
     metrics = client.get("/metrics").text
-    assert "palimpsest_revision_tenants_pending" in metrics
-    assert "palimpsest_revision_last_marked_position" in metrics
+    for figure in ("log_head", "dirty_memories", "oldest_dirty_age_s", "drain_throughput_per_s"):
+        assert f'palimpsest_revision{{figure="{figure}"}}' in metrics
+    remember(client, headers)
+    dirty = [
+        line
+        for line in client.get("/metrics").text.splitlines()
+        if line.startswith('palimpsest_revision{figure="dirty_memories"}')
+    ]
+    assert float(dirty[0].split()[-1]) >= 1
 
 
 def test_an_observations_milestones_are_reached_one_by_one(

@@ -21,7 +21,10 @@ _PROBLEM = {"description": "A problem (RFC 9457)", "content": {"application/prob
 
 
 def create_app(
-    settings: ApiSettings, runtime: Runtime, wake: Callable[[], None] = lambda: None
+    settings: ApiSettings,
+    runtime: Runtime,
+    wake: Callable[[], None] = lambda: None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> FastAPI:
     """Return the HTTP API over an open runtime (the caller owns its lifetime).
 
@@ -36,13 +39,14 @@ def create_app(
     )
     app.state.runtime = runtime
     app.state.wake = wake
+    app.state.clock = clock
     app.state.writer = Writer(
         runtime.log,
         CapturePolicy(
             raw_retention=timedelta(hours=settings.raw_retention_hours),
             transient_retention=timedelta(hours=settings.transient_retention_hours),
         ),
-        clock=lambda: datetime.now(UTC),
+        clock=clock,
     )
     app.state.metrics = Metrics()
     app.state.metrics.watch_revision(lambda: revision_totals(runtime.log))

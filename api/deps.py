@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request, Response
@@ -20,10 +22,12 @@ from projections.writes import Caller, Writer
 
 __all__ = [
     "CallerDep",
+    "ClockDep",
     "IdempotencyKeyDep",
     "RuntimeDep",
     "WriterDep",
     "get_caller",
+    "get_clock",
     "get_idempotency_key",
     "get_runtime",
     "get_writer",
@@ -88,7 +92,14 @@ def get_idempotency_key(
     return idempotency_key
 
 
+def get_clock(request: Request) -> Callable[[], datetime]:
+    """Return the service's clock (tests give the app a fake one)."""
+    clock: Callable[[], datetime] = request.app.state.clock
+    return clock
+
+
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+ClockDep = Annotated[Callable[[], datetime], Depends(get_clock)]
 WriterDep = Annotated[Writer, Depends(get_writer)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
 IdempotencyKeyDep = Annotated[str | None, Depends(get_idempotency_key)]

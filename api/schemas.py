@@ -100,6 +100,7 @@ class ObservationPublic(BaseModel):
     captured_at: datetime
     transient: bool
     retention_deadline: datetime
+    expired: bool
     principal_id: UUID
     position: int
     recorded_at: datetime

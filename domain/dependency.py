@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from uuid import UUID
 
 from domain.memory import Memory
+from domain.observation import Observation
 
 __all__ = ["Dependencies", "Link", "dependencies_of"]
 
@@ -41,6 +43,12 @@ class Dependencies:
     """(proposer id, model id or "", memory id) triples."""
     created: list[tuple[UUID, str, str, str | None, str | None]] = field(default_factory=list)
     """(memory id, type, scope, project, topic) of memories created by the write."""
+    captured: list[tuple[UUID, str, datetime]] = field(default_factory=list)
+    """(observation id, content digest, retention deadline) of captured observations."""
+    expired: list[UUID] = field(default_factory=list)
+    """Observations whose bytes this write deletes."""
+    version_digests: set[tuple[str, UUID]] = field(default_factory=set)
+    """(content digest, memory id) of recorded versions: payloads expiry must keep."""
 
 
 def dependencies_of(events: Iterable[object]) -> Dependencies:
@@ -67,4 +75,9 @@ def dependencies_of(events: Iterable[object]) -> Dependencies:
             )
         elif isinstance(event, Memory.VersionRecorded):
             found.touched.add(event.originator_id)
+            found.version_digests.add((event.content_digest, event.originator_id))
+        elif isinstance(event, Observation.Created):
+            found.captured.append((event.originator_id, event.digest, event.retention_deadline))
+        elif isinstance(event, Observation.Expired):
+            found.expired.append(event.originator_id)
     return found

@@ -8,6 +8,7 @@ Every exception palimpsest defines descends from :class:`PalimpsestError`::
     │   ├── EvidenceOutOfRangeError
     │   └── EdgeNotAllowedError
     ├── NotFoundError                unknown id, or an id of another tenant
+    ├── ContentExpiredError          content deleted (or due) at its retention deadline
     ├── ConflictError
     │   ├── IdempotencyKeyReusedError
     │   └── EdgeExistsError
@@ -24,6 +25,7 @@ __all__ = [
     "AuthenticationError",
     "ConfigurationError",
     "ConflictError",
+    "ContentExpiredError",
     "ContentTooLargeError",
     "EdgeExistsError",
     "EdgeNotAllowedError",
@@ -58,6 +60,10 @@ class EdgeNotAllowedError(InvalidInputError):
 
 class NotFoundError(PalimpsestError):
     """Raised when an id is unknown to the caller's tenant."""
+
+
+class ContentExpiredError(PalimpsestError):
+    """Raised when content is read at or after its retention deadline."""
 
 
 class ConflictError(PalimpsestError):

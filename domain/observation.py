@@ -7,6 +7,8 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
+from domain.errors import InvalidInputError
+
 __all__ = ["Observation"]
 
 
@@ -33,6 +35,14 @@ class Observation(Aggregate):
         retention_deadline: datetime
         principal_id: UUID
 
+    class Expired(Aggregate.Event):
+        """The observation's bytes were deleted at its retention deadline
+        (``ObservationExpired``); its metadata, digest and cited excerpts remain."""
+
+        TOPIC = "palimpsest:ObservationExpired"
+        deadline: datetime
+        principal_id: UUID
+
     @event(Created)
     def __init__(
         self,
@@ -55,3 +65,23 @@ class Observation(Aggregate):
         self.transient = transient
         self.retention_deadline = retention_deadline
         self.principal_id = principal_id
+
+        self.expired = False
+
+    def expire(self, *, now: datetime, principal_id: UUID) -> None:
+        """Record that the bytes are deleted because the deadline has passed.
+
+        Raises:
+            InvalidInputError: already expired, or the deadline is still ahead.
+        """
+        if self.expired:
+            msg = f"observation {self.id} has already expired"
+            raise InvalidInputError(msg)
+        if now < self.retention_deadline:
+            msg = f"observation {self.id} is retained until {self.retention_deadline.isoformat()}"
+            raise InvalidInputError(msg)
+        self._expired(deadline=self.retention_deadline, principal_id=principal_id)
+
+    @event(Expired)
+    def _expired(self, deadline: datetime, principal_id: UUID) -> None:
+        self.expired = True

@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -28,6 +30,7 @@ from domain.belief import Belief, EdgeFact, MemoryFacts, project_belief
 from domain.memory import Memory
 from projections._tenancy import tenant_transaction
 from projections.eventlog import EventLog
+from projections.expiry import expire_due
 from projections.migrations import EVENTS_TABLE
 
 __all__ = ["DrainLoop", "DrainReport", "belief_document", "drain_revisions", "memory_facts"]
@@ -236,7 +239,8 @@ class DrainLoop:
 
     ``wake()`` is the hint a write sends after it commits; the loop also
     sweeps every ``sweep_s`` seconds, so a hint that never came only delays
-    work. Each pass drains until nothing is left to claim.
+    work. Each pass first expires observations whose retention deadline has
+    passed (by ``clock``), then drains revisions until nothing is left to claim.
     """
 
     def __init__(
@@ -246,8 +250,10 @@ class DrainLoop:
         sweep_s: float = 1.0,
         batch: int = 100,
         lease_s: float = LEASE_SECONDS,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.log = log
+        self.clock = clock
         self.lease_s = lease_s
         self.sweep_s = sweep_s
         self.batch = batch
@@ -275,6 +281,7 @@ class DrainLoop:
             self._wake.wait(self.sweep_s)
             self._wake.clear()
             try:
+                expire_due(self.log, now=self.clock(), limit=self.batch)
                 while (
                     not self._stop.is_set()
                     and drain_revisions(self.log, limit=self.batch, lease_s=self.lease_s).claimed

@@ -70,6 +70,30 @@ class WriteContext:
     response: dict[str, Any] | None = None
 
 
+def _delete_expired_bytes(
+    curs: Cursor[Any], s: str, observations: list[UUID], position: int
+) -> None:
+    """Mark observations expired and delete their bytes unless something still needs them.
+
+    The payload store keeps one row per digest, so the bytes stay while another
+    observation with the same content has not expired, or a memory version has
+    that exact content.
+    """
+    curs.execute(
+        f"UPDATE {s}.observation_deadlines SET expired_position = %b "
+        "WHERE observation_id = ANY(%b::uuid[]) RETURNING digest",
+        (position, observations),
+    )
+    digests = sorted({row["digest"] for row in curs.fetchall()})
+    curs.execute(
+        f"DELETE FROM {s}.payloads p WHERE p.digest = ANY(%b::text[]) AND NOT EXISTS ("
+        f"  SELECT 1 FROM {s}.observation_deadlines o"
+        "   WHERE o.digest = p.digest AND o.expired_position IS NULL)"
+        f" AND NOT EXISTS (SELECT 1 FROM {s}.version_digests v WHERE v.digest = p.digest)",
+        (digests,),
+    )
+
+
 def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, position: int) -> None:
     """Record dependency rows and raise the requested revision of the closure.
 
@@ -122,7 +146,23 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
             "AS t(i, ty, sc, pr, tp)",
             (position, list(ids), list(types), list(scopes), list(projects), list(topics)),
         )
-    cited = sorted({o for o, _ in found.evidence}, key=str)
+    if found.captured:
+        ids, digests, deadlines = zip(*found.captured, strict=True)
+        curs.execute(
+            f"INSERT INTO {s}.observation_deadlines (observation_id, digest, deadline) "
+            "SELECT * FROM unnest(%b::uuid[], %b::text[], %b::timestamptz[])",
+            (list(ids), list(digests), list(deadlines)),
+        )
+    if found.version_digests:
+        digests, memories = zip(*found.version_digests, strict=True)
+        curs.execute(
+            f"INSERT INTO {s}.version_digests (digest, memory_id) "
+            "SELECT * FROM unnest(%b::text[], %b::uuid[]) ON CONFLICT DO NOTHING",
+            (list(digests), list(memories)),
+        )
+    if found.expired:
+        _delete_expired_bytes(curs, s, found.expired, position)
+    cited = sorted({o for o, _ in found.evidence} | set(found.expired), key=str)
     curs.execute(
         f"WITH RECURSIVE closure(id) AS ("
         f"  SELECT unnest(%b::uuid[])"

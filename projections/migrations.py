@@ -228,6 +228,26 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
         " PRIMARY KEY (tenant_id, memory_id))"
     )
     run("CREATE INDEX ON {schema}.memory_index (tenant_id, position DESC)")
+    # Retention deadlines, fixed at capture; expired_position is the write that
+    # deleted the bytes. version_digests keeps expiry from deleting bytes that a
+    # memory version shares (the payload store deduplicates by digest).
+    run(
+        "CREATE TABLE {schema}.observation_deadlines ("
+        + tenant
+        + " observation_id uuid NOT NULL, digest text NOT NULL, deadline timestamptz NOT NULL,"
+        " expired_position bigint, PRIMARY KEY (tenant_id, observation_id))"
+    )
+    run(
+        "CREATE INDEX observation_deadlines_due ON {schema}.observation_deadlines"
+        " (tenant_id, deadline) WHERE expired_position IS NULL"
+    )
+    run("CREATE INDEX ON {schema}.observation_deadlines (tenant_id, digest)")
+    run(
+        "CREATE TABLE {schema}.version_digests ("
+        + tenant
+        + " digest text NOT NULL, memory_id uuid NOT NULL,"
+        " PRIMARY KEY (tenant_id, digest, memory_id))"
+    )
     run(
         "CREATE TABLE {schema}.proposer_links ("
         + tenant
@@ -257,9 +277,22 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
     run("GRANT SELECT, INSERT, UPDATE ON {schema}.revision_tenants TO {app}")
     run("GRANT SELECT, INSERT, UPDATE ON {schema}.revisions TO {app}")
     run("GRANT SELECT, INSERT, UPDATE ON {schema}.beliefs TO {app}")
-    for table in ("memory_links", "evidence_links", "proposer_links", "memory_index"):
+    for table in (
+        "memory_links",
+        "evidence_links",
+        "proposer_links",
+        "memory_index",
+        "version_digests",
+    ):
         fmt["t"] = sql.Identifier(table)
         run("GRANT SELECT, INSERT ON {schema}.{t} TO {app}")
+    run("GRANT SELECT, INSERT, UPDATE ON {schema}.observation_deadlines TO {app}")
+    # Raw expiry deletes payload bytes (never events): the one DELETE the role has.
+    run("GRANT DELETE ON {schema}.payloads TO {app}")
+    run(
+        "CREATE POLICY tenant_deletes ON {schema}.payloads FOR DELETE "
+        "USING (tenant_id = {schema}.current_tenant())"
+    )
     for table in (
         "revisions",
         "beliefs",
@@ -267,6 +300,8 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
         "evidence_links",
         "proposer_links",
         "memory_index",
+        "observation_deadlines",
+        "version_digests",
     ):
         fmt["t"] = sql.Identifier(table)
         run("ALTER TABLE {schema}.{t} ENABLE ROW LEVEL SECURITY")
@@ -279,7 +314,7 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
             "CREATE POLICY tenant_inserts ON {schema}.{t} FOR INSERT "
             "WITH CHECK (tenant_id = {schema}.current_tenant())"
         )
-    for table in ("revisions", "beliefs"):
+    for table in ("revisions", "beliefs", "observation_deadlines"):
         fmt["t"] = sql.Identifier(table)
         run(
             "CREATE POLICY tenant_updates ON {schema}.{t} FOR UPDATE "

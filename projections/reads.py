@@ -17,7 +17,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 
-from domain.errors import NotFoundError
+from domain.errors import ContentExpiredError, NotFoundError
 from domain.memory import Memory
 from domain.observation import Observation
 from projections._tenancy import tenant_scope, tenant_transaction
@@ -99,6 +99,7 @@ def observation_metadata(log: EventLog, tenant_id: UUID, observation_id: UUID) -
         "captured_at": obs.captured_at.isoformat(),
         "transient": obs.transient,
         "retention_deadline": obs.retention_deadline.isoformat(),
+        "expired": obs.expired,
         "principal_id": str(obs.principal_id),
         "position": position,
         "recorded_at": recorded_at.isoformat(),
@@ -139,13 +140,22 @@ def _milestones(
     }
 
 
-def observation_content(log: EventLog, tenant_id: UUID, observation_id: UUID) -> ObservationContent:
+def observation_content(
+    log: EventLog, tenant_id: UUID, observation_id: UUID, *, now: datetime
+) -> ObservationContent:
     """Return an observation's bytes.
 
     Raises:
         NotFoundError: no such observation in the tenant, or its bytes are gone.
     """
     obs = _load(log, tenant_id, observation_id, Observation, "observation")
+    if obs.expired or obs.retention_deadline <= now:
+        # Refused from the deadline on, even before the expiry drain deletes the bytes.
+        msg = (
+            f"observation {observation_id}'s content expired at its retention deadline "
+            f"{obs.retention_deadline.isoformat()}"
+        )
+        raise ContentExpiredError(msg)
     data = _payloads(log, tenant_id, [obs.digest]).get(obs.digest)
     if data is None:
         msg = f"observation {observation_id} has no stored content"
@@ -208,14 +218,28 @@ def _version_event_numbers(log: EventLog, tenant_id: UUID, memory_id: UUID) -> d
         }
 
 
-def _revision_row(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str, Any] | None:
+def _due_sql(schema: str) -> str:
+    """SQL for the due retention deadlines of the observations a memory ``r`` cites."""
+    return (
+        "SELECT json_agg(json_build_object('observation_id', o.observation_id,"
+        " 'deadline', o.deadline) ORDER BY o.deadline)"
+        f' FROM "{schema}".evidence_links l JOIN "{schema}".observation_deadlines o'
+        " USING (tenant_id, observation_id) WHERE l.memory_id = r.memory_id"
+        " AND o.expired_position IS NULL AND o.deadline <= %(now)s"
+    )
+
+
+def _revision_row(
+    log: EventLog, tenant_id: UUID, memory_id: UUID, now: datetime
+) -> dict[str, Any] | None:
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        # One statement, so the watermark and the belief come from one snapshot.
+        # One statement, so the watermark, the belief and the deadlines come from one snapshot.
         cur.execute(
-            f'SELECT r.requested, r.published, b.revision, b.belief FROM "{schema}".revisions r '
-            f'LEFT JOIN "{schema}".beliefs b USING (tenant_id, memory_id) WHERE r.memory_id = %s',
-            (memory_id,),
+            f"SELECT r.requested, r.published, b.revision, b.belief, ({_due_sql(schema)}) AS due"
+            f' FROM "{schema}".revisions r LEFT JOIN "{schema}".beliefs b'
+            " USING (tenant_id, memory_id) WHERE r.memory_id = %(memory_id)s",
+            {"memory_id": memory_id, "now": now},
         )
         row: dict[str, Any] | None = cur.fetchone()
         return row
@@ -226,6 +250,7 @@ def current_belief(
     tenant_id: UUID,
     memory_id: UUID,
     *,
+    now: Callable[[], datetime],
     wait_s: float = 0.0,
     clock: Callable[[], float] = time.monotonic,
     poll_s: float = 0.02,
@@ -233,24 +258,26 @@ def current_belief(
     """Return the current belief, or ``pending`` while revision has not caught up.
 
     A belief is served only when its published revision has reached the
-    requested one; otherwise the answer is ``pending`` with both numbers and
-    no belief content. With ``wait_s`` the call polls that long for the drain
-    first (read-your-writes).
+    requested one and no observation it cites is past its retention deadline
+    without having expired yet; otherwise the answer is ``pending`` with both
+    numbers, the due deadlines, and no belief content. With ``wait_s`` the
+    call polls that long for the drain first (read-your-writes).
 
     Raises:
         NotFoundError: no such memory in the tenant.
     """
     deadline = clock() + wait_s
     while True:
-        row = _revision_row(log, tenant_id, memory_id)
+        row = _revision_row(log, tenant_id, memory_id, now())
         if row is None:
             msg = f"memory {memory_id} not found"
             raise NotFoundError(msg)
         revision = {"requested": row["requested"], "published": row["published"]}
-        if row["published"] >= row["requested"] and row["belief"] is not None:
+        due = row["due"] or []
+        if row["published"] >= row["requested"] and row["belief"] is not None and not due:
             return {"status": "current", "revision": revision, "belief": row["belief"]}
         if clock() >= deadline:
-            return {"status": "pending", "revision": revision, "due": []}
+            return {"status": "pending", "revision": revision, "due": due}
         time.sleep(poll_s)
 
 
@@ -271,6 +298,7 @@ def list_beliefs(
     *,
     limit: int,
     after: tuple[int, UUID] | None,
+    now: datetime,
 ) -> tuple[list[dict[str, Any]], tuple[int, UUID] | None]:
     """List memories, newest first, each current (with its belief) or pending (without).
 
@@ -279,31 +307,43 @@ def list_beliefs(
     ties. Returns the page and the next cursor (None on the last page).
     """
     schema = log.datastore.schema
+    # Current: caught up, computed, and no cited observation due for expiry.
+    current = (
+        "(r.published >= r.requested AND b.belief IS NOT NULL AND NOT EXISTS ("
+        f' SELECT 1 FROM "{schema}".evidence_links l JOIN "{schema}".observation_deadlines o'
+        " USING (tenant_id, observation_id) WHERE l.memory_id = r.memory_id"
+        " AND o.expired_position IS NULL AND o.deadline <= %(now)s))"
+    )
     clauses: list[str] = ["TRUE"]
-    params: list[Any] = []
+    params: dict[str, Any] = {"now": now, "limit": limit + 1}
     for column, value in (
         ("memory_type", where.memory_type),
         ("scope", where.scope),
         ("project", where.project),
     ):
         if value is not None:
-            clauses.append(f"m.{column} = %s")
-            params.append(value)
+            clauses.append(f"m.{column} = %({column})s")
+            params[column] = value
     if where.status == "current":
-        clauses.append("r.published >= r.requested AND b.belief IS NOT NULL")
+        clauses.append(current)
     elif where.status == "pending":
-        clauses.append("NOT (r.published >= r.requested AND b.belief IS NOT NULL)")
+        clauses.append(f"NOT {current}")
     if after is not None:
-        clauses.append("(m.position < %s OR (m.position = %s AND m.memory_id > %s))")
-        params.extend((after[0], after[0], after[1]))
+        clauses.append(
+            "(m.position < %(after_p)s"
+            " OR (m.position = %(after_p)s AND m.memory_id > %(after_id)s))"
+        )
+        params.update(after_p=after[0], after_id=after[1])
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             "SELECT m.memory_id, m.memory_type, m.scope, m.project, m.position, r.requested,"
-            f' r.published, b.belief FROM "{schema}".memory_index m'
+            f" r.published, b.belief, {current} AS is_current"
+            f' FROM "{schema}".memory_index m'
             f' JOIN "{schema}".revisions r USING (tenant_id, memory_id)'
             f' LEFT JOIN "{schema}".beliefs b USING (tenant_id, memory_id)'
-            f" WHERE {' AND '.join(clauses)} ORDER BY m.position DESC, m.memory_id LIMIT %s",
-            (*params, limit + 1),
+            f" WHERE {' AND '.join(clauses)} ORDER BY m.position DESC, m.memory_id"
+            " LIMIT %(limit)s",
+            params,
         )
         rows = cur.fetchall()
     page = rows[:limit]
@@ -317,7 +357,7 @@ def list_beliefs(
             "project": row["project"],
             "revision": revision,
         }
-        if row["published"] >= row["requested"] and row["belief"] is not None:
+        if row["is_current"]:
             item.update(status="current", belief=row["belief"])
         else:
             item.update(status="pending")

@@ -17,6 +17,7 @@ from projections.database import open_database
 from projections.drain_settings import DrainSettings
 from projections.eventlog import EventLog
 from projections.settings import DatabaseSettings
+from workers.expiry import register_expiry_actor
 from workers.revision import register_drain_actor
 
 _settings = DrainSettings()
@@ -32,11 +33,16 @@ drain = register_drain_actor(
 )
 
 
+expiry = register_expiry_actor(broker, _log_store, batch=_settings.drain_batch)
+
+
 def _sweep() -> None:
     stop = threading.Event()
     while not stop.wait(_settings.sweep_interval_s):
         drain.send()
+        expiry.send()
 
 
 drain.send()  # work left by a previous run
+expiry.send()
 threading.Thread(target=_sweep, name="palimpsest-sweep", daemon=True).start()

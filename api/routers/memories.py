@@ -8,7 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Request, Response
 
 from api.cursor import decode_cursor, encode_cursor
-from api.deps import CallerDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
+from api.deps import CallerDep, ClockDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
 from api.schemas import (
     BeliefPublic,
     EdgeCreate,
@@ -77,6 +77,7 @@ def create_edge(
 def list_memories(
     caller: CallerDep,
     runtime: RuntimeDep,
+    clock: ClockDep,
     type: MemoryType | None = None,
     scope: Annotated[str | None, Query(max_length=200)] = None,
     project: Annotated[str | None, Query(max_length=200)] = None,
@@ -93,6 +94,7 @@ def list_memories(
         MemoryFilter(type, scope, project, status),
         limit=limit,
         after=decode_cursor(cursor) if cursor else None,
+        now=clock(),
     )
     return {"items": items, "next_cursor": encode_cursor(after) if after else None}
 
@@ -103,13 +105,14 @@ def read_memory(
     response: Response,
     caller: CallerDep,
     runtime: RuntimeDep,
+    clock: ClockDep,
     wait: Annotated[float, Query(ge=0, le=30, description="Seconds to wait for revision")] = 0,
 ) -> dict[str, Any]:
     """Return what palimpsest currently believes about a memory. The answer is `current`
     (with the belief) only when every accepted write that could change it has been
     projected; otherwise it is `pending`, with the requested and published revisions,
     no belief, and `Retry-After`. `wait` (seconds, at most 30) waits for revision first."""
-    answer = current_belief(runtime.log, caller.tenant_id, memory_id, wait_s=wait)
+    answer = current_belief(runtime.log, caller.tenant_id, memory_id, now=clock, wait_s=wait)
     if answer["status"] == "pending":
         response.headers["Retry-After"] = "1"
     return answer

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Request, Response
 
-from api.deps import CallerDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
+from api.deps import CallerDep, ClockDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
 from api.schemas import ObservationCreate, ObservationCreated, ObservationPublic
 from projections.reads import observation_content, observation_metadata
 
@@ -43,10 +43,12 @@ def read_observation(
     responses={200: {"content": {"text/plain": {}}}},
 )
 def read_observation_content(
-    observation_id: UUID, caller: CallerDep, runtime: RuntimeDep
+    observation_id: UUID, caller: CallerDep, runtime: RuntimeDep, clock: ClockDep
 ) -> Response:
-    """Return an observation's bytes, with the media type it was captured with."""
-    found = observation_content(runtime.log, caller.tenant_id, observation_id)
+    """Return an observation's bytes, with the media type it was captured with. From its
+    retention deadline on, the bytes are refused with 410 (they are deleted by the expiry
+    drain); the metadata, digest and the excerpts memory versions cite remain."""
+    found = observation_content(runtime.log, caller.tenant_id, observation_id, now=clock())
     media_type = found.media_type
     if media_type.startswith("text/"):
         media_type += "; charset=utf-8"

@@ -98,7 +98,9 @@ def test_the_service_role_owns_nothing_and_cannot_delete_canonical_rows(runtime:
             continue  # ids only, so drains find work without bypassing RLS; checked below
         assert owner != database.app_user, name
         assert rls and forced, f"{name} must FORCE row-level security"
-        assert not can_delete and not can_truncate, name
+        assert not can_truncate, name
+        # Only content may be deleted (raw expiry, erasure); never the log or read models.
+        assert can_delete == (name == "payloads"), name
 
 
 def test_the_only_table_without_row_level_security_holds_tenant_ids_and_nothing_else(

@@ -139,7 +139,9 @@ class WatermarkMachine(RuleBasedStateMachine):
 
     def _check(self, memory: UUID) -> None:
         head = self._log_head()
-        answer = current_belief(self.runtime.log, self.caller.tenant_id, memory)
+        answer = current_belief(
+            self.runtime.log, self.caller.tenant_id, memory, now=lambda: datetime.now(UTC)
+        )
         # Steps run one at a time, so the log at the reader's start is the log now.
         assert self._log_head() == head
         if answer["status"] == "current":

@@ -12,6 +12,10 @@ Grading rule (documented in docs/revision.md):
 - otherwise ``corroborated`` with active support from at least two distinct
   observations, ``supported`` with one, ``unsupported`` with none.
 
+Labels: ``superseded_by`` (memories with a ``supersedes`` edge to it),
+``archived`` (reason and decision of a forget) and ``pinned``; every label and
+the grade have a reason.
+
 Support counts contributions to the *current* version that are active and
 whose trust is above zero; several excerpts of one observation count once,
 because they are one source.
@@ -25,6 +29,7 @@ from typing import Literal
 from uuid import UUID
 
 __all__ = [
+    "ArchiveFact",
     "Belief",
     "ContributionFact",
     "EdgeFact",
@@ -62,6 +67,14 @@ class EdgeFact:
 
 
 @dataclass(frozen=True)
+class ArchiveFact:
+    """A reversible archival (a forget): why, and which decision recorded it."""
+
+    reason: str
+    decision_id: UUID
+
+
+@dataclass(frozen=True)
 class MemoryFacts:
     """Everything recorded about one memory that its labels depend on."""
 
@@ -74,6 +87,9 @@ class MemoryFacts:
     contributions: tuple[ContributionFact, ...] = ()
     edges: tuple[EdgeFact, ...] = field(default=())
     """Edges from this memory and edges from other memories to it."""
+    archived: ArchiveFact | None = None
+    """The forget that archived it, if any (the forgetting issue records these)."""
+    pinned: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,6 +114,8 @@ class Belief:
     support: tuple[UUID, ...]
     alternatives: tuple[UUID, ...]
     superseded_by: tuple[UUID, ...]
+    archived: ArchiveFact | None
+    pinned: bool
     scope: str
     project: str | None
     reasons: tuple[Reason, ...]
@@ -162,6 +180,18 @@ def project_belief(memory: MemoryFacts) -> Belief:
     else:
         grade = "unsupported"
     reasons.append(Reason("grade", (("grade", grade), ("sources", ",".join(map(str, sources))))))
+    if memory.archived is not None:
+        reasons.append(
+            Reason(
+                "archived",
+                (
+                    ("reason", memory.archived.reason),
+                    ("decision_id", str(memory.archived.decision_id)),
+                ),
+            )
+        )
+    if memory.pinned:
+        reasons.append(Reason("pinned", ()))
 
     return Belief(
         memory_id=memory.memory_id,
@@ -170,6 +200,8 @@ def project_belief(memory: MemoryFacts) -> Belief:
         support=_sorted(c.contribution_id for c in support),
         alternatives=_sorted(conflicts),
         superseded_by=_sorted(superseded_by),
+        archived=memory.archived,
+        pinned=memory.pinned,
         scope=memory.scope,
         project=memory.project,
         reasons=tuple(reasons),

@@ -115,7 +115,16 @@ def belief_document(belief: Belief) -> dict[str, Any]:
         "grade": belief.grade,
         "support": [str(c) for c in belief.support],
         "alternatives": [str(m) for m in belief.alternatives],
-        "labels": {"superseded_by": [str(m) for m in belief.superseded_by]},
+        "labels": {
+            "superseded_by": [str(m) for m in belief.superseded_by],
+            "archived": None
+            if belief.archived is None
+            else {
+                "reason": belief.archived.reason,
+                "decision_id": str(belief.archived.decision_id),
+            },
+            "pinned": belief.pinned,
+        },
         "applicability": {"scope": belief.scope, "project": belief.project},
         "reasons": [r.as_dict() for r in belief.reasons],
     }

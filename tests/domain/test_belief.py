@@ -174,3 +174,21 @@ def test_labels_follow_the_edges_exactly(
     assert set(belief.alternatives) <= {e.source_id for e in edges} | {e.target_id for e in edges}
     assert (belief.grade == "contested") == bool(belief.alternatives)
     assert set(belief.support) <= {c.contribution_id for c in contributions}
+
+
+def test_archived_and_pinned_are_labels_with_reasons() -> None:
+    from domain.belief import ArchiveFact
+
+    plain = project_belief(_facts())
+    assert (plain.archived, plain.pinned) == (None, False)
+    forget = ArchiveFact("no longer relevant", UUID(int=77))
+    facts = MemoryFacts(ME, "fact", "user", None, None, (V1,), (), (), forget, True)
+    belief = project_belief(facts)
+    assert belief.archived == forget and belief.pinned is True
+    codes = {r.code: r.as_dict() for r in belief.reasons}
+    assert codes["archived"] == {
+        "code": "archived",
+        "reason": "no longer relevant",
+        "decision_id": str(UUID(int=77)),
+    }
+    assert "pinned" in codes

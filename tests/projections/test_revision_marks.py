@@ -157,3 +157,30 @@ def test_if_marking_fails_the_event_is_not_recorded_either(
     assert response.status_code == 500
     assert problem_slug(response) == "internal-error"
     assert snapshot() == before
+
+
+def test_contributions_record_their_proposer_in_the_same_transaction(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    # Withdrawing a proposer or a model (the history issue) marks exactly the memories
+    # these rows name, so they must exist as soon as the contribution does.
+    headers = tenant.headers()
+    obs = observe(client, headers, "judged text")
+    judged = remember(
+        client,
+        headers,
+        model_id="judge-1.4",
+        evidence=[{"observation_id": obs, "start": 0, "end": 6}],
+    )
+    plain = remember(client, headers, evidence=[{"observation_id": obs, "start": 0, "end": 6}])
+    schema = runtime.database.schema
+    with runtime.database.owner_connection() as conn:
+        rows = conn.execute(
+            f'SELECT model_id, memory_id, position FROM "{schema}".proposer_links'
+            " WHERE tenant_id = %s ORDER BY position",
+            (tenant.id,),
+        ).fetchall()
+    assert [(m, str(i), p) for m, i, p in rows] == [
+        ("judge-1.4", judged["id"], judged["position"]),
+        ("", plain["id"], plain["position"]),
+    ]

@@ -66,6 +66,22 @@ def _library_event_table_ddl(database: Database) -> list[sql.Composed]:
     return list(recorder.sql_create_statements[: recorder.create_insert_function_statement_index])
 
 
+def _isolate_tenants(cur: psycopg.Cursor[Any], database: Database, tables: tuple[str, ...]) -> None:
+    """Force row-level security on ``tables``: rows are seen and added only for the
+    transaction's tenant (``palimpsest.tenant_id``), by every role but superusers."""
+    for table in tables:
+        fmt = {"schema": sql.Identifier(database.schema), "t": sql.Identifier(table)}
+        for statement in (
+            "ALTER TABLE {schema}.{t} ENABLE ROW LEVEL SECURITY",
+            "ALTER TABLE {schema}.{t} FORCE ROW LEVEL SECURITY",
+            "CREATE POLICY tenant_reads ON {schema}.{t} FOR SELECT "
+            "USING (tenant_id = {schema}.current_tenant())",
+            "CREATE POLICY tenant_inserts ON {schema}.{t} FOR INSERT "
+            "WITH CHECK (tenant_id = {schema}.current_tenant())",
+        ):
+            cur.execute(sql.SQL(statement).format(**fmt))
+
+
 def _m0001_event_log(cur: psycopg.Cursor[Any], database: Database) -> None:
     schema = sql.Identifier(database.schema)
     app = sql.Identifier(database.app_user)
@@ -166,18 +182,7 @@ def _m0001_event_log(cur: psycopg.Cursor[Any], database: Database) -> None:
     )
     run("GRANT SELECT, INSERT ON {schema}.idempotency_keys TO {app}")
 
-    for table in (EVENTS_TABLE, "payloads", "tokens", "idempotency_keys"):
-        fmt["t"] = sql.Identifier(table)
-        run("ALTER TABLE {schema}.{t} ENABLE ROW LEVEL SECURITY")
-        run("ALTER TABLE {schema}.{t} FORCE ROW LEVEL SECURITY")
-        run(
-            "CREATE POLICY tenant_reads ON {schema}.{t} FOR SELECT "
-            "USING (tenant_id = {schema}.current_tenant())"
-        )
-        run(
-            "CREATE POLICY tenant_inserts ON {schema}.{t} FOR INSERT "
-            "WITH CHECK (tenant_id = {schema}.current_tenant())"
-        )
+    _isolate_tenants(cur, database, (EVENTS_TABLE, "payloads", "tokens", "idempotency_keys"))
 
 
 def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> None:
@@ -293,27 +298,20 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
         "CREATE POLICY tenant_deletes ON {schema}.payloads FOR DELETE "
         "USING (tenant_id = {schema}.current_tenant())"
     )
-    for table in (
-        "revisions",
-        "beliefs",
-        "memory_links",
-        "evidence_links",
-        "proposer_links",
-        "memory_index",
-        "observation_deadlines",
-        "version_digests",
-    ):
-        fmt["t"] = sql.Identifier(table)
-        run("ALTER TABLE {schema}.{t} ENABLE ROW LEVEL SECURITY")
-        run("ALTER TABLE {schema}.{t} FORCE ROW LEVEL SECURITY")
-        run(
-            "CREATE POLICY tenant_reads ON {schema}.{t} FOR SELECT "
-            "USING (tenant_id = {schema}.current_tenant())"
-        )
-        run(
-            "CREATE POLICY tenant_inserts ON {schema}.{t} FOR INSERT "
-            "WITH CHECK (tenant_id = {schema}.current_tenant())"
-        )
+    _isolate_tenants(
+        cur,
+        database,
+        (
+            "revisions",
+            "beliefs",
+            "memory_links",
+            "evidence_links",
+            "proposer_links",
+            "memory_index",
+            "observation_deadlines",
+            "version_digests",
+        ),
+    )
     for table in ("revisions", "beliefs", "observation_deadlines"):
         fmt["t"] = sql.Identifier(table)
         run(

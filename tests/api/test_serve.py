@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 
@@ -46,9 +46,9 @@ def _wait_healthy(port: int, process: subprocess.Popen[str]) -> None:
     while time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()[1]
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+            if httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
                 return
-        except httpx.TransportError:
+        except httpx2.TransportError:
             time.sleep(0.2)
     pytest.fail("palimpsest serve did not become healthy within 60 s")
 
@@ -64,7 +64,7 @@ def test_first_serve_bootstraps_a_tenant_and_a_second_serve_on_the_directory_is_
         token_file = tmp_path / "admin-token"
         assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
         token = token_file.read_text().strip()
-        created = httpx.post(
+        created = httpx2.post(
             f"http://127.0.0.1:{port}/v1/memories",
             timeout=10,
             headers={"Authorization": f"Bearer {token}"},
@@ -72,7 +72,7 @@ def test_first_serve_bootstraps_a_tenant_and_a_second_serve_on_the_directory_is_
         )
         assert created.status_code == 201
         # The in-process drain makes the write current without anyone asking
-        current = httpx.get(
+        current = httpx2.get(
             f"http://127.0.0.1:{port}/v1/memories/{created.json()['id']}",
             params={"wait": 10},
             headers={"Authorization": f"Bearer {token}"},
@@ -88,7 +88,7 @@ def test_first_serve_bootstraps_a_tenant_and_a_second_serve_on_the_directory_is_
         assert second.returncode == 3
         lines = [line for line in err.splitlines() if line.startswith("palimpsest: error:")]
         assert len(lines) == 1 and "in use" in lines[0]
-        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+        assert httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
     finally:
         first.send_signal(signal.SIGTERM)
         first.communicate(timeout=60)

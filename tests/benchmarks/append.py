@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx
+import httpx2
 import psycopg
 import uvicorn
 from psycopg.conninfo import make_conninfo
@@ -202,9 +202,9 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
             raw_conns.append(local.raw)
         return local.raw  # type: ignore[no-any-return]
 
-    def http_client() -> httpx.Client:
+    def http_client() -> httpx2.Client:
         if not hasattr(local, "client"):
-            local.client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers)
+            local.client = httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers=headers)
         return local.client  # type: ignore[no-any-return]
 
     print(

@@ -73,6 +73,8 @@ def dependencies_of(events: Iterable[object]) -> Dependencies:
             found.created.append(
                 (event.originator_id, event.memory_type, event.scope, event.project, event.topic)
             )
+        elif isinstance(event, Memory.ContributionDeactivated):
+            found.touched.add(event.originator_id)
         elif isinstance(event, Memory.VersionRecorded):
             found.touched.add(event.originator_id)
             found.version_digests.add((event.content_digest, event.originator_id))

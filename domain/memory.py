@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 from uuid import UUID, uuid4
 
@@ -10,7 +10,7 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.belief import ContributionFact
 from domain.edge import check_edge
-from domain.errors import EdgeExistsError, InvalidInputError
+from domain.errors import ConflictError, EdgeExistsError, InvalidInputError, NotFoundError
 from domain.evidence import Excerpt
 
 __all__ = ["MEMORY_TYPES", "Memory", "MemoryType", "VersionRecord"]
@@ -67,6 +67,15 @@ class Memory(Aggregate):
         proposer_id: UUID
         model_id: str | None
         trust: float
+        principal_id: UUID
+
+    class ContributionDeactivated(Aggregate.Event):
+        """A contribution stopped counting as support, by a recorded decision
+        (evidence retracted, proposer or model withdrawn). The text stays."""
+
+        TOPIC = "palimpsest:ContributionDeactivated"
+        contribution_id: UUID
+        decision_id: UUID
         principal_id: UUID
 
     class EdgeAdded(Aggregate.Event):
@@ -210,6 +219,38 @@ class Memory(Aggregate):
                 trust=trust,
             )
         )
+
+    def deactivate_contribution(
+        self, contribution_id: UUID, *, decision_id: UUID, principal_id: UUID
+    ) -> None:
+        """Deactivate an active contribution.
+
+        Raises:
+            NotFoundError: the memory has no such contribution.
+            ConflictError: the contribution is already inactive.
+        """
+        for contribution in self.contributions:
+            if contribution.contribution_id == contribution_id:
+                if not contribution.active:
+                    msg = f"contribution {contribution_id} is already inactive"
+                    raise ConflictError(msg)
+                self._contribution_deactivated(
+                    contribution_id=contribution_id,
+                    decision_id=decision_id,
+                    principal_id=principal_id,
+                )
+                return
+        msg = f"memory {self.id} has no contribution {contribution_id}"
+        raise NotFoundError(msg)
+
+    @event(ContributionDeactivated)
+    def _contribution_deactivated(
+        self, contribution_id: UUID, decision_id: UUID, principal_id: UUID
+    ) -> None:
+        self.contributions = [
+            replace(c, active=False) if c.contribution_id == contribution_id else c
+            for c in self.contributions
+        ]
 
     def add_edge(self, kind: str, target: Memory, *, principal_id: UUID) -> UUID:
         """Record an edge from this memory to ``target``.

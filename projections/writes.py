@@ -36,6 +36,7 @@ from projections.idempotency import find_response
 __all__ = [
     "Caller",
     "CapturePolicy",
+    "DeactivationSpec",
     "EdgeSpec",
     "EvidenceSpec",
     "MemorySpec",
@@ -126,7 +127,16 @@ class EdgeSpec:
     target_id: Id
 
 
-WriteSpec = ObservationSpec | MemorySpec | VersionSpec | EdgeSpec
+@dataclass(frozen=True)
+class DeactivationSpec:
+    """Deactivate a contribution under a decision (support withdrawal builds on this)."""
+
+    memory_id: Id
+    contribution_id: UUID
+    decision_id: UUID
+
+
+WriteSpec = ObservationSpec | MemorySpec | VersionSpec | EdgeSpec | DeactivationSpec
 
 
 @dataclass(frozen=True)
@@ -322,6 +332,18 @@ class Writer:
                 memory.id,
                 (memory.id, memory.version),
                 {"memory_id": str(memory.id), "version_id": str(version_id)},
+            )
+        if isinstance(spec, DeactivationSpec):
+            memory = uow.load(_resolve(spec.memory_id, items), Memory, "memory")
+            memory.deactivate_contribution(
+                spec.contribution_id,
+                decision_id=spec.decision_id,
+                principal_id=uow.caller.principal_id,
+            )
+            return _Item(
+                memory.id,
+                (memory.id, memory.version),
+                {"memory_id": str(memory.id), "contribution_id": str(spec.contribution_id)},
             )
         source = uow.load(_resolve(spec.memory_id, items), Memory, "memory")
         target = uow.load(_resolve(spec.target_id, items), Memory, "target memory")

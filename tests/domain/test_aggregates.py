@@ -23,6 +23,8 @@ STABLE_TOPICS = {
     Memory.VersionRecorded: "palimpsest:VersionRecorded",
     Memory.ContributionAdded: "palimpsest:ContributionAdded",
     Memory.EdgeAdded: "palimpsest:EdgeAdded",
+    Memory.ContributionDeactivated: "palimpsest:ContributionDeactivated",
+    Observation.Expired: "palimpsest:ObservationExpired",
     Observation.Created: "palimpsest:ObservationCaptured",
     Tenant.Created: "palimpsest:TenantCreated",
     Tenant.PrincipalRegistered: "palimpsest:PrincipalRegistered",
@@ -128,3 +130,40 @@ def test_stored_events_carry_digests_never_content() -> None:
         assert secret.encode() not in state
         assert b"SENTINEL" not in state
         json.loads(state)  # the default transcoder: plain JSON, no pickles
+
+
+def test_a_deactivated_contribution_stops_counting_and_cannot_be_deactivated_twice() -> None:
+    from domain.belief import MemoryFacts, project_belief
+    from domain.errors import ConflictError, NotFoundError
+
+    memory = _memory()
+    excerpt = cut_excerpt(uuid4(), "evidence text", 0, 8)
+    memory.record_version(
+        content_digest="sha256:a",
+        size_bytes=1,
+        excerpts=(excerpt,),
+        principal_id=uuid4(),
+        model_id="judge-1.4",
+        trust=1.0,
+    )
+    [contribution] = memory.contributions
+    decision = uuid4()
+    memory.deactivate_contribution(
+        contribution.contribution_id, decision_id=decision, principal_id=uuid4()
+    )
+    facts = MemoryFacts(
+        memory.id,
+        "fact",
+        "user",
+        None,
+        None,
+        tuple(v.version_id for v in memory.versions),
+        tuple(memory.contributions),
+    )
+    assert project_belief(facts).grade == "unsupported"
+    with pytest.raises(ConflictError):
+        memory.deactivate_contribution(
+            contribution.contribution_id, decision_id=decision, principal_id=uuid4()
+        )
+    with pytest.raises(NotFoundError):
+        memory.deactivate_contribution(uuid4(), decision_id=decision, principal_id=uuid4())

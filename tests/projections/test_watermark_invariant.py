@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -18,6 +18,8 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 
 from domain.belief import project_belief
 from domain.errors import ConflictError, InvalidInputError
+from domain.memory import Memory
+from projections._tenancy import tenant_scope
 from projections.access import authenticate, create_tenant
 from projections.drain import _claim, belief_document, drain_revisions, memory_facts
 from projections.migrations import EVENTS_TABLE
@@ -25,6 +27,7 @@ from projections.reads import current_belief
 from projections.runtime import Runtime
 from projections.writes import (
     CapturePolicy,
+    DeactivationSpec,
     EdgeSpec,
     EvidenceSpec,
     MemorySpec,
@@ -69,9 +72,14 @@ class WatermarkMachine(RuleBasedStateMachine):
         assert body is not None
         return UUID(body["id"])
 
-    @rule(target=memories, memory_type=st.sampled_from(TYPES))
-    def create(self, memory_type: str) -> UUID:
-        body = self._write(MemorySpec(memory_type, "user", None, None, "claim", (), None, 1.0))
+    @rule(target=memories, memory_type=st.sampled_from(TYPES), cited=st.booleans())
+    def create(self, memory_type: str, cited: bool) -> UUID:
+        evidence: tuple[EvidenceSpec, ...] = ()
+        if cited:  # supported from the start, so that deactivations have something to hit
+            evidence = (EvidenceSpec(self.capture(), 0, 8),)
+        body = self._write(
+            MemorySpec(memory_type, "user", None, None, "claim", evidence, None, 1.0)
+        )
         assert body is not None
         self.known.append(UUID(body["id"]))
         return UUID(body["id"])
@@ -98,9 +106,25 @@ class WatermarkMachine(RuleBasedStateMachine):
         if source != other:
             self._write(EdgeSpec(source, kind, other))
 
+    @rule(memory=memories, data=st.data())
+    def deactivate(self, memory: UUID, data: st.DataObject) -> None:
+        with tenant_scope(self.caller.tenant_id):
+            aggregate: Memory = self.runtime.log.repository.get(memory)
+        active = [c.contribution_id for c in aggregate.contributions if c.active]
+        if active:
+            chosen = data.draw(st.sampled_from(active))
+            self._write(DeactivationSpec(memory, chosen, uuid4()))
+
     @rule(limit=st.integers(1, 3))
     def drain_partially(self, limit: int) -> None:
         drain_revisions(self.runtime.log, limit=limit)
+
+    @rule()
+    def drain_everything(self) -> None:
+        # A full sweep, so that corrections also land on memories that were current.
+        self.leases_expire()
+        while drain_revisions(self.runtime.log).claimed:
+            pass
 
     @rule(limit=st.integers(1, 3))
     def drain_killed_mid_batch(self, limit: int) -> None:

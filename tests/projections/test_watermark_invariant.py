@@ -64,19 +64,22 @@ class WatermarkMachine(RuleBasedStateMachine):
         except (ConflictError, InvalidInputError):
             return None  # a refused write (a duplicate edge) changes nothing
 
-    @rule(target=observations)
-    def capture(self) -> UUID:
+    def _capture(self) -> UUID:
         body = self._write(
             ObservationSpec("evidence text for the machine", "text/plain", None, None, False)
         )
         assert body is not None
         return UUID(body["id"])
 
+    @rule(target=observations)
+    def capture(self) -> UUID:
+        return self._capture()
+
     @rule(target=memories, memory_type=st.sampled_from(TYPES), cited=st.booleans())
     def create(self, memory_type: str, cited: bool) -> UUID:
         evidence: tuple[EvidenceSpec, ...] = ()
         if cited:  # supported from the start, so that deactivations have something to hit
-            evidence = (EvidenceSpec(self.capture(), 0, 8),)
+            evidence = (EvidenceSpec(self._capture(), 0, 8),)
         body = self._write(
             MemorySpec(memory_type, "user", None, None, "claim", evidence, None, 1.0)
         )

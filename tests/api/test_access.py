@@ -120,3 +120,25 @@ def test_idempotency_keys_of_another_tenant_never_replay(
     assert second.status_code == 201
     assert "Idempotent-Replayed" not in second.headers
     assert second.json()["id"] != first.json()["id"]
+
+
+def test_every_read_needs_a_token_and_sees_only_its_tenant(
+    client: TestClient, tenant: Tenant, other_tenant: Tenant
+) -> None:
+    memory = remember(client, tenant.headers())
+    obs = observe(client, tenant.headers())
+    reads = [
+        "/v1/memories",
+        f"/v1/memories/{memory['id']}",
+        "/v1/revision",
+        f"/v1/memories/{memory['id']}/versions",
+        f"/v1/observations/{obs}",
+        f"/v1/observations/{obs}/content",
+    ]
+    for path in reads:
+        response = client.get(path)
+        assert response.status_code == 401, path
+        assert problem_slug(response) == "unauthenticated"
+    intruder = other_tenant.headers("reader")
+    assert client.get("/v1/memories", headers=intruder).json()["items"] == []
+    assert client.get("/v1/revision", headers=intruder).json()["dirty_memories"] == 0

@@ -239,10 +239,12 @@ class RevisionPublic(BaseModel):
 
 
 class BeliefPublic(BaseModel):
-    """The current belief about a memory, or ``pending`` (then without a belief)."""
+    """The current belief about a memory, ``pending`` (then without a belief), or the
+    belief ``as_of`` a past log position."""
 
-    status: Literal["current", "pending"]
-    revision: RevisionPublic
+    status: Literal["current", "pending", "as_of"]
+    revision: RevisionPublic | None = None
+    position: int | None = None
     belief: dict[str, object] | None = None
     due: list[dict[str, object]] | None = None
 

@@ -48,20 +48,31 @@ class DrainReport:
     published: int
 
 
-def memory_facts(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryFacts | None:
-    """Return what the log records about a memory (None if the tenant has no such memory)."""
-    return _facts_of(log, tenant_id, [memory_id]).get(memory_id)
+def memory_facts(
+    log: EventLog, tenant_id: UUID, memory_id: UUID, *, at_position: int | None = None
+) -> MemoryFacts | None:
+    """Return what the log records about a memory, up to ``at_position`` when given
+    (None if the tenant had no such memory then)."""
+    return _facts_of(log, tenant_id, [memory_id], at_position=at_position).get(memory_id)
 
 
-def _facts_of(log: EventLog, tenant_id: UUID, memory_ids: list[UUID]) -> dict[UUID, MemoryFacts]:
-    """Return the facts of several memories, reading the log and the links once each."""
+def _facts_of(
+    log: EventLog, tenant_id: UUID, memory_ids: list[UUID], *, at_position: int | None = None
+) -> dict[UUID, MemoryFacts]:
+    """Return the facts of several memories, reading the log and the links once each.
+
+    With ``at_position``, only events and links recorded at or before it count:
+    the same function then answers what was believed at that point. The reads
+    use the per-memory index, so their cost follows the memories, not the log.
+    """
     schema = log.datastore.schema
+    limit = 2**62 if at_position is None else at_position
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             "SELECT originator_id, originator_version, topic, state"
             f' FROM "{schema}"."{EVENTS_TABLE}" WHERE originator_id = ANY(%s)'
-            " ORDER BY originator_id, originator_version",
-            (memory_ids,),
+            " AND notification_id <= %s ORDER BY originator_id, originator_version",
+            (memory_ids, limit),
         )
         stored = [
             StoredEvent(r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"]))
@@ -69,8 +80,8 @@ def _facts_of(log: EventLog, tenant_id: UUID, memory_ids: list[UUID]) -> dict[UU
         ]
         cur.execute(
             f'SELECT memory_id, linked_id, kind, outgoing, edge_id, position FROM "{schema}"'
-            ".memory_links WHERE memory_id = ANY(%s)",
-            (memory_ids,),
+            ".memory_links WHERE memory_id = ANY(%s) AND position <= %s",
+            (memory_ids, limit),
         )
         links = cur.fetchall()
     aggregates: dict[UUID, Any] = {}

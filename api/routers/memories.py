@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from fastapi import APIRouter, Query, Request, Response
+from pydantic import AwareDatetime
 
 from api.cursor import decode_cursor, encode_cursor
 from api.deps import CallerDep, ClockDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
@@ -20,8 +21,16 @@ from api.schemas import (
     VersionCreate,
     VersionCreated,
 )
+from domain.errors import InvalidInputError
 from domain.memory import MemoryType
-from projections.reads import MemoryFilter, current_belief, list_beliefs, memory_versions
+from projections.reads import (
+    MemoryFilter,
+    belief_as_of,
+    current_belief,
+    list_beliefs,
+    memory_versions,
+    position_at,
+)
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
@@ -107,11 +116,24 @@ def read_memory(
     runtime: RuntimeDep,
     clock: ClockDep,
     wait: Annotated[float, Query(ge=0, le=30, description="Seconds to wait for revision")] = 0,
+    at_position: Annotated[int | None, Query(ge=0, description="Log position to read at")] = None,
+    as_of: Annotated[AwareDatetime | None, Query(description="RFC 3339 time to read at")] = None,
 ) -> dict[str, Any]:
     """Return what palimpsest currently believes about a memory. The answer is `current`
     (with the belief) only when every accepted write that could change it has been
     projected; otherwise it is `pending`, with the requested and published revisions,
-    no belief, and `Retry-After`. `wait` (seconds, at most 30) waits for revision first."""
+    no belief, and `Retry-After`. `wait` (seconds, at most 30) waits for revision first.
+
+    With `at_position` or `as_of`, the answer is what was believed then (`as_of`, with
+    the log position used; a time resolves to the last position recorded by then), computed
+    by the same projection function from the log up to that position. It is never pending."""
+    if at_position is not None and as_of is not None:
+        msg = "give at_position or as_of, not both"
+        raise InvalidInputError(msg)
+    if as_of is not None:
+        at_position = position_at(runtime.log, caller.tenant_id, as_of)
+    if at_position is not None:
+        return belief_as_of(runtime.log, caller.tenant_id, memory_id, at_position)
     answer = current_belief(runtime.log, caller.tenant_id, memory_id, now=clock, wait_s=wait)
     if answer["status"] == "pending":
         response.headers["Retry-After"] = "1"

@@ -51,3 +51,10 @@ def tenant_transaction(
     with datastore.transaction(commit=commit) as curs:
         set_tenant(curs, tenant_id)
         yield curs
+
+
+def known_tenants(datastore: PostgresDatastore) -> list[UUID]:
+    """Return every tenant that has written (ids only: the one table without RLS)."""
+    with datastore.transaction(commit=False) as curs:
+        curs.execute(f'SELECT tenant_id FROM "{datastore.schema}".revision_tenants')
+        return [row["tenant_id"] for row in curs]

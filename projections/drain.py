@@ -20,20 +20,15 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 from uuid import UUID
 
-from eventsourcing.domain import CanMutateAggregate
-from eventsourcing.persistence import StoredEvent
-
-from domain.belief import Belief, EdgeFact, MemoryFacts, project_belief
-from domain.memory import Memory
+from domain.belief import MemoryFacts, project_belief
 from projections._tenancy import tenant_transaction
+from projections.belief_facts import belief_document, facts_of
 from projections.eventlog import EventLog
 from projections.expiry import expire_due
-from projections.migrations import EVENTS_TABLE
 
-__all__ = ["DrainLoop", "DrainReport", "belief_document", "drain_revisions", "memory_facts"]
+__all__ = ["DrainLoop", "DrainReport", "LEASE_SECONDS", "drain_revisions"]
 
 _log = logging.getLogger(__name__)
 LEASE_SECONDS = 10.0
@@ -46,99 +41,6 @@ class DrainReport:
 
     claimed: int
     published: int
-
-
-def memory_facts(
-    log: EventLog, tenant_id: UUID, memory_id: UUID, *, at_position: int | None = None
-) -> MemoryFacts | None:
-    """Return what the log records about a memory, up to ``at_position`` when given
-    (None if the tenant had no such memory then)."""
-    return _facts_of(log, tenant_id, [memory_id], at_position=at_position).get(memory_id)
-
-
-def _facts_of(
-    log: EventLog, tenant_id: UUID, memory_ids: list[UUID], *, at_position: int | None = None
-) -> dict[UUID, MemoryFacts]:
-    """Return the facts of several memories, reading the log and the links once each.
-
-    With ``at_position``, only events and links recorded at or before it count:
-    the same function then answers what was believed at that point. The reads
-    use the per-memory index, so their cost follows the memories, not the log.
-    """
-    schema = log.datastore.schema
-    limit = 2**62 if at_position is None else at_position
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            "SELECT originator_id, originator_version, topic, state"
-            f' FROM "{schema}"."{EVENTS_TABLE}" WHERE originator_id = ANY(%s)'
-            " AND notification_id <= %s ORDER BY originator_id, originator_version",
-            (memory_ids, limit),
-        )
-        stored = [
-            StoredEvent(r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"]))
-            for r in cur
-        ]
-        cur.execute(
-            f'SELECT memory_id, linked_id, kind, outgoing, edge_id, position FROM "{schema}"'
-            ".memory_links WHERE memory_id = ANY(%s) AND position <= %s",
-            (memory_ids, limit),
-        )
-        links = cur.fetchall()
-    aggregates: dict[UUID, Any] = {}
-    for record in stored:
-        event = log.mapper.to_domain_event(record)
-        assert isinstance(event, CanMutateAggregate)
-        key = UUID(str(record.originator_id))
-        aggregates[key] = event.mutate(aggregates.get(key))
-    edges: dict[UUID, list[EdgeFact]] = {}
-    for row in links:
-        memory_id = row["memory_id"]
-        edges.setdefault(memory_id, []).append(
-            EdgeFact(
-                edge_id=row["edge_id"],
-                kind=row["kind"],
-                source_id=memory_id if row["outgoing"] else row["linked_id"],
-                target_id=row["linked_id"] if row["outgoing"] else memory_id,
-                position=row["position"],
-            )
-        )
-    return {
-        memory.id: MemoryFacts(
-            memory_id=memory.id,
-            memory_type=memory.memory_type,
-            scope=memory.scope,
-            project=memory.project,
-            topic=memory.topic,
-            version_ids=tuple(v.version_id for v in memory.versions),
-            contributions=tuple(memory.contributions),
-            edges=tuple(edges.get(memory.id, ())),
-        )
-        for memory in aggregates.values()
-        if isinstance(memory, Memory)
-    }
-
-
-def belief_document(belief: Belief) -> dict[str, Any]:
-    """Return the JSON form of a belief, as stored in the read model and served."""
-    return {
-        "memory_id": str(belief.memory_id),
-        "current_version_id": str(belief.current_version_id),
-        "grade": belief.grade,
-        "support": [str(c) for c in belief.support],
-        "alternatives": [str(m) for m in belief.alternatives],
-        "labels": {
-            "superseded_by": [str(m) for m in belief.superseded_by],
-            "archived": None
-            if belief.archived is None
-            else {
-                "reason": belief.archived.reason,
-                "decision_id": str(belief.archived.decision_id),
-            },
-            "pinned": belief.pinned,
-        },
-        "applicability": {"scope": belief.scope, "project": belief.project},
-        "reasons": [r.as_dict() for r in belief.reasons],
-    }
 
 
 def _tenants(log: EventLog) -> list[tuple[UUID, int]]:
@@ -242,7 +144,7 @@ def drain_revisions(
         if not batch:
             _note_clean(log, tenant_id, seen)
         claimed += len(batch)
-        facts = _facts_of(log, tenant_id, [memory_id for memory_id, _ in batch])
+        facts = facts_of(log, tenant_id, [memory_id for memory_id, _ in batch])
         computed = []
         for memory_id, requested in batch:
             if memory_id not in facts:

@@ -20,7 +20,7 @@ from eventsourcing.persistence import IntegrityError
 from domain.errors import InvalidInputError
 from domain.observation import Observation
 from domain.tenant import principal_id_for
-from projections._tenancy import tenant_scope, tenant_transaction
+from projections._tenancy import known_tenants, tenant_scope, tenant_transaction
 from projections.eventlog import EventLog, WriteContext
 
 __all__ = ["EXPIRY_PRINCIPAL", "expire_due"]
@@ -41,16 +41,10 @@ def _due(log: EventLog, tenant_id: UUID, now: datetime, limit: int) -> list[UUID
         return [row["observation_id"] for row in cur]
 
 
-def _tenants(log: EventLog) -> list[UUID]:
-    with log.datastore.transaction(commit=False) as cur:
-        cur.execute(f'SELECT tenant_id FROM "{log.datastore.schema}".revision_tenants')
-        return [row["tenant_id"] for row in cur]
-
-
 def expire_due(log: EventLog, *, now: datetime, limit: int = 100) -> int:
     """Expire up to ``limit`` due observations per tenant; return how many expired."""
     expired = 0
-    for tenant_id in _tenants(log):
+    for tenant_id in known_tenants(log.datastore):
         due = _due(log, tenant_id, now, limit)
         if not due:
             continue

@@ -21,8 +21,8 @@ from domain.belief import project_belief
 from domain.errors import ContentExpiredError, NotFoundError
 from domain.memory import Memory
 from domain.observation import Observation
-from projections._tenancy import tenant_scope, tenant_transaction
-from projections.drain import belief_document, memory_facts
+from projections._tenancy import known_tenants, tenant_scope, tenant_transaction
+from projections.belief_facts import belief_document, memory_facts
 from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE
 
@@ -404,9 +404,7 @@ def revision_totals(log: EventLog) -> dict[str, float]:
     drains read them, so no role bypasses it; the cost grows with the number
     of tenants that have ever written a memory.
     """
-    with log.datastore.transaction(commit=False) as cur:
-        cur.execute(f'SELECT tenant_id FROM "{log.datastore.schema}".revision_tenants')
-        tenants = [row["tenant_id"] for row in cur]
+    tenants = known_tenants(log.datastore)
     totals = {
         "log_head": 0.0,
         "dirty_memories": 0.0,

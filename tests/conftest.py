@@ -23,6 +23,7 @@ from api.app import create_app
 from api.settings import ApiSettings
 from domain.errors import PalimpsestError
 from projections.access import IssuedToken, create_tenant, issue_token
+from projections.drain import drain_revisions
 from projections.migrations import EVENTS_TABLE
 from projections.runtime import Runtime, start_runtime
 from projections.settings import DatabaseSettings
@@ -139,3 +140,11 @@ def snapshot(runtime: Runtime) -> Any:
 @pytest.fixture
 def data_dir_of(test_database: RunDatabase) -> Path | None:
     return None if test_database.settings.database_url else test_database.settings.data_dir
+
+
+def drain_until_caught_up(runtime: Runtime) -> int:
+    """Run drain passes until nothing is left to claim; return how many were published."""
+    published = 0
+    while (report := drain_revisions(runtime.log)).claimed:
+        published += report.published
+    return published

@@ -6,10 +6,9 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from projections.drain import drain_revisions
 from projections.runtime import Runtime
 from tests.api.helpers import post, problem_slug
-from tests.conftest import Tenant
+from tests.conftest import Tenant, drain_until_caught_up
 
 
 def _all_pages(client: TestClient, headers: dict[str, str], **params: Any) -> list[dict[str, Any]]:
@@ -55,8 +54,7 @@ def test_filters_and_status_are_applied_and_pending_has_no_belief(
     ids = [r["id"] for r in post(client, "/v1/batch", {"items": make}, headers).json()["results"]]
     assert {i["status"] for i in _all_pages(client, headers)} == {"pending"}
     assert all("belief" not in i for i in _all_pages(client, headers))
-    while drain_revisions(runtime.log).claimed:
-        pass
+    drain_until_caught_up(runtime)
     post(client, f"/v1/memories/{ids[1]}/versions", {"content": "f2"}, headers)
     # One batch is one log position: its memories are ordered by id, not by item.
     assert {i["id"] for i in _all_pages(client, headers, type="fact")} == {ids[1], ids[2]}

@@ -9,21 +9,15 @@ from uuid import UUID
 
 from fastapi.testclient import TestClient
 
-from projections.drain import _publish, drain_revisions, memory_facts
+from projections.belief_facts import memory_facts
+from projections.drain import _publish, drain_revisions
 from projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug, remember
-from tests.conftest import Tenant
+from tests.conftest import Tenant, drain_until_caught_up
 
 
 def _read(client: TestClient, memory_id: str, headers: dict[str, str], **params: Any) -> Any:
     return client.get(f"/v1/memories/{memory_id}", headers=headers, params=params)
-
-
-def _drain_all(runtime: Runtime) -> int:
-    total = 0
-    while (report := drain_revisions(runtime.log)).claimed:
-        total += report.published
-    return total
 
 
 def test_a_new_memory_is_pending_until_drained_then_current(
@@ -39,7 +33,7 @@ def test_a_new_memory_is_pending_until_drained_then_current(
     assert body["status"] == "pending"
     assert "belief" not in body
     assert body["revision"] == {"requested": created["position"], "published": 0}
-    _drain_all(runtime)
+    drain_until_caught_up(runtime)
     current = _read(client, created["id"], headers).json()
     assert current["status"] == "current"
     assert current["revision"] == {
@@ -56,7 +50,7 @@ def test_an_accepted_correction_is_never_served_around(
     # Given an old preference that is current
     headers = tenant.headers()
     old = remember(client, headers, content="Prefers dark mode")
-    _drain_all(runtime)
+    drain_until_caught_up(runtime)
     assert _read(client, old["id"], headers).json()["status"] == "current"
     # When a newer memory supersedes it
     new = remember(client, headers, content="Switched to light mode")
@@ -69,7 +63,7 @@ def test_an_accepted_correction_is_never_served_around(
     # Then the old one is pending, not served with its stale labels
     assert _read(client, old["id"], headers).json()["status"] == "pending"
     # And once drained it says it was superseded, and by which memory
-    _drain_all(runtime)
+    drain_until_caught_up(runtime)
     belief = _read(client, old["id"], headers).json()["belief"]
     assert belief["labels"]["superseded_by"] == [new["id"]]
     assert {"code": "superseded", "by": new["id"]}.items() <= belief["reasons"][1].items()
@@ -82,7 +76,7 @@ def test_many_requests_for_one_memory_coalesce_into_one_recompute(
     created = remember(client, headers)
     for i in range(5):
         post(client, f"/v1/memories/{created['id']}/versions", {"content": f"v{i}"}, headers)
-    _drain_all(runtime)  # everything else is now published
+    drain_until_caught_up(runtime)  # everything else is now published
     for i in range(5):
         post(client, f"/v1/memories/{created['id']}/versions", {"content": f"w{i}"}, headers)
     report = drain_revisions(runtime.log)
@@ -98,7 +92,7 @@ def test_publishing_never_moves_a_belief_backwards(
     revised = post(
         client, f"/v1/memories/{created['id']}/versions", {"content": "newer"}, headers
     ).json()
-    _drain_all(runtime)
+    drain_until_caught_up(runtime)
     facts = memory_facts(runtime.log, tenant.id, UUID(created["id"]))
     assert facts is not None
     # A slow drain that started before the revision publishes late
@@ -119,7 +113,8 @@ def test_concurrent_drains_publish_everything_exactly_once(
     ids = [r["id"] for r in post(client, "/v1/batch", {"items": items}, headers).json()["results"]]
     published: list[int] = []
     threads = [
-        threading.Thread(target=lambda: published.append(_drain_all(runtime))) for _ in range(3)
+        threading.Thread(target=lambda: published.append(drain_until_caught_up(runtime)))
+        for _ in range(3)
     ]
     for thread in threads:
         thread.start()
@@ -135,7 +130,7 @@ def test_a_killed_drains_claim_is_taken_over_after_its_lease(
     # Given a drain that claimed a memory and died before publishing
     headers = tenant.headers()
     created = remember(client, headers)
-    _drain_all(runtime)
+    drain_until_caught_up(runtime)
     post(client, f"/v1/memories/{created['id']}/versions", {"content": "x"}, headers)
     schema = runtime.database.schema
     with runtime.database.owner_connection() as conn:
@@ -162,7 +157,7 @@ def test_wait_returns_the_belief_as_soon_as_it_is_published(
 ) -> None:
     headers = tenant.headers()
     created = remember(client, headers)
-    drainer = threading.Timer(0.3, lambda: _drain_all(runtime))
+    drainer = threading.Timer(0.3, lambda: drain_until_caught_up(runtime))
     drainer.start()
     started = time.monotonic()
     answer = _read(client, created["id"], headers, wait=10).json()
@@ -199,7 +194,7 @@ def test_revision_status_counts_dirty_memories_and_their_age(
     assert status["dirty_memories"] == 3
     assert status["log_head"] >= created[-1]["position"]
     assert status["oldest_dirty_age_s"] >= 0
-    _drain_all(runtime)
+    drain_until_caught_up(runtime)
     after = client.get("/v1/revision", headers=headers).json()
     assert after["dirty_memories"] == 0
     assert after["oldest_dirty_age_s"] is None
@@ -233,11 +228,11 @@ def test_an_observations_milestones_are_reached_one_by_one(
     formed = milestones()
     assert formed["formed"]["at"] >= formed["captured"]["at"]
     assert formed["published"] is None
-    _drain_all(runtime)
+    drain_until_caught_up(runtime)
     published = milestones()
     assert published["published"]["at"] >= published["formed"]["at"]
     # A second memory citing it makes it unpublished again until that one is drained
     remember(client, headers, evidence=[{"observation_id": obs["id"], "start": 0, "end": 2}])
     assert milestones()["published"] is None
-    _drain_all(runtime)
+    drain_until_caught_up(runtime)
     assert milestones()["published"] is not None

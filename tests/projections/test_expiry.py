@@ -12,12 +12,11 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
-from projections.drain import drain_revisions
 from projections.expiry import expire_due
 from projections.migrations import EVENTS_TABLE
 from projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug, remember
-from tests.conftest import Tenant
+from tests.conftest import Tenant, drain_until_caught_up
 
 LATER = datetime.now(UTC) + timedelta(days=31)
 
@@ -50,11 +49,6 @@ def _expired_events(runtime: Runtime, tenant: Tenant) -> int:
     return int(row[0]) if row else 0
 
 
-def _drain(runtime: Runtime) -> None:
-    while drain_revisions(runtime.log).claimed:
-        pass
-
-
 def _expire_all(runtime: Runtime, now: datetime = LATER) -> int:
     total = 0
     while expired := expire_due(runtime.log, now=now):
@@ -75,7 +69,7 @@ def test_expiry_deletes_the_bytes_once_and_keeps_the_memory_and_its_excerpt(
         content="Lives in Lyon",
         evidence=[{"observation_id": obs, "start": 11, "end": 15}],
     )
-    _drain(runtime)
+    drain_until_caught_up(runtime)
     assert client.get(f"/v1/memories/{memory['id']}", headers=headers).json()["status"] == "current"
     digest = client.get(f"/v1/observations/{obs}", headers=headers).json()["digest"]
 
@@ -95,7 +89,7 @@ def test_expiry_deletes_the_bytes_once_and_keeps_the_memory_and_its_excerpt(
     assert _payload_rows(runtime, tenant, digest) == 0
 
     # And the memory is current again, its excerpt still cited, the metadata still there
-    _drain(runtime)
+    drain_until_caught_up(runtime)
     assert later.get(f"/v1/memories/{memory['id']}", headers=headers).json()["status"] == "current"
     [version] = later.get(f"/v1/memories/{memory['id']}/versions", headers=headers).json()[
         "versions"

@@ -21,7 +21,8 @@ from domain.errors import ConflictError, InvalidInputError
 from domain.memory import Memory
 from projections._tenancy import tenant_scope
 from projections.access import authenticate, create_tenant
-from projections.drain import _claim, belief_document, drain_revisions, memory_facts
+from projections.belief_facts import belief_document, memory_facts
+from projections.drain import _claim, drain_revisions
 from projections.migrations import EVENTS_TABLE
 from projections.reads import current_belief
 from projections.runtime import Runtime

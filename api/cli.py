@@ -30,7 +30,13 @@ from projections.migrations import EVENTS_TABLE
 from projections.runtime import Runtime, start_runtime
 from projections.settings import DatabaseSettings
 
-__all__ = ["EXIT_DATABASE", "EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = [
+    "EXIT_DATABASE",
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "main",
+]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1

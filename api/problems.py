@@ -33,7 +33,12 @@ from projections.errors import (
     SchemaTooNewError,
 )
 
-__all__ = ["PROBLEMS", "install_problem_handlers", "problem_response", "problem_type"]
+__all__ = [
+    "PROBLEMS",
+    "install_problem_handlers",
+    "problem_response",
+    "problem_type",
+]
 
 _log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from uuid import UUID
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
 from domain.edge import EdgeKind
-from domain.limits import MAX_BATCH_ITEMS, MAX_EVIDENCE_ITEMS, MAX_LABEL_CHARS
+from domain.limits import MAX_BATCH_ITEMS, MAX_EVIDENCE_ITEMS, MAX_LABEL_CHARS, MAX_REASON_CHARS
 from domain.memory import MemoryType
 
 __all__ = [
@@ -17,10 +17,14 @@ __all__ = [
     "BatchItem",
     "BatchPublic",
     "BeliefPublic",
+    "DecisionOutcome",
+    "DecisionPublic",
     "EdgeCreate",
     "EdgeCreated",
     "EvidenceIn",
     "EvidencePublic",
+    "ForgetCreate",
+    "LabelChange",
     "MemoryCreate",
     "MemoryCreated",
     "MemoryListItem",
@@ -30,11 +34,14 @@ __all__ = [
     "ObservationCreate",
     "ObservationCreated",
     "ObservationPublic",
+    "Reason",
+    "RetractCreate",
     "RevisionPublic",
     "RevisionStatusPublic",
     "VersionCreate",
     "VersionCreated",
     "VersionPublic",
+    "WithdrawCreate",
 ]
 
 # No control characters: labels end up in logs, filters and exports.
@@ -49,6 +56,13 @@ MediaType = Annotated[
         pattern=r"^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$",
     ),
 ]
+Reason = Annotated[
+    str,
+    StringConstraints(
+        min_length=1, max_length=MAX_REASON_CHARS, pattern=r"^[^\x00-\x09\x0b-\x1f\x7f]*\S"
+    ),
+]
+"""Why an operator decided something: free text, no control characters but newlines."""
 BatchRef = Annotated[str, StringConstraints(pattern=r"^\$[0-9]{1,4}$")]
 """``"$N"``: inside a batch, the id produced by item N (counting from 0)."""
 
@@ -160,6 +174,10 @@ class EdgeCreated(BaseModel):
     kind: EdgeKind
     target_id: UUID
     position: int
+    decision_id: UUID = Field(description="The operator's decision that added the edge.")
+    replayed: bool = Field(
+        default=False, description="True when the same edge existed: nothing was recorded."
+    )
 
 
 class EvidencePublic(BaseModel):
@@ -275,3 +293,61 @@ class RevisionStatusPublic(BaseModel):
     dirty_memories: int
     oldest_dirty_age_s: float | None
     drain_throughput_per_s: float
+
+
+class RetractCreate(_Body):
+    """Retract an observation as evidence."""
+
+    reason: Reason | None = None
+
+
+class WithdrawCreate(_Body):
+    """Withdraw a proposer's contributions (only those made with ``model``, if given)."""
+
+    model: Label | None = None
+    reason: Reason | None = None
+
+
+class ForgetCreate(_Body):
+    """Forget (reversibly archive) a memory; the reason is required."""
+
+    reason: Reason
+
+
+class LabelChange(_Body):
+    """Pin, unpin or restore a memory."""
+
+    reason: Reason | None = None
+
+
+class DecisionOutcome(BaseModel):
+    """What a decision did. ``replayed`` is true when the same logical decision had
+    already produced the current state: nothing was recorded, and this is its outcome."""
+
+    id: UUID
+    kind: str
+    subject: str
+    params: dict[str, str]
+    accepted: list[dict[str, str]]
+    refused: list[dict[str, str]]
+    replayed: bool
+    position: int
+
+
+class DecisionPublic(BaseModel):
+    """A recorded decision, explained: what it was asked, what it saw, what it did."""
+
+    id: UUID
+    kind: str
+    subject: str
+    params: dict[str, str]
+    logical_key: str
+    inputs: list[dict[str, str]]
+    seen: list[dict[str, str]]
+    accepted: list[dict[str, str]]
+    refused: list[dict[str, str]]
+    proposer_id: UUID
+    principal_id: UUID
+    policy_version: str
+    position: int
+    recorded_at: datetime

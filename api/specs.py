@@ -11,17 +11,24 @@ from api.schemas import (
     BatchCreate,
     EdgeCreate,
     EvidenceIn,
+    ForgetCreate,
+    LabelChange,
     MemoryCreate,
     ObservationCreate,
+    RetractCreate,
     VersionCreate,
+    WithdrawCreate,
 )
 from projections.writes import (
     EdgeSpec,
     EvidenceSpec,
+    LabelSpec,
     MemorySpec,
     ObservationSpec,
     Ref,
+    RetractSpec,
     VersionSpec,
+    WithdrawSpec,
     WriteSpec,
 )
 
@@ -52,6 +59,14 @@ def _spec(body: BaseModel, path_ids: dict[str, Any]) -> WriteSpec:
             body.model_id,
             body.trust,
         )
+    if isinstance(body, RetractCreate):
+        return RetractSpec(path_ids["observation_id"], body.reason)
+    if isinstance(body, WithdrawCreate):
+        return WithdrawSpec(
+            path_ids.get("proposer_id"), path_ids.get("model_id") or body.model, body.reason
+        )
+    if isinstance(body, ForgetCreate | LabelChange):
+        return LabelSpec(path_ids["memory_id"], path_ids["op"], body.reason)
     memory_id = _id(path_ids.get("memory_id") or body.memory_id)  # type: ignore[attr-defined]
     if isinstance(body, VersionCreate):
         return VersionSpec(

@@ -53,6 +53,8 @@ class ContributionFact:
     model_id: str | None
     trust: float
     active: bool = True
+    deactivated_by: UUID | None = None
+    """The decision that deactivated it, once inactive."""
 
 
 @dataclass(frozen=True)

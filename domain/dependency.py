@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
+from domain.decision import Decision
 from domain.memory import Memory
 from domain.observation import Observation
 
@@ -49,6 +50,8 @@ class Dependencies:
     """Observations whose bytes this write deletes."""
     version_digests: set[tuple[str, UUID]] = field(default_factory=set)
     """(content digest, memory id) of recorded versions: payloads expiry must keep."""
+    decisions: list[tuple[UUID, str, str]] = field(default_factory=list)
+    """(decision id, kind, logical key) of recorded decisions, so replays are found."""
 
 
 def dependencies_of(events: Iterable[object]) -> Dependencies:
@@ -73,7 +76,14 @@ def dependencies_of(events: Iterable[object]) -> Dependencies:
             found.created.append(
                 (event.originator_id, event.memory_type, event.scope, event.project, event.topic)
             )
-        elif isinstance(event, Memory.ContributionDeactivated):
+        elif isinstance(
+            event,
+            Memory.ContributionDeactivated
+            | Memory.Archived
+            | Memory.Restored
+            | Memory.Pinned
+            | Memory.Unpinned,
+        ):
             found.touched.add(event.originator_id)
         elif isinstance(event, Memory.VersionRecorded):
             found.touched.add(event.originator_id)
@@ -82,4 +92,6 @@ def dependencies_of(events: Iterable[object]) -> Dependencies:
             found.captured.append((event.originator_id, event.digest, event.retention_deadline))
         elif isinstance(event, Observation.Expired):
             found.expired.append(event.originator_id)
+        elif isinstance(event, Decision.Created):
+            found.decisions.append((event.originator_id, event.kind, event.logical_key))
     return found

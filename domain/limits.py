@@ -15,6 +15,7 @@ __all__ = [
     "MAX_IDEMPOTENCY_KEY_CHARS",
     "MAX_LABEL_CHARS",
     "MAX_OBSERVATION_BYTES",
+    "MAX_REASON_CHARS",
     "MAX_VERSION_BYTES",
     "encode_content",
 ]
@@ -33,6 +34,9 @@ MAX_BATCH_ITEMS = 1000
 
 MAX_LABEL_CHARS = 200
 """Scope, project, topic, source, media type, principal and tenant names."""
+
+MAX_REASON_CHARS = 1000
+"""The reason given for a forget, a retraction or a withdrawal."""
 
 MAX_IDEMPOTENCY_KEY_CHARS = 255
 """Length of an ``Idempotency-Key`` header."""

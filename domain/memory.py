@@ -8,12 +8,17 @@ from uuid import UUID, uuid4
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.belief import ContributionFact
+from domain.belief import ArchiveFact, ContributionFact
 from domain.edge import check_edge
 from domain.errors import ConflictError, EdgeExistsError, InvalidInputError, NotFoundError
 from domain.evidence import Excerpt
 
-__all__ = ["MEMORY_TYPES", "Memory", "MemoryType", "VersionRecord"]
+__all__ = [
+    "MEMORY_TYPES",
+    "Memory",
+    "MemoryType",
+    "VersionRecord",
+]
 
 MemoryType = Literal["fact", "preference", "decision", "blocker", "event", "note"]
 MEMORY_TYPES: tuple[MemoryType, ...] = get_args(MemoryType)
@@ -86,6 +91,38 @@ class Memory(Aggregate):
         kind: str
         target_id: UUID
         principal_id: UUID
+        decision_id: UUID | None = None
+        """The operator's decision that added it (None only in stores older than decisions)."""
+
+    class Archived(Aggregate.Event):
+        """The memory was forgotten (``MemoryArchived``): hidden from ordinary reads,
+        reversibly, by a decision. Not evidence that it is false."""
+
+        TOPIC = "palimpsest:MemoryArchived"
+        reason: str
+        decision_id: UUID
+        principal_id: UUID
+
+    class Restored(Aggregate.Event):
+        """A forget was reversed (``MemoryRestored``) by a decision."""
+
+        TOPIC = "palimpsest:MemoryRestored"
+        decision_id: UUID
+        principal_id: UUID
+
+    class Pinned(Aggregate.Event):
+        """The memory was pinned (``MemoryPinned``): it ranks first until unpinned."""
+
+        TOPIC = "palimpsest:MemoryPinned"
+        decision_id: UUID
+        principal_id: UUID
+
+    class Unpinned(Aggregate.Event):
+        """A pin was removed (``MemoryUnpinned``)."""
+
+        TOPIC = "palimpsest:MemoryUnpinned"
+        decision_id: UUID
+        principal_id: UUID
 
     @event(Created)
     def __init__(
@@ -105,7 +142,10 @@ class Memory(Aggregate):
         self.principal_id = principal_id
         self.versions: list[VersionRecord] = []
         self.edges: dict[tuple[str, UUID], UUID] = {}
+        self.edge_decisions: dict[UUID, UUID | None] = {}
         self.contributions: list[ContributionFact] = []
+        self.archived: ArchiveFact | None = None
+        self.pinned = False
 
     @classmethod
     def create(
@@ -248,12 +288,16 @@ class Memory(Aggregate):
         self, contribution_id: UUID, decision_id: UUID, principal_id: UUID
     ) -> None:
         self.contributions = [
-            replace(c, active=False) if c.contribution_id == contribution_id else c
+            replace(c, active=False, deactivated_by=decision_id)
+            if c.contribution_id == contribution_id
+            else c
             for c in self.contributions
         ]
 
-    def add_edge(self, kind: str, target: Memory, *, principal_id: UUID) -> UUID:
-        """Record an edge from this memory to ``target``.
+    def add_edge(
+        self, kind: str, target: Memory, *, principal_id: UUID, decision_id: UUID | None = None
+    ) -> UUID:
+        """Record an edge from this memory to ``target``, under ``decision_id``.
 
         Returns:
             The new edge's id.
@@ -272,9 +316,80 @@ class Memory(Aggregate):
             msg = f"memory {self.id} already has a {kind!r} edge to {target.id}"
             raise EdgeExistsError(msg)
         edge_id = uuid4()
-        self._edge_added(edge_id=edge_id, kind=kind, target_id=target.id, principal_id=principal_id)
+        self._edge_added(
+            edge_id=edge_id,
+            kind=kind,
+            target_id=target.id,
+            principal_id=principal_id,
+            decision_id=decision_id,
+        )
         return edge_id
 
     @event(EdgeAdded)
-    def _edge_added(self, edge_id: UUID, kind: str, target_id: UUID, principal_id: UUID) -> None:
+    def _edge_added(
+        self,
+        edge_id: UUID,
+        kind: str,
+        target_id: UUID,
+        principal_id: UUID,
+        decision_id: UUID | None = None,
+    ) -> None:
         self.edges[(kind, target_id)] = edge_id
+        self.edge_decisions[edge_id] = decision_id
+
+    def forget(self, reason: str, *, decision_id: UUID, principal_id: UUID) -> bool:
+        """Archive the memory reversibly. Returns False (and records nothing) if it
+        is already archived.
+
+        Raises:
+            InvalidInputError: ``reason`` is blank.
+        """
+        if not reason.strip():
+            msg = "a forget needs a reason"
+            raise InvalidInputError(msg)
+        if self.archived is not None:
+            return False
+        self._archived(reason=reason, decision_id=decision_id, principal_id=principal_id)
+        return True
+
+    @event(Archived)
+    def _archived(self, reason: str, decision_id: UUID, principal_id: UUID) -> None:
+        self.archived = ArchiveFact(reason=reason, decision_id=decision_id)
+
+    def restore(self, *, decision_id: UUID, principal_id: UUID) -> bool:
+        """Reverse a forget. Returns False (and records nothing) if not forgotten."""
+        if self.archived is None:
+            return False
+        self._restored(decision_id=decision_id, principal_id=principal_id)
+        return True
+
+    @event(Restored)
+    def _restored(self, decision_id: UUID, principal_id: UUID) -> None:
+        self.archived = None
+
+    def pin(self, *, decision_id: UUID, principal_id: UUID) -> bool:
+        """Pin the memory. Returns False (and records nothing) if already pinned."""
+        if self.pinned:
+            return False
+        self._pinned(decision_id=decision_id, principal_id=principal_id)
+        return True
+
+    @event(Pinned)
+    def _pinned(self, decision_id: UUID, principal_id: UUID) -> None:
+        self.pinned = True
+
+    def unpin(self, *, decision_id: UUID, principal_id: UUID) -> bool:
+        """Remove a pin. Returns False (and records nothing) if not pinned."""
+        if not self.pinned:
+            return False
+        self._unpinned(decision_id=decision_id, principal_id=principal_id)
+        return True
+
+    @event(Unpinned)
+    def _unpinned(self, decision_id: UUID, principal_id: UUID) -> None:
+        self.pinned = False
+
+    @property
+    def current_version(self) -> VersionRecord:
+        """Return the newest version (every memory is created with one)."""
+        return self.versions[-1]

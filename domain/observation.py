@@ -43,6 +43,15 @@ class Observation(Aggregate):
         deadline: datetime
         principal_id: UUID
 
+    class Retracted(Aggregate.Event):
+        """The observation was retracted as evidence (``ObservationRetracted``) by a
+        decision: its contributions stop counting and it cannot be cited again.
+        Its bytes stay readable under their own retention: withdrawal is not erasure."""
+
+        TOPIC = "palimpsest:ObservationRetracted"
+        decision_id: UUID
+        principal_id: UUID
+
     @event(Created)
     def __init__(
         self,
@@ -67,6 +76,7 @@ class Observation(Aggregate):
         self.principal_id = principal_id
 
         self.expired = False
+        self.retracted_by: UUID | None = None
 
     def expire(self, *, now: datetime, principal_id: UUID) -> None:
         """Record that the bytes are deleted because the deadline has passed.
@@ -85,3 +95,15 @@ class Observation(Aggregate):
     @event(Expired)
     def _expired(self, deadline: datetime, principal_id: UUID) -> None:
         self.expired = True
+
+    def retract(self, *, decision_id: UUID, principal_id: UUID) -> bool:
+        """Retract the observation as evidence. Returns False (and records nothing)
+        if it was already retracted."""
+        if self.retracted_by is not None:
+            return False
+        self._retracted(decision_id=decision_id, principal_id=principal_id)
+        return True
+
+    @event(Retracted)
+    def _retracted(self, decision_id: UUID, principal_id: UUID) -> None:
+        self.retracted_by = decision_id

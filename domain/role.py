@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-__all__ = ["ROLES", "Role", "can_administer", "can_write"]
+__all__ = [
+    "ROLES",
+    "Role",
+    "can_administer",
+    "can_write",
+]
 
 Role = Literal["reader", "writer", "admin"]
 ROLES: tuple[Role, ...] = get_args(Role)

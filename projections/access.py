@@ -23,7 +23,13 @@ from projections._tenancy import tenant_scope, tenant_transaction
 from projections.eventlog import EventLog, TokenRow, WriteContext
 from projections.writes import Caller
 
-__all__ = ["IssuedToken", "authenticate", "create_tenant", "issue_token", "token_digest"]
+__all__ = [
+    "IssuedToken",
+    "authenticate",
+    "create_tenant",
+    "issue_token",
+    "token_digest",
+]
 
 _TOKEN_PATTERN = re.compile(r"^pal_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$")
 

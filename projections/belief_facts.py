@@ -85,6 +85,8 @@ def facts_of(
             version_ids=tuple(v.version_id for v in memory.versions),
             contributions=tuple(memory.contributions),
             edges=tuple(edges.get(memory.id, ())),
+            archived=memory.archived,
+            pinned=memory.pinned,
         )
         for memory in aggregates.values()
         if isinstance(memory, Memory)

@@ -6,7 +6,12 @@ import dramatiq
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.brokers.redis import RedisBroker
 
-__all__ = ["DRAIN_ACTOR", "DRAIN_QUEUE", "broker_for", "send_drain_hint"]
+__all__ = [
+    "DRAIN_ACTOR",
+    "DRAIN_QUEUE",
+    "broker_for",
+    "send_drain_hint",
+]
 
 DRAIN_ACTOR = "drain_revisions"
 DRAIN_QUEUE = "revisions"

@@ -28,7 +28,12 @@ from projections.belief_facts import belief_document, facts_of
 from projections.eventlog import EventLog
 from projections.expiry import expire_due
 
-__all__ = ["DrainLoop", "DrainReport", "LEASE_SECONDS", "drain_revisions"]
+__all__ = [
+    "DrainLoop",
+    "DrainReport",
+    "LEASE_SECONDS",
+    "drain_revisions",
+]
 
 _log = logging.getLogger(__name__)
 LEASE_SECONDS = 10.0

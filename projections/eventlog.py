@@ -27,7 +27,13 @@ if TYPE_CHECKING:
     from eventsourcing.postgres import PostgresDatastore
     from psycopg import Cursor
 
-__all__ = ["EventLog", "IdempotencyRecord", "TenantScopedRecorder", "TokenRow", "WriteContext"]
+__all__ = [
+    "EventLog",
+    "IdempotencyRecord",
+    "TenantScopedRecorder",
+    "TokenRow",
+    "WriteContext",
+]
 
 _PIPELINE_MAX_EVENTS = 64
 """Largest insert sent in pipeline mode; 2,000 events stalled there every time."""
@@ -159,6 +165,13 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
             f"INSERT INTO {s}.version_digests (digest, memory_id) "
             "SELECT * FROM unnest(%b::text[], %b::uuid[]) ON CONFLICT DO NOTHING",
             (list(digests), list(memories)),
+        )
+    if found.decisions:
+        ids, kinds, keys = zip(*found.decisions, strict=True)
+        curs.execute(
+            f"INSERT INTO {s}.decision_index (decision_id, kind, logical_key, position) "
+            "SELECT d, k, l, %b FROM unnest(%b::uuid[], %b::text[], %b::text[]) AS t(d, k, l)",
+            (position, list(ids), list(kinds), list(keys)),
         )
     if found.expired:
         _delete_expired_bytes(curs, s, found.expired, position)

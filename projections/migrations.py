@@ -26,7 +26,13 @@ if TYPE_CHECKING:
 
     from projections.database import Database
 
-__all__ = ["EVENTS_TABLE", "MIGRATIONS", "Migration", "migrate", "schema_version"]
+__all__ = [
+    "EVENTS_TABLE",
+    "MIGRATIONS",
+    "Migration",
+    "migrate",
+    "schema_version",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -321,6 +327,24 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
         )
 
 
+def _m0003_decisions(cur: psycopg.Cursor[Any], database: Database) -> None:
+    fmt = {"schema": sql.Identifier(database.schema), "app": sql.Identifier(database.app_user)}
+
+    def run(statement: str) -> None:
+        cur.execute(sql.SQL(statement).format(**fmt))
+
+    # Each decision's logical key, so a replayed decision finds the original.
+    run(
+        "CREATE TABLE {schema}.decision_index ("
+        " tenant_id uuid NOT NULL DEFAULT {schema}.current_tenant(),"
+        " decision_id uuid NOT NULL, kind text NOT NULL, logical_key text NOT NULL,"
+        " position bigint NOT NULL, PRIMARY KEY (tenant_id, decision_id))"
+    )
+    run("CREATE INDEX ON {schema}.decision_index (tenant_id, logical_key, position DESC)")
+    run("GRANT SELECT, INSERT ON {schema}.decision_index TO {app}")
+    _isolate_tenants(cur, database, ("decision_index",))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -328,6 +352,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         _m0001_event_log,
     ),
     Migration(2, "revision watermark and dependency rows", _m0002_revision_watermark),
+    Migration(3, "decision index", _m0003_decisions),
 )
 
 

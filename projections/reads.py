@@ -31,7 +31,9 @@ __all__ = [
     "ObservationContent",
     "belief_as_of",
     "current_belief",
+    "event_positions",
     "list_beliefs",
+    "load_aggregate",
     "memory_versions",
     "observation_content",
     "observation_metadata",
@@ -51,7 +53,14 @@ class ObservationContent:
     media_type: str
 
 
-def _load(log: EventLog, tenant_id: UUID, aggregate_id: UUID, cls: type[_A], what: str) -> _A:
+def load_aggregate(
+    log: EventLog, tenant_id: UUID, aggregate_id: UUID, cls: type[_A], what: str
+) -> _A:
+    """Return the tenant's aggregate of type ``cls``.
+
+    Raises:
+        NotFoundError: no such aggregate in the tenant (or one of another kind).
+    """
     with tenant_scope(tenant_id):
         try:
             found: object = log.repository.get(aggregate_id)
@@ -63,9 +72,10 @@ def _load(log: EventLog, tenant_id: UUID, aggregate_id: UUID, cls: type[_A], wha
     return found
 
 
-def _positions(
+def event_positions(
     log: EventLog, tenant_id: UUID, aggregate_id: UUID
 ) -> dict[int, tuple[int, datetime]]:
+    """Return the log position and recorded time of each of an aggregate's events."""
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
@@ -92,8 +102,8 @@ def observation_metadata(log: EventLog, tenant_id: UUID, observation_id: UUID) -
     Raises:
         NotFoundError: no such observation in the tenant.
     """
-    obs = _load(log, tenant_id, observation_id, Observation, "observation")
-    position, recorded_at = _positions(log, tenant_id, obs.id)[1]
+    obs = load_aggregate(log, tenant_id, observation_id, Observation, "observation")
+    position, recorded_at = event_positions(log, tenant_id, obs.id)[1]
     return {
         "id": str(obs.id),
         "digest": obs.digest,
@@ -152,7 +162,7 @@ def observation_content(
     Raises:
         NotFoundError: no such observation in the tenant, or its bytes are gone.
     """
-    obs = _load(log, tenant_id, observation_id, Observation, "observation")
+    obs = load_aggregate(log, tenant_id, observation_id, Observation, "observation")
     if obs.expired or obs.retention_deadline <= now:
         # Refused from the deadline on, even before the expiry drain deletes the bytes.
         msg = (
@@ -173,8 +183,8 @@ def memory_versions(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str
     Raises:
         NotFoundError: no such memory in the tenant.
     """
-    memory = _load(log, tenant_id, memory_id, Memory, "memory")
-    positions = _positions(log, tenant_id, memory.id)
+    memory = load_aggregate(log, tenant_id, memory_id, Memory, "memory")
+    positions = event_positions(log, tenant_id, memory.id)
     contents = _payloads(log, tenant_id, [v.content_digest for v in memory.versions])
     versions_by_event = _version_event_numbers(log, tenant_id, memory.id)
     versions = []

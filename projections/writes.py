@@ -13,54 +13,54 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError
-from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 
-from domain.digest import content_digest
-from domain.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from domain.errors import EdgeExistsError, InvalidInputError, NotFoundError, PermissionDeniedError
 from domain.evidence import Excerpt, cut_excerpt
 from domain.limits import MAX_OBSERVATION_BYTES, MAX_VERSION_BYTES, encode_content
 from domain.memory import Memory
 from domain.observation import Observation
 from domain.retention import retention_deadline
 from domain.role import can_write
-from projections._tenancy import tenant_scope, tenant_transaction
+from projections._tenancy import tenant_scope
+from projections.decisions import (
+    LabelSpec,
+    Operations,
+    RetractSpec,
+    WithdrawSpec,
+    decide_label,
+    decide_retract,
+    decide_withdraw,
+    record_decision,
+    seen_version,
+)
 from projections.errors import ConcurrentWriteError, DatabaseUnavailableError
-from projections.eventlog import EventLog, IdempotencyRecord, Positions, WriteContext
+from projections.eventlog import EventLog, IdempotencyRecord, Positions
 from projections.idempotency import find_response
+from projections.unit_of_work import Caller, Item, UnitOfWork
 
 __all__ = [
     "Caller",
     "CapturePolicy",
-    "DeactivationSpec",
     "EdgeSpec",
     "EvidenceSpec",
+    "LabelSpec",
     "MemorySpec",
     "ObservationSpec",
     "Ref",
+    "RetractSpec",
     "VersionSpec",
+    "WithdrawSpec",
     "WriteOutcome",
     "WriteSpec",
     "Writer",
 ]
 
 _log = logging.getLogger(__name__)
-_A = TypeVar("_A", bound=Aggregate)
 _MAX_ATTEMPTS = 5
-
-
-@dataclass(frozen=True)
-class Caller:
-    """An authenticated principal acting in its tenant with its token's role."""
-
-    tenant_id: UUID
-    principal_id: UUID
-    principal_name: str
-    role: str
 
 
 @dataclass(frozen=True)
@@ -127,16 +127,9 @@ class EdgeSpec:
     target_id: Id
 
 
-@dataclass(frozen=True)
-class DeactivationSpec:
-    """Deactivate a contribution under a decision (support withdrawal builds on this)."""
-
-    memory_id: Id
-    contribution_id: UUID
-    decision_id: UUID
-
-
-WriteSpec = ObservationSpec | MemorySpec | VersionSpec | EdgeSpec | DeactivationSpec
+WriteSpec = (
+    ObservationSpec | MemorySpec | VersionSpec | EdgeSpec | RetractSpec | WithdrawSpec | LabelSpec
+)
 
 
 @dataclass(frozen=True)
@@ -155,62 +148,6 @@ class WriteOutcome:
     status_code: int
     body: dict[str, Any]
     replayed: bool
-
-
-@dataclass(frozen=True)
-class _Item:
-    """What one write produced: its primary id and the event that ends it."""
-
-    id: UUID
-    last_event: tuple[UUID, int]
-    fields: dict[str, Any]
-
-
-class _UnitOfWork:
-    """Aggregates and payloads of one request, saved together."""
-
-    def __init__(self, log: EventLog, caller: Caller) -> None:
-        self.log = log
-        self.caller = caller
-        self.aggregates: dict[UUID, Aggregate] = {}
-        self.context = WriteContext(tenant_id=caller.tenant_id)
-
-    def load(self, aggregate_id: UUID, cls: type[_A], what: str) -> _A:
-        found = self.aggregates.get(aggregate_id)
-        if found is None:
-            try:
-                found = self.log.repository.get(aggregate_id)
-            except AggregateNotFoundError:
-                found = None
-        if not isinstance(found, cls):
-            # Unknown, another tenant's, or another kind: all look the same.
-            msg = f"{what} {aggregate_id} not found"
-            raise NotFoundError(msg)
-        self.aggregates[found.id] = found
-        return found
-
-    def add(self, aggregate: Aggregate) -> None:
-        self.aggregates[aggregate.id] = aggregate
-
-    def store_payload(self, data: bytes) -> str:
-        digest = content_digest(data)
-        self.context.payloads[digest] = data
-        return digest
-
-    def content_of(self, observation: Observation) -> str:
-        data = self.context.payloads.get(observation.digest)
-        if data is None:
-            with tenant_transaction(self.log.datastore, self.caller.tenant_id, commit=False) as cur:
-                cur.execute(
-                    f'SELECT content FROM "{self.log.datastore.schema}".payloads WHERE digest = %s',
-                    (observation.digest,),
-                )
-                row = cur.fetchone()
-            if row is None:
-                msg = f"observation {observation.id} has no content left to cite"
-                raise InvalidInputError(msg)
-            data = bytes(row["content"])
-        return data.decode("utf-8")
 
 
 class Writer:
@@ -265,9 +202,9 @@ class Writer:
 
     def _build(
         self, caller: Caller, specs: Sequence[WriteSpec], batch: bool
-    ) -> tuple[_UnitOfWork, list[_Item]]:
-        uow = _UnitOfWork(self.log, caller)
-        items: list[_Item] = []
+    ) -> tuple[UnitOfWork, list[Item]]:
+        uow = UnitOfWork(self.log, caller)
+        items: list[Item] = []
         for index, spec in enumerate(specs):
             try:
                 items.append(self._apply(uow, spec, items))
@@ -288,9 +225,18 @@ class Writer:
         uow, items = self._build(caller, specs, batch)
 
         def render(positions: Positions) -> dict[str, Any]:
-            results = [{**i.fields, "position": positions[i.last_event]} for i in items]
+            results = [
+                {
+                    **i.fields,
+                    "position": i.position if i.last_event is None else positions[i.last_event],
+                }
+                for i in items
+            ]
             return {"results": results} if batch else results[0]
 
+        if not any(a.pending_events for a in uow.aggregates.values()):
+            # Every item replayed an earlier decision: nothing to record.
+            return WriteOutcome(200, render({}), replayed=False)
         if idempotency is not None:
             uow.context.idempotency = IdempotencyRecord(
                 caller.principal_id, idempotency[0], idempotency[1], 201, render
@@ -318,7 +264,7 @@ class Writer:
 
     # -- one item ---------------------------------------------------------
 
-    def _apply(self, uow: _UnitOfWork, spec: WriteSpec, items: list[_Item]) -> _Item:
+    def _apply(self, uow: UnitOfWork, spec: WriteSpec, items: list[Item]) -> Item:
         if isinstance(spec, ObservationSpec):
             return self._capture(uow, spec)
         if isinstance(spec, MemorySpec):
@@ -328,38 +274,69 @@ class Writer:
             version_id = self._record_version(
                 uow, memory, spec.content, spec.evidence, spec.model_id, spec.trust, items
             )
-            return _Item(
+            return Item(
                 memory.id,
                 (memory.id, memory.version),
                 {"memory_id": str(memory.id), "version_id": str(version_id)},
             )
-        if isinstance(spec, DeactivationSpec):
-            memory = uow.load(_resolve(spec.memory_id, items), Memory, "memory")
-            memory.deactivate_contribution(
-                spec.contribution_id,
-                decision_id=spec.decision_id,
-                principal_id=uow.caller.principal_id,
-            )
-            return _Item(
-                memory.id,
-                (memory.id, memory.version),
-                {"memory_id": str(memory.id), "contribution_id": str(spec.contribution_id)},
-            )
+        if isinstance(spec, RetractSpec):
+            return decide_retract(uow, spec)
+        if isinstance(spec, WithdrawSpec):
+            return decide_withdraw(uow, spec)
+        if isinstance(spec, LabelSpec):
+            return decide_label(uow, spec)
+        return self._add_edge(uow, spec, items)
+
+    def _add_edge(self, uow: UnitOfWork, spec: EdgeSpec, items: list[Item]) -> Item:
+        """Add an edge as an operator's decision; the same edge again replays it."""
         source = uow.load(_resolve(spec.memory_id, items), Memory, "memory")
         target = uow.load(_resolve(spec.target_id, items), Memory, "target memory")
-        edge_id = source.add_edge(spec.kind, target, principal_id=uow.caller.principal_id)
-        return _Item(
-            edge_id,
-            (source.id, source.version),
-            {
-                "id": str(edge_id),
+
+        def take(decision_id: UUID) -> Operations:
+            if (spec.kind, target.id) in source.edges:
+                return [], [], []
+            edge_id = source.add_edge(
+                spec.kind, target, principal_id=uow.caller.principal_id, decision_id=decision_id
+            )
+            accepted = {
+                "op": "add_edge",
+                "edge_id": str(edge_id),
                 "memory_id": str(source.id),
                 "kind": spec.kind,
                 "target_id": str(target.id),
+            }
+            return [accepted], [], [seen_version(source), seen_version(target)]
+
+        decided = record_decision(
+            uow,
+            kind="add_edge",
+            subject=f"memory:{source.id}",
+            params={"kind": spec.kind, "target_id": str(target.id)},
+            inputs=[
+                {"kind": "memory", "id": str(source.id)},
+                {"kind": "memory", "id": str(target.id)},
+            ],
+            take=take,
+            nothing_to_do=EdgeExistsError(
+                f"memory {source.id} already has a {spec.kind!r} edge to {target.id}"
+            ),
+        )
+        edge = decided.fields["accepted"][0]
+        return Item(
+            UUID(edge["edge_id"]),
+            decided.last_event,
+            {
+                "id": edge["edge_id"],
+                "memory_id": edge["memory_id"],
+                "kind": edge["kind"],
+                "target_id": edge["target_id"],
+                "decision_id": decided.fields["id"],
+                "replayed": decided.fields["replayed"],
             },
+            position=decided.position,
         )
 
-    def _capture(self, uow: _UnitOfWork, spec: ObservationSpec) -> _Item:
+    def _capture(self, uow: UnitOfWork, spec: ObservationSpec) -> Item:
         data = encode_content(
             spec.content,
             limit_bytes=MAX_OBSERVATION_BYTES,
@@ -389,7 +366,7 @@ class Writer:
             principal_id=uow.caller.principal_id,
         )
         uow.add(observation)
-        return _Item(
+        return Item(
             observation.id,
             (observation.id, observation.version),
             {
@@ -398,7 +375,7 @@ class Writer:
             },
         )
 
-    def _create_memory(self, uow: _UnitOfWork, spec: MemorySpec, items: list[_Item]) -> _Item:
+    def _create_memory(self, uow: UnitOfWork, spec: MemorySpec, items: list[Item]) -> Item:
         memory = Memory.create(
             tenant_id=uow.caller.tenant_id,
             memory_type=spec.memory_type,
@@ -411,7 +388,7 @@ class Writer:
             uow, memory, spec.content, spec.evidence, spec.model_id, spec.trust, items
         )
         uow.add(memory)
-        return _Item(
+        return Item(
             memory.id,
             (memory.id, memory.version),
             {"id": str(memory.id), "version_id": str(version_id)},
@@ -419,13 +396,13 @@ class Writer:
 
     def _record_version(
         self,
-        uow: _UnitOfWork,
+        uow: UnitOfWork,
         memory: Memory,
         content: str,
         evidence: tuple[EvidenceSpec, ...],
         model_id: str | None,
         trust: float,
-        items: list[_Item],
+        items: list[Item],
     ) -> UUID:
         data = encode_content(
             content, limit_bytes=MAX_VERSION_BYTES, what="memory content", allow_blank=False
@@ -435,6 +412,12 @@ class Writer:
             observation = uow.load(
                 _resolve(cited.observation_id, items), Observation, "observation"
             )
+            if observation.retracted_by is not None:
+                msg = (
+                    f"observation {observation.id} was retracted as evidence "
+                    f"(decision {observation.retracted_by}) and cannot be cited"
+                )
+                raise InvalidInputError(msg)
             excerpts.append(
                 cut_excerpt(observation.id, uow.content_of(observation), cited.start, cited.end)
             )
@@ -448,7 +431,7 @@ class Writer:
         )
 
 
-def _resolve(ref: Id, items: list[_Item]) -> UUID:
+def _resolve(ref: Id, items: list[Item]) -> UUID:
     if isinstance(ref, UUID):
         return ref
     if not 0 <= ref.index < len(items):

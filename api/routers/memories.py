@@ -6,14 +6,17 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import AwareDatetime
+from pydantic import AwareDatetime, BaseModel
 
 from api.cursor import decode_cursor, encode_cursor
 from api.deps import CallerDep, ClockDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
 from api.schemas import (
     BeliefPublic,
+    DecisionOutcome,
     EdgeCreate,
     EdgeCreated,
+    ForgetCreate,
+    LabelChange,
     MemoryCreate,
     MemoryCreated,
     MemoryPagePublic,
@@ -31,6 +34,8 @@ from projections.reads import (
     memory_versions,
     position_at,
 )
+from projections.unit_of_work import Caller
+from projections.writes import Writer
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
@@ -145,3 +150,108 @@ def read_versions(memory_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> di
     """List a memory's versions, oldest first, with their content and cited evidence.
     This is the record, not the current belief."""
     return memory_versions(runtime.log, caller.tenant_id, memory_id)
+
+
+_DECISION_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": DecisionOutcome, "description": "Replayed: nothing was recorded."}
+}
+
+
+def _label_change(
+    op: str,
+    memory_id: UUID,
+    body: BaseModel,
+    request: Request,
+    response: Response,
+    caller: Caller,
+    writer: Writer,
+    key: str | None,
+) -> dict[str, Any]:
+    return perform_write(
+        request, response, writer, caller, key, body, path_ids={"memory_id": memory_id, "op": op}
+    )
+
+
+@router.post(
+    "/{memory_id}/forget",
+    status_code=201,
+    response_model=DecisionOutcome,
+    responses=_DECISION_RESPONSES,
+)
+def forget_memory(
+    memory_id: UUID,
+    body: ForgetCreate,
+    request: Request,
+    response: Response,
+    caller: CallerDep,
+    writer: WriterDep,
+    key: IdempotencyKeyDep,
+) -> dict[str, Any]:
+    """Forget a memory: archive it reversibly, by a recorded decision with a required
+    `reason`. It leaves ordinary reads and lists; an as-of read before the forget still
+    sees it. Forgetting is not evidence that it is false."""
+    return _label_change("forget", memory_id, body, request, response, caller, writer, key)
+
+
+@router.post(
+    "/{memory_id}/restore",
+    status_code=201,
+    response_model=DecisionOutcome,
+    responses=_DECISION_RESPONSES,
+)
+def restore_memory(
+    memory_id: UUID,
+    request: Request,
+    response: Response,
+    caller: CallerDep,
+    writer: WriterDep,
+    key: IdempotencyKeyDep,
+    body: LabelChange | None = None,
+) -> dict[str, Any]:
+    """Reverse a forget. A memory that is not forgotten answers 409, including one
+    archived structurally (superseded), which `restore` does not reverse."""
+    return _label_change(
+        "restore", memory_id, body or LabelChange(), request, response, caller, writer, key
+    )
+
+
+@router.post(
+    "/{memory_id}/pin",
+    status_code=201,
+    response_model=DecisionOutcome,
+    responses=_DECISION_RESPONSES,
+)
+def pin_memory(
+    memory_id: UUID,
+    request: Request,
+    response: Response,
+    caller: CallerDep,
+    writer: WriterDep,
+    key: IdempotencyKeyDep,
+    body: LabelChange | None = None,
+) -> dict[str, Any]:
+    """Pin a memory, by a recorded decision."""
+    return _label_change(
+        "pin", memory_id, body or LabelChange(), request, response, caller, writer, key
+    )
+
+
+@router.post(
+    "/{memory_id}/unpin",
+    status_code=201,
+    response_model=DecisionOutcome,
+    responses=_DECISION_RESPONSES,
+)
+def unpin_memory(
+    memory_id: UUID,
+    request: Request,
+    response: Response,
+    caller: CallerDep,
+    writer: WriterDep,
+    key: IdempotencyKeyDep,
+    body: LabelChange | None = None,
+) -> dict[str, Any]:
+    """Remove a pin, by a recorded decision."""
+    return _label_change(
+        "unpin", memory_id, body or LabelChange(), request, response, caller, writer, key
+    )

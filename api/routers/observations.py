@@ -8,7 +8,13 @@ from uuid import UUID
 from fastapi import APIRouter, Request, Response
 
 from api.deps import CallerDep, ClockDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
-from api.schemas import ObservationCreate, ObservationCreated, ObservationPublic
+from api.schemas import (
+    DecisionOutcome,
+    ObservationCreate,
+    ObservationCreated,
+    ObservationPublic,
+    RetractCreate,
+)
 from projections.reads import observation_content, observation_metadata
 
 router = APIRouter(prefix="/v1/observations", tags=["observations"])
@@ -53,3 +59,33 @@ def read_observation_content(
     if media_type.startswith("text/"):
         media_type += "; charset=utf-8"
     return Response(found.content, media_type=media_type)
+
+
+@router.post(
+    "/{observation_id}/retract",
+    status_code=201,
+    response_model=DecisionOutcome,
+    responses={200: {"model": DecisionOutcome, "description": "Replayed: already retracted."}},
+)
+def retract_observation(
+    observation_id: UUID,
+    request: Request,
+    response: Response,
+    caller: CallerDep,
+    writer: WriterDep,
+    key: IdempotencyKeyDep,
+    body: RetractCreate | None = None,
+) -> dict[str, Any]:
+    """Retract an observation as evidence, by a recorded decision: every active
+    contribution citing it is deactivated, the memories whose support changes are
+    revised, and it can no longer be cited. Its content stays readable under its own
+    retention (withdrawal is not erasure). Retracting it again replays the decision."""
+    return perform_write(
+        request,
+        response,
+        writer,
+        caller,
+        key,
+        body or RetractCreate(),
+        path_ids={"observation_id": observation_id},
+    )

@@ -114,8 +114,11 @@ def test_edges_are_recorded_and_event_memories_accept_only_extends(
         {"kind": "supersedes", "target_id": older["id"]},
         headers,
     )
-    assert again.status_code == 409
-    assert problem_slug(again) == "edge-exists"
+    # The same edge again is the same operator decision: it replays, recording nothing.
+    assert again.status_code == 200
+    assert again.json()["replayed"] is True
+    assert again.json()["id"] == ok.json()["id"]
+    assert again.json()["decision_id"] == ok.json()["decision_id"]
 
 
 def test_batch_applies_every_item_and_resolves_references(

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
-from uuid import UUID, uuid4
 
 from fastapi.testclient import TestClient
 
-from domain.memory import Memory
-from projections._tenancy import tenant_scope
-from projections.access import authenticate
 from projections.migrations import EVENTS_TABLE
 from projections.runtime import Runtime
-from projections.writes import CapturePolicy, DeactivationSpec, Writer
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant
 
@@ -22,7 +16,7 @@ def _at(client: TestClient, memory_id: str, headers: dict[str, str], **params: A
     return client.get(f"/v1/memories/{memory_id}", headers=headers, params=params)
 
 
-def test_as_of_before_and_after_a_revision_an_edge_and_a_withdrawal(
+def test_as_of_before_and_after_a_revision_an_edge_a_withdrawal_and_a_restore(
     client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:
     headers = tenant.headers()
@@ -44,24 +38,13 @@ def test_as_of_before_and_after_a_revision_an_edge_and_a_withdrawal(
         {"kind": "supersedes", "target_id": old["id"]},
         headers,
     ).json()
-    # A withdrawal deactivates the current version's contribution (the history issue
-    # adds the endpoint; the event and its projection exist already).
-    with tenant_scope(tenant.id):
-        memory: Memory = runtime.log.repository.get(UUID(old["id"]))
-    [contribution] = [
-        c for c in memory.contributions if c.version_id == UUID(revised["version_id"])
-    ]
-    writer = Writer(
-        runtime.log,
-        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
-        lambda: datetime.now(UTC),
-    )
-    caller = authenticate(runtime.log, tenant.admin.token)
-    withdrawn = writer.write(
-        caller,
-        [DeactivationSpec(UUID(old["id"]), contribution.contribution_id, uuid4())],
-        batch=False,
-    ).body
+    withdrawn = post(
+        client, f"/v1/observations/{obs}/retract", {"reason": "misheard"}, headers
+    ).json()
+    forgotten = post(
+        client, f"/v1/memories/{old['id']}/forget", {"reason": "no longer relevant"}, headers
+    ).json()
+    restored = post(client, f"/v1/memories/{old['id']}/restore", {}, headers).json()
 
     def belief(position: int) -> dict[str, Any]:
         answer = _at(client, old["id"], headers, at_position=position).json()
@@ -77,6 +60,16 @@ def test_as_of_before_and_after_a_revision_an_edge_and_a_withdrawal(
     assert third["labels"]["superseded_by"] == [new["id"]] and third["grade"] == "supported"
     fourth = belief(withdrawn["position"])
     assert fourth["grade"] == "unsupported"
+    assert fourth["labels"]["archived"] is None
+    fifth = belief(forgotten["position"])
+    assert fifth["labels"]["archived"] == {
+        "reason": "no longer relevant",
+        "decision_id": forgotten["id"],
+    }
+    sixth = belief(restored["position"])
+    assert sixth["labels"]["archived"] is None and sixth["grade"] == "unsupported"
+    # Earlier positions still answer as they did: the forget bounds the fact going forward.
+    assert belief(edge["position"]) == third
 
 
 def test_as_of_a_time_says_which_position_it_used(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -18,8 +18,6 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 
 from domain.belief import project_belief
 from domain.errors import ConflictError, InvalidInputError
-from domain.memory import Memory
-from projections._tenancy import tenant_scope
 from projections.access import authenticate, create_tenant
 from projections.belief_facts import belief_document, memory_facts
 from projections.drain import _claim, drain_revisions
@@ -28,16 +26,18 @@ from projections.reads import current_belief
 from projections.runtime import Runtime
 from projections.writes import (
     CapturePolicy,
-    DeactivationSpec,
     EdgeSpec,
     EvidenceSpec,
     MemorySpec,
     ObservationSpec,
+    RetractSpec,
     VersionSpec,
+    WithdrawSpec,
     Writer,
 )
 
 TYPES = ("fact", "preference", "decision")
+MODELS = ("judge-1.4", "judge-2.0")
 
 
 class WatermarkMachine(RuleBasedStateMachine):
@@ -82,7 +82,7 @@ class WatermarkMachine(RuleBasedStateMachine):
         if cited:  # supported from the start, so that deactivations have something to hit
             evidence = (EvidenceSpec(self._capture(), 0, 8),)
         body = self._write(
-            MemorySpec(memory_type, "user", None, None, "claim", evidence, None, 1.0)
+            MemorySpec(memory_type, "user", None, None, "claim", evidence, MODELS[0], 1.0)
         )
         assert body is not None
         self.known.append(UUID(body["id"]))
@@ -91,7 +91,9 @@ class WatermarkMachine(RuleBasedStateMachine):
     @rule(target=memories, observation=observations, start=st.integers(0, 10))
     def create_with_evidence(self, observation: UUID, start: int) -> UUID:
         evidence = (EvidenceSpec(observation, start, start + 5),)
-        body = self._write(MemorySpec("fact", "user", None, None, "cited", evidence, None, 0.8))
+        body = self._write(
+            MemorySpec("fact", "user", None, None, "cited", evidence, MODELS[1], 0.8)
+        )
         assert body is not None
         self.known.append(UUID(body["id"]))
         return UUID(body["id"])
@@ -99,7 +101,7 @@ class WatermarkMachine(RuleBasedStateMachine):
     @rule(memory=memories, observation=st.none() | observations)
     def revise(self, memory: UUID, observation: UUID | None) -> None:
         evidence = () if observation is None else (EvidenceSpec(observation, 0, 8),)
-        self._write(VersionSpec(memory, "revised", evidence, None, 1.0))
+        self._write(VersionSpec(memory, "revised", evidence, MODELS[0], 1.0))
 
     @rule(
         source=memories,
@@ -110,14 +112,13 @@ class WatermarkMachine(RuleBasedStateMachine):
         if source != other:
             self._write(EdgeSpec(source, kind, other))
 
-    @rule(memory=memories, data=st.data())
-    def deactivate(self, memory: UUID, data: st.DataObject) -> None:
-        with tenant_scope(self.caller.tenant_id):
-            aggregate: Memory = self.runtime.log.repository.get(memory)
-        active = [c.contribution_id for c in aggregate.contributions if c.active]
-        if active:
-            chosen = data.draw(st.sampled_from(active))
-            self._write(DeactivationSpec(memory, chosen, uuid4()))
+    @rule(observation=observations)
+    def retract(self, observation: UUID) -> None:
+        self._write(RetractSpec(observation, "retracted by the machine"))
+
+    @rule(model=st.sampled_from(MODELS))
+    def withdraw_model(self, model: str) -> None:
+        self._write(WithdrawSpec(None, model, None))
 
     @rule(limit=st.integers(1, 3))
     def drain_partially(self, limit: int) -> None:

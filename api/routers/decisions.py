@@ -1,0 +1,22 @@
+"""``/v1/decisions``: explain one recorded decision."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from fastapi import APIRouter
+
+from api.deps import CallerDep, RuntimeDep
+from api.schemas import DecisionPublic
+from projections.decisions import decision_record
+
+router = APIRouter(prefix="/v1/decisions", tags=["decisions"])
+
+
+@router.get("/{decision_id}", response_model=DecisionPublic)
+def read_decision(decision_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+    """Explain a decision: what it was asked to do (kind, subject, parameters, inputs),
+    the versions and content digests it saw, who proposed and who recorded it, under
+    which policy version, and which operations it accepted or refused."""
+    return decision_record(runtime.log, caller.tenant_id, decision_id)

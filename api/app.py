@@ -9,7 +9,16 @@ from fastapi import FastAPI
 
 from api.metrics import Metrics, ObserveRequests
 from api.problems import install_problem_handlers
-from api.routers import batch, decisions, health, memories, observations, proposers, revision
+from api.routers import (
+    batch,
+    decisions,
+    events,
+    health,
+    memories,
+    observations,
+    proposers,
+    revision,
+)
 from api.settings import ApiSettings
 from projections.reads import revision_totals
 from projections.runtime import Runtime
@@ -51,7 +60,7 @@ def create_app(
     app.state.metrics = Metrics()
     app.state.metrics.watch_revision(lambda: revision_totals(runtime.log))
     install_problem_handlers(app)
-    for module in (observations, memories, proposers, decisions, batch, revision, health):
+    for module in (observations, memories, proposers, decisions, events, batch, revision, health):
         app.include_router(module.router)
     app.add_middleware(
         ObserveRequests, metrics=app.state.metrics, max_request_bytes=settings.max_request_bytes

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
@@ -17,16 +17,22 @@ __all__ = [
     "BatchItem",
     "BatchPublic",
     "BeliefPublic",
+    "ContributionPublic",
     "DecisionOutcome",
     "DecisionPublic",
     "EdgeCreate",
     "EdgeCreated",
+    "EdgePublic",
+    "EventPagePublic",
+    "EventPublic",
     "EvidenceIn",
     "EvidencePublic",
     "ForgetCreate",
+    "HistoryVersionPublic",
     "LabelChange",
     "MemoryCreate",
     "MemoryCreated",
+    "MemoryHistoryPublic",
     "MemoryListItem",
     "MemoryPagePublic",
     "MemoryVersionsPublic",
@@ -274,8 +280,10 @@ class MemoryListItem(BaseModel):
     type: MemoryType
     scope: str
     project: str | None
-    status: Literal["current", "pending"]
-    revision: RevisionPublic
+    status: Literal["current", "pending", "as_of"]
+    revision: RevisionPublic | None = Field(
+        default=None, description="Absent from as-of listings, which are never pending."
+    )
     belief: dict[str, object] | None = None
 
 
@@ -284,6 +292,9 @@ class MemoryPagePublic(BaseModel):
 
     items: list[MemoryListItem]
     next_cursor: str | None = None
+    position: int | None = Field(
+        default=None, description="The log position an as-of listing used."
+    )
 
 
 class RevisionStatusPublic(BaseModel):
@@ -351,3 +362,75 @@ class DecisionPublic(BaseModel):
     policy_version: str
     position: int
     recorded_at: datetime
+
+
+class EventPublic(BaseModel):
+    """One accepted event: its log position, time, type, aggregate and principal, and
+    its fields (references, digests and labels; never content)."""
+
+    position: int
+    recorded_at: datetime
+    type: str
+    aggregate_id: UUID
+    aggregate_version: int
+    principal_id: UUID | None
+    data: dict[str, Any]
+
+
+class EventPagePublic(BaseModel):
+    """A page of the tenant's event feed, and the position to continue after."""
+
+    events: list[EventPublic]
+    next_after: int
+
+
+class ContributionPublic(BaseModel):
+    """Support for a version: which observation, by whom, and whether it still counts."""
+
+    contribution_id: UUID
+    observation_id: UUID
+    proposer_id: UUID
+    model_id: str | None
+    trust: float
+    active: bool
+    deactivated_by: UUID | None = Field(description="The decision that deactivated it.")
+    position: int
+
+
+class HistoryVersionPublic(BaseModel):
+    """A version in a memory's history."""
+
+    version_id: UUID
+    number: int
+    content: str | None
+    content_digest: str
+    size_bytes: int
+    formed_from: list[EvidencePublic]
+    principal_id: UUID
+    position: int
+    recorded_at: datetime
+    contributions: list[ContributionPublic]
+
+
+class EdgePublic(BaseModel):
+    """An edge touching the memory, in either direction."""
+
+    edge_id: UUID
+    kind: EdgeKind
+    source_id: UUID
+    target_id: UUID
+    decision_id: UUID | None
+    position: int
+
+
+class MemoryHistoryPublic(BaseModel):
+    """A memory's whole record, from the log."""
+
+    id: UUID
+    type: MemoryType
+    scope: str
+    project: str | None
+    topic: str | None
+    versions: list[HistoryVersionPublic]
+    edges: list[EdgePublic]
+    events: list[EventPublic]

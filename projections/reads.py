@@ -17,19 +17,16 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 
-from domain.belief import project_belief
 from domain.errors import ContentExpiredError, NotFoundError
 from domain.memory import Memory
 from domain.observation import Observation
 from projections._tenancy import known_tenants, tenant_scope, tenant_transaction
-from projections.belief_facts import belief_document, memory_facts
 from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE
 
 __all__ = [
     "MemoryFilter",
     "ObservationContent",
-    "belief_as_of",
     "current_belief",
     "event_positions",
     "list_beliefs",
@@ -37,7 +34,6 @@ __all__ = [
     "memory_versions",
     "observation_content",
     "observation_metadata",
-    "position_at",
     "revision_status",
     "revision_totals",
 ]
@@ -430,64 +426,3 @@ def revision_totals(log: EventLog) -> dict[str, float]:
         )
         totals["drain_throughput_per_s"] += status["drain_throughput_per_s"]
     return totals
-
-
-def position_at(log: EventLog, tenant_id: UUID, when: datetime) -> int:
-    """Return the tenant's last log position recorded at or before ``when`` (0 if none).
-
-    ``recorded_at`` is the database's clock at insert, and rises with the
-    position because inserts are serialised, so the answer is repeatable.
-    """
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            f'SELECT coalesce(max(notification_id), 0) AS position FROM "{log.datastore.schema}"'
-            f'."{EVENTS_TABLE}" WHERE recorded_at <= %s',
-            (when,),
-        )
-        row = cur.fetchone()
-    return int(row["position"]) if row else 0
-
-
-def _write_boundary(log: EventLog, tenant_id: UUID, position: int) -> int:
-    """Return ``position``, or the position before the write it falls inside.
-
-    One write's events take consecutive positions in one transaction (the
-    library locks the table while inserting), so a position in the middle of
-    a write names a state no reader ever saw. Events of one transaction share
-    its ``xmin``; the range scan is bounded by the largest write (a batch of
-    1,000 memories with their contributions and edges stays far below it).
-    """
-    schema = log.datastore.schema
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            f'SELECT min(notification_id) AS first, max(notification_id) AS last FROM "{schema}"'
-            f'."{EVENTS_TABLE}" WHERE notification_id BETWEEN %(p)s - 200000 AND %(p)s + 200000'
-            f' AND xmin = (SELECT xmin FROM "{schema}"."{EVENTS_TABLE}"'
-            " WHERE notification_id = %(p)s)",
-            {"p": position},
-        )
-        row = cur.fetchone()
-    if row is None or row["last"] is None or row["last"] <= position:
-        return position
-    return int(row["first"]) - 1
-
-
-def belief_as_of(log: EventLog, tenant_id: UUID, memory_id: UUID, position: int) -> dict[str, Any]:
-    """Return what was believed about a memory at a log position (never pending).
-
-    A position inside a write is read as the moment before that write; the
-    answer says which position it used.
-
-    Raises:
-        NotFoundError: the memory did not exist in the tenant at that position.
-    """
-    position = _write_boundary(log, tenant_id, position)
-    facts = memory_facts(log, tenant_id, memory_id, at_position=position)
-    if facts is None:
-        msg = f"memory {memory_id} did not exist at position {position}"
-        raise NotFoundError(msg)
-    return {
-        "status": "as_of",
-        "position": position,
-        "belief": belief_document(project_belief(facts)),
-    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
@@ -19,6 +20,7 @@ from api.schemas import (
     LabelChange,
     MemoryCreate,
     MemoryCreated,
+    MemoryHistoryPublic,
     MemoryPagePublic,
     MemoryVersionsPublic,
     VersionCreate,
@@ -26,14 +28,10 @@ from api.schemas import (
 )
 from domain.errors import InvalidInputError
 from domain.memory import MemoryType
-from projections.reads import (
-    MemoryFilter,
-    belief_as_of,
-    current_belief,
-    list_beliefs,
-    memory_versions,
-    position_at,
-)
+from projections.as_of import belief_as_of, list_beliefs_as_of, position_at
+from projections.history import memory_history
+from projections.reads import MemoryFilter, current_belief, list_beliefs, memory_versions
+from projections.runtime import Runtime
 from projections.unit_of_work import Caller
 from projections.writes import Writer
 
@@ -98,19 +96,67 @@ def list_memories(
     status: Literal["current", "pending"] | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
+    at_position: Annotated[int | None, Query(ge=0, description="Log position to list at")] = None,
+    as_of: Annotated[AwareDatetime | None, Query(description="RFC 3339 time to list at")] = None,
 ) -> dict[str, Any]:
     """List memories, newest first, with filters. Each is `current` with its belief, or
     `pending` without one (never with stale content). Pass `next_cursor` back as `cursor`
-    for the next page."""
+    for the next page.
+
+    With `at_position` or `as_of`, lists what was believed then: the memories that
+    existed, each `as_of` with its belief computed from the log up to that position
+    (reported as `position`; pass the same position with each page's cursor)."""
+    after = decode_cursor(cursor) if cursor else None
+    position = _as_of_position(runtime, caller, at_position, as_of)
+    if position is not None:
+        if status is not None:
+            msg = "status filters current reads; an as-of listing is never pending"
+            raise InvalidInputError(msg)
+        used, items, after = list_beliefs_as_of(
+            runtime.log,
+            caller.tenant_id,
+            position,
+            memory_type=type,
+            scope=scope,
+            project=project,
+            limit=limit,
+            after=after,
+        )
+        return {
+            "items": items,
+            "next_cursor": encode_cursor(after) if after else None,
+            "position": used,
+        }
     items, after = list_beliefs(
         runtime.log,
         caller.tenant_id,
         MemoryFilter(type, scope, project, status),
         limit=limit,
-        after=decode_cursor(cursor) if cursor else None,
+        after=after,
         now=clock(),
     )
     return {"items": items, "next_cursor": encode_cursor(after) if after else None}
+
+
+def _as_of_position(
+    runtime: Runtime, caller: Caller, at_position: int | None, as_of: datetime | None
+) -> int | None:
+    """Return the log position an as-of read asks for (None for a current read)."""
+    if at_position is not None and as_of is not None:
+        msg = "give at_position or as_of, not both"
+        raise InvalidInputError(msg)
+    if as_of is not None:
+        return position_at(runtime.log, caller.tenant_id, as_of)
+    return at_position
+
+
+@router.get("/{memory_id}/history", response_model=MemoryHistoryPublic)
+def read_history(memory_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+    """Return a memory's whole record: every version with its content, the excerpts it
+    was formed from and its contributions (active or deactivated, and by which
+    decision), its edges in both directions, and every event that touched it, with log
+    position, recorded time and principal."""
+    return memory_history(runtime.log, caller.tenant_id, memory_id)
 
 
 @router.get("/{memory_id}", response_model=BeliefPublic, response_model_exclude_none=True)
@@ -132,13 +178,9 @@ def read_memory(
     With `at_position` or `as_of`, the answer is what was believed then (`as_of`, with
     the log position used; a time resolves to the last position recorded by then), computed
     by the same projection function from the log up to that position. It is never pending."""
-    if at_position is not None and as_of is not None:
-        msg = "give at_position or as_of, not both"
-        raise InvalidInputError(msg)
-    if as_of is not None:
-        at_position = position_at(runtime.log, caller.tenant_id, as_of)
-    if at_position is not None:
-        return belief_as_of(runtime.log, caller.tenant_id, memory_id, at_position)
+    position = _as_of_position(runtime, caller, at_position, as_of)
+    if position is not None:
+        return belief_as_of(runtime.log, caller.tenant_id, memory_id, position)
     answer = current_belief(runtime.log, caller.tenant_id, memory_id, now=clock, wait_s=wait)
     if answer["status"] == "pending":
         response.headers["Retry-After"] = "1"

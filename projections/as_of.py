@@ -1,0 +1,136 @@
+"""As-of reads: what was believed at a log position, or at a time.
+
+The same projection function as live reads, applied to the log prefix up to
+a position. A time resolves to a position first, and every answer says which
+position it used, so it is repeatable. As-of answers are never ``pending``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from domain.belief import project_belief
+from domain.errors import NotFoundError
+from projections._tenancy import tenant_transaction
+from projections.belief_facts import belief_document, facts_of, memory_facts
+from projections.eventlog import EventLog
+from projections.migrations import EVENTS_TABLE
+
+__all__ = ["belief_as_of", "list_beliefs_as_of", "position_at", "write_boundary"]
+
+
+def position_at(log: EventLog, tenant_id: UUID, when: datetime) -> int:
+    """Return the tenant's last log position recorded at or before ``when`` (0 if none).
+
+    ``recorded_at`` is the database's clock at insert, and rises with the
+    position because inserts are serialised, so the answer is repeatable.
+    """
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT coalesce(max(notification_id), 0) AS position FROM "{log.datastore.schema}"'
+            f'."{EVENTS_TABLE}" WHERE recorded_at <= %s',
+            (when,),
+        )
+        row = cur.fetchone()
+    return int(row["position"]) if row else 0
+
+
+def write_boundary(log: EventLog, tenant_id: UUID, position: int) -> int:
+    """Return ``position``, or the position before the write it falls inside.
+
+    One write's events take consecutive positions in one transaction (the
+    library locks the table while inserting), so a position in the middle of
+    a write names a state no reader ever saw. Events of one transaction share
+    its ``xmin``; the range scan is bounded by the largest write (a batch of
+    1,000 memories with their contributions and edges stays far below it).
+    """
+    schema = log.datastore.schema
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT min(notification_id) AS first, max(notification_id) AS last FROM "{schema}"'
+            f'."{EVENTS_TABLE}" WHERE notification_id BETWEEN %(p)s - 200000 AND %(p)s + 200000'
+            f' AND xmin = (SELECT xmin FROM "{schema}"."{EVENTS_TABLE}"'
+            " WHERE notification_id = %(p)s)",
+            {"p": position},
+        )
+        row = cur.fetchone()
+    if row is None or row["last"] is None or row["last"] <= position:
+        return position
+    return int(row["first"]) - 1
+
+
+def belief_as_of(log: EventLog, tenant_id: UUID, memory_id: UUID, position: int) -> dict[str, Any]:
+    """Return what was believed about a memory at a log position (never pending).
+
+    A position inside a write is read as the moment before that write; the
+    answer says which position it used.
+
+    Raises:
+        NotFoundError: the memory did not exist in the tenant at that position.
+    """
+    position = write_boundary(log, tenant_id, position)
+    facts = memory_facts(log, tenant_id, memory_id, at_position=position)
+    if facts is None:
+        msg = f"memory {memory_id} did not exist at position {position}"
+        raise NotFoundError(msg)
+    return {
+        "status": "as_of",
+        "position": position,
+        "belief": belief_document(project_belief(facts)),
+    }
+
+
+def list_beliefs_as_of(
+    log: EventLog,
+    tenant_id: UUID,
+    position: int,
+    *,
+    memory_type: str | None,
+    scope: str | None,
+    project: str | None,
+    limit: int,
+    after: tuple[int, UUID] | None,
+) -> tuple[int, list[dict[str, Any]], tuple[int, UUID] | None]:
+    """List what was believed at ``position``: memories created by then, newest first.
+
+    Returns the position used (aligned to a write boundary), the page, and
+    the next cursor (None on the last page). Each item is computed from the
+    log prefix, so labels (archived, pinned, superseded) are as they stood.
+    """
+    position = write_boundary(log, tenant_id, position)
+    clauses = ["position <= %(position)s"]
+    params: dict[str, Any] = {"position": position, "limit": limit + 1}
+    for column, value in (("memory_type", memory_type), ("scope", scope), ("project", project)):
+        if value is not None:
+            clauses.append(f"{column} = %({column})s")
+            params[column] = value
+    if after is not None:
+        clauses.append(
+            "(position < %(after_p)s OR (position = %(after_p)s AND memory_id > %(after_id)s))"
+        )
+        params.update(after_p=after[0], after_id=after[1])
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            "SELECT memory_id, memory_type, scope, project, position"
+            f' FROM "{log.datastore.schema}".memory_index WHERE {" AND ".join(clauses)}'
+            " ORDER BY position DESC, memory_id LIMIT %(limit)s",
+            params,
+        )
+        rows = cur.fetchall()
+    page = rows[:limit]
+    facts = facts_of(log, tenant_id, [r["memory_id"] for r in page], at_position=position)
+    items = [
+        {
+            "id": str(row["memory_id"]),
+            "type": row["memory_type"],
+            "scope": row["scope"],
+            "project": row["project"],
+            "status": "as_of",
+            "belief": belief_document(project_belief(facts[row["memory_id"]])),
+        }
+        for row in page
+    ]
+    next_cursor = (page[-1]["position"], page[-1]["memory_id"]) if len(rows) > limit else None
+    return position, items, next_cursor

@@ -10,6 +10,7 @@ import signal
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -27,12 +28,16 @@ from projections.drain_settings import DrainSettings
 from projections.embedded import ServeLock
 from projections.errors import DatabaseUnavailableError
 from projections.migrations import EVENTS_TABLE
+from projections.rebuild import rebuild
+from projections.replay import replay_beliefs
 from projections.runtime import Runtime, start_runtime
 from projections.settings import DatabaseSettings
+from projections.verify import verify
 
 __all__ = [
     "EXIT_DATABASE",
     "EXIT_FAILURE",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
     "main",
@@ -42,6 +47,7 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_DATABASE = 3
+EXIT_INTERRUPTED = 130
 
 _log = logging.getLogger("palimpsest.cli")
 ADMIN_TOKEN_FILE = "admin-token"
@@ -79,7 +85,38 @@ def _parser() -> argparse.ArgumentParser:
     token_create.add_argument("--tenant", required=True, type=_uuid, help="tenant id")
     token_create.add_argument("--principal", required=True, help="principal name")
     token_create.add_argument("--role", required=True, choices=ROLES)
+    replay = sub.add_parser("replay", help="print the beliefs at a log position or time")
+    point = replay.add_mutually_exclusive_group(required=True)
+    point.add_argument("--at-position", type=_position, help="log position")
+    point.add_argument("--as-of", type=_time, help="RFC 3339 time, with its offset")
+    replay.add_argument("--tenant", type=_uuid, help="only this tenant")
+    replay.add_argument("--out", type=Path, help="write JSON lines here (default stdout)")
+    sub.add_parser("rebuild", help="rebuild every read model from the log, then swap it in")
+    verify = sub.add_parser("verify", help="compare the read models with a recomputation")
+    verify.add_argument("--tenant", type=_uuid, help="only this tenant")
     return parser
+
+
+def _position(value: str) -> int:
+    try:
+        position = int(value)
+    except ValueError:
+        position = -1
+    if position < 0:
+        msg = f"{value!r} is not a log position (an integer >= 0)"
+        raise argparse.ArgumentTypeError(msg)
+    return position
+
+
+def _time(value: str) -> datetime:
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        msg = f"{value!r} is not an RFC 3339 time with an offset (e.g. 2026-10-01T00:00:00Z)"
+        raise argparse.ArgumentTypeError(msg)
+    return when
 
 
 def _uuid(value: str) -> UUID:
@@ -241,9 +278,64 @@ def _run(args: argparse.Namespace) -> int:
                     }
                 )
             )
+        elif args.command in {"replay", "rebuild", "verify"}:
+            return _history_command(runtime, args)
     finally:
         runtime.close()
     return EXIT_OK
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _history_command(runtime: Runtime, args: argparse.Namespace) -> int:
+    """Run replay, rebuild or verify; Ctrl-C stops cleanly (exit 130)."""
+    try:
+        if args.command == "replay":
+            out = args.out.open("w", encoding="utf-8") if args.out else sys.stdout
+            try:
+                for line in replay_beliefs(
+                    runtime,
+                    at_position=args.at_position,
+                    as_of=args.as_of,
+                    tenant=args.tenant,
+                    report=_stderr,
+                ):
+                    out.write(json.dumps(line) + "\n")
+            finally:
+                if args.out:
+                    out.close()
+            return EXIT_OK
+        if args.command == "rebuild":
+            done = rebuild(runtime.database, runtime.log.mapper, report=_stderr)
+            print(
+                json.dumps(
+                    {
+                        "tenants": done.tenants,
+                        "events": done.events,
+                        "position": done.position,
+                        "caught_up_events": done.caught_up,
+                        "seconds": round(done.seconds, 3),
+                        "events_per_s": round(done.events / max(done.seconds, 1e-9)),
+                        "swap_seconds": round(done.swap_seconds, 3),
+                    }
+                )
+            )
+            return EXIT_OK
+        found = verify(runtime.database, runtime.log.mapper, tenant=args.tenant, report=_stderr)
+        for divergence in found.divergences:
+            print(json.dumps(divergence.as_dict()))
+        summary = (
+            f"verify: position {found.position}, {found.tenants} tenants, {found.events:,} "
+            f"events, {found.rows:,} rows compared, {found.pending} memories pending revision, "
+            f"{len(found.divergences)} divergences"
+        )
+        _stderr(summary)
+        return EXIT_FAILURE if found.divergences else EXIT_OK
+    except KeyboardInterrupt:
+        _stderr(f"palimpsest {args.command}: interrupted; live read models unchanged")
+        return EXIT_INTERRUPTED
 
 
 def main(argv: Sequence[str] | None = None) -> int:

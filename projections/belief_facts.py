@@ -6,6 +6,7 @@ and hand them to ``domain.belief.project_belief``, so they cannot disagree.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 from uuid import UUID
 
@@ -18,7 +19,7 @@ from projections._tenancy import tenant_transaction
 from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE
 
-__all__ = ["belief_document", "facts_of", "memory_facts"]
+__all__ = ["belief_document", "facts_from", "facts_of", "memory_facts"]
 
 
 def memory_facts(
@@ -76,21 +77,27 @@ def facts_of(
             )
         )
     return {
-        memory.id: MemoryFacts(
-            memory_id=memory.id,
-            memory_type=memory.memory_type,
-            scope=memory.scope,
-            project=memory.project,
-            topic=memory.topic,
-            version_ids=tuple(v.version_id for v in memory.versions),
-            contributions=tuple(memory.contributions),
-            edges=tuple(edges.get(memory.id, ())),
-            archived=memory.archived,
-            pinned=memory.pinned,
-        )
+        memory.id: facts_from(memory, edges.get(memory.id, ()))
         for memory in aggregates.values()
         if isinstance(memory, Memory)
     }
+
+
+def facts_from(memory: Memory, edges: Iterable[EdgeFact]) -> MemoryFacts:
+    """Return the projection's input for a memory rebuilt from its events, and the
+    edges that touch it (from the dependency rows, or a replay's own)."""
+    return MemoryFacts(
+        memory_id=memory.id,
+        memory_type=memory.memory_type,
+        scope=memory.scope,
+        project=memory.project,
+        topic=memory.topic,
+        version_ids=tuple(v.version_id for v in memory.versions),
+        contributions=tuple(memory.contributions),
+        edges=tuple(edges),
+        archived=memory.archived,
+        pinned=memory.pinned,
+    )
 
 
 def belief_document(belief: Belief) -> dict[str, Any]:

@@ -1,0 +1,347 @@
+"""Rebuild, verify and replay: read models reproducible from the log, exactly."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from datetime import timedelta
+from typing import Any
+from uuid import UUID, uuid4
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+from psycopg import sql
+
+from api.cli import main
+from projections._tenancy import set_tenant
+from projections.read_models import TABLES, TableSpec
+from projections.rebuild import rebuild
+from projections.replay import replay_beliefs
+from projections.runtime import Runtime
+from projections.verify import verify
+from tests.api.helpers import observe, post, remember
+from tests.conftest import RunDatabase, Tenant, drain_until_caught_up
+
+
+def _populate(client: TestClient, tenant: Tenant, rng: random.Random, memories: int = 12) -> None:
+    """A varied store: versions, evidence from several models, edges, withdrawals,
+    retractions, forgets, restores and pins."""
+    headers = tenant.headers()
+    observations = [
+        observe(client, headers, f"observation number {i} says things") for i in range(4)
+    ]
+    ids: list[str] = []
+    for i in range(memories):
+        cited = rng.sample(observations, rng.randint(0, 2))
+        created = remember(
+            client,
+            headers,
+            type=rng.choice(["fact", "preference", "decision", "note"]),
+            project=rng.choice([None, "alpha", "beta"]),
+            content=f"memory {i}",
+            model_id=rng.choice(["judge-1.4", "judge-2.0"]),
+            evidence=[{"observation_id": o, "start": 0, "end": 11} for o in cited],
+        )
+        ids.append(created["id"])
+    for memory_id in rng.sample(ids, 5):
+        post(
+            client,
+            f"/v1/memories/{memory_id}/versions",
+            {
+                "content": "revised",
+                "evidence": [{"observation_id": rng.choice(observations), "start": 0, "end": 11}],
+            },
+            headers,
+        )
+    for _ in range(6):
+        a, b = rng.sample(ids, 2)
+        kind = rng.choice(["supersedes", "conflicts_with", "extends", "derived_from"])
+        post(client, f"/v1/memories/{a}/edges", {"kind": kind, "target_id": b}, headers)
+    post(client, "/v1/proposers/model=judge-1.4/withdraw", {}, headers)
+    post(client, f"/v1/observations/{observations[0]}/retract", {}, headers)
+    for memory_id in rng.sample(ids, 3):
+        post(client, f"/v1/memories/{memory_id}/forget", {"reason": "tidy"}, headers)
+    post(client, f"/v1/memories/{ids[0]}/pin", {}, headers)
+    post(client, f"/v1/memories/{ids[1]}/restore", {}, headers)
+
+
+def test_verify_finds_nothing_on_a_store_built_by_live_writes(
+    client: TestClient, tenant: Tenant, other_tenant: Tenant, runtime: Runtime
+) -> None:
+    remember(client, other_tenant.headers())
+    _populate(client, tenant, random.Random(1))
+    # Pending memories are compared at their published revision; then again caught up.
+    pending = verify(runtime.database, runtime.log.mapper, tenant=tenant.id)
+    assert pending.divergences == [] and pending.pending > 0
+    drain_until_caught_up(runtime)
+    report = verify(runtime.database, runtime.log.mapper, tenant=tenant.id)
+    assert report.divergences == []
+    assert report.pending == 0 and report.rows > 50 and report.events > 50
+    everything = verify(runtime.database, runtime.log.mapper)
+    assert everything.divergences == [] and everything.tenants > 1
+
+
+def _fresh_value(value: Any, rng: random.Random) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value - 1 if value > 1 else value + 1
+    if isinstance(value, UUID):
+        return uuid4()
+    if isinstance(value, dict):
+        return psycopg.types.json.Jsonb({**value, "grade": "tampered"})
+    if hasattr(value, "tzinfo"):
+        return value + timedelta(seconds=rng.randint(1, 3600))
+    if value is None:
+        return "tampered"
+    return f"{value}-tampered"
+
+
+def _mutate_once(
+    conn: psycopg.Connection[Any], schema: str, tenant_id: UUID, spec: TableSpec, rng: random.Random
+) -> tuple[str, dict[str, Any], Any]:
+    """Change, delete or insert one row; return (operation, the row, an undo callback)."""
+    table = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(spec.name))
+    columns = spec.columns
+    with conn.transaction(), conn.cursor() as cur:
+        set_tenant(cur, tenant_id)
+        # The tenant is named: the embedded owner is a superuser, which bypasses RLS.
+        cur.execute(
+            sql.SQL("SELECT {} FROM {} WHERE tenant_id = %s ORDER BY random() LIMIT 1").format(
+                sql.SQL(", ").join(map(sql.Identifier, columns)), table
+            ),
+            (tenant_id,),
+        )
+        found = cur.fetchone()
+    assert found is not None, spec.name
+    row = dict(zip(columns, found, strict=True))
+    where = sql.SQL(" AND ").join(
+        [sql.SQL("{} = %s").format(sql.Identifier(c)) for c in ("tenant_id", *spec.key)]
+    )
+    key_values = [tenant_id, *(row[c] for c in spec.key)]
+    operation = rng.choice(["change", "delete", "insert"])
+
+    def run(statement: sql.Composed, params: list[Any]) -> None:
+        with conn.transaction(), conn.cursor() as cur:
+            set_tenant(cur, tenant_id)
+            cur.execute(statement, params)
+
+    def reinsert() -> None:
+        run(
+            sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+                table,
+                sql.SQL(", ").join(map(sql.Identifier, columns)),
+                sql.SQL(", ").join(sql.Placeholder() * len(columns)),
+            ),
+            [psycopg.types.json.Jsonb(v) if isinstance(v, dict) else v for v in row.values()],
+        )
+
+    if operation == "change":
+        choices = [c for c in spec.values if not (spec.name == "revisions" and c == "requested")]
+        column = rng.choice(choices or list(spec.columns))
+        new = _fresh_value(row[column], rng)
+        run(
+            sql.SQL("UPDATE {} SET {} = %s WHERE ").format(table, sql.Identifier(column)) + where,
+            [new, *key_values],
+        )
+
+        changed_key = [tenant_id, *(new if c == column else row[c] for c in spec.key)]
+
+        def undo() -> None:
+            run(sql.SQL("DELETE FROM {} WHERE ").format(table) + where, changed_key)
+            reinsert()
+
+        return f"change {column}", row, undo
+    if operation == "delete":
+        run(sql.SQL("DELETE FROM {} WHERE ").format(table) + where, key_values)
+        return "delete", row, reinsert
+    copy = {**row, **{c: _fresh_value(row[c], rng) for c in spec.key if isinstance(row[c], UUID)}}
+    if copy == row:  # a key without a uuid column: change its text part
+        copy[spec.key[0]] = _fresh_value(row[spec.key[0]], rng)
+    run(
+        sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+            table,
+            sql.SQL(", ").join(map(sql.Identifier, columns)),
+            sql.SQL(", ").join(sql.Placeholder() * len(columns)),
+        ),
+        [psycopg.types.json.Jsonb(v) if isinstance(v, dict) else v for v in copy.values()],
+    )
+    new_key = [tenant_id, *(copy[c] for c in spec.key)]
+    return (
+        "insert",
+        copy,
+        lambda: run(sql.SQL("DELETE FROM {} WHERE ").format(table) + where, new_key),
+    )
+
+
+def test_verify_catches_every_single_row_or_field_mutation(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    rng = random.Random(20261129)
+    _populate(client, tenant, rng)
+    drain_until_caught_up(runtime)
+    database, mapper = runtime.database, runtime.log.mapper
+    assert verify(database, mapper, tenant=tenant.id).divergences == []
+    caught: dict[str, int] = {}
+    with database.owner_connection(autocommit=True) as conn:
+        for trial in range(120):
+            spec = rng.choice(TABLES)
+            operation, row, undo = _mutate_once(conn, database.schema, tenant.id, spec, rng)
+            try:
+                found = verify(database, mapper, tenant=tenant.id).divergences
+                assert found, (trial, spec.name, operation, row)
+                named = {d.memory_id for d in found} | {json.dumps(d.key) for d in found}
+                expected = row.get("memory_id")
+                key = json.dumps({c: str(row[c]) for c in spec.key})
+                assert (str(expected) in named) if expected else (key in named), (
+                    trial,
+                    spec.name,
+                    operation,
+                    found,
+                )
+            finally:
+                undo()
+            caught[spec.name] = caught.get(spec.name, 0) + 1
+    assert verify(database, mapper, tenant=tenant.id).divergences == []
+    assert set(caught) == {t.name for t in TABLES}  # every table was mutated
+
+
+def test_verify_and_rebuild_from_the_command_line(
+    client: TestClient,
+    tenant: Tenant,
+    runtime: Runtime,
+    test_database: RunDatabase,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in test_database.env.items():
+        monkeypatch.setenv(name, value)
+    _populate(client, tenant, random.Random(3), memories=6)
+    drain_until_caught_up(runtime)
+    schema = runtime.database.schema
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        victim = conn.execute(
+            f'SELECT memory_id FROM "{schema}".beliefs WHERE tenant_id = %s LIMIT 1', (tenant.id,)
+        ).fetchone()
+        assert victim is not None
+        conn.execute(
+            f"UPDATE \"{schema}\".beliefs SET grade = 'tampered' WHERE memory_id = %s",
+            (victim[0],),
+        )
+    capsys.readouterr()
+    assert main(["verify", "--tenant", str(tenant.id)]) == 1
+    out, err = capsys.readouterr()
+    [divergence] = [json.loads(line) for line in out.splitlines()]
+    assert divergence["memory_id"] == str(victim[0]) and divergence["field"] == "grade"
+    assert divergence["live"] == "tampered"
+    assert "1 divergences" in err and "events/s" in err
+    assert main(["rebuild"]) == 0
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert summary["events"] > 0 and "rebuild:" in err
+    assert main(["verify"]) == 0
+    assert "0 divergences" in capsys.readouterr().err
+
+
+def test_replay_prints_the_beliefs_at_a_position(
+    client: TestClient, tenant: Tenant, runtime: Runtime, tmp_path: Any
+) -> None:
+    headers = tenant.headers()
+    first = remember(client, headers, content="one")
+    forgotten = post(
+        client, f"/v1/memories/{first['id']}/forget", {"reason": "old"}, headers
+    ).json()
+    remember(client, headers, content="two")
+    before = list(replay_beliefs(runtime, at_position=first["position"], tenant=tenant.id))
+    assert [b["memory_id"] for b in before] == [first["id"]]
+    assert before[0]["belief"]["labels"]["archived"] is None
+    after = list(replay_beliefs(runtime, at_position=forgotten["position"], tenant=tenant.id))
+    assert after[0]["belief"]["labels"]["archived"]["decision_id"] == forgotten["id"]
+    as_of = client.get(
+        f"/v1/memories/{first['id']}",
+        headers=headers,
+        params={"at_position": forgotten["position"]},
+    ).json()
+    assert after[0]["belief"] == as_of["belief"]  # the same projection as as-of reads
+
+
+def _read_until(
+    stop: threading.Event,
+    client: TestClient,
+    headers: dict[str, str],
+    versions: dict[str, list[str]],
+    failures: list[str],
+    reads: list[int],
+) -> None:
+    """Read random memories until stopped; record errors and stale current content."""
+    rng = random.Random(threading.get_ident())
+    memory_ids = sorted(versions)
+    while not stop.is_set():
+        m = rng.choice(memory_ids)
+        known = len(versions[m])
+        response = client.get(f"/v1/memories/{m}", headers=headers)
+        reads[0] += 1
+        if response.status_code != 200:
+            failures.append(f"read {response.status_code}: {response.text}")
+            continue
+        answer = response.json()
+        if answer["status"] == "current":
+            current = answer["belief"]["current_version_id"]
+            if current not in versions[m][known - 1 :]:
+                failures.append(f"stale: {m} served {current}, knew {versions[m][known - 1]}")
+
+
+def test_rebuild_under_load_serves_no_error_and_no_stale_content(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    _populate(client, tenant, random.Random(5), memories=30)
+    created = [remember(client, headers, content="v0") for _ in range(8)]
+    memory_ids = [m["id"] for m in created]
+    versions: dict[str, list[str]] = {m["id"]: [m["version_id"]] for m in created}
+    stop = threading.Event()
+    failures: list[str] = []
+    reads = [0]
+    writes = [0]
+
+    def writer() -> None:
+        rng = random.Random(7)
+        while not stop.is_set():
+            m = rng.choice(memory_ids)
+            response = post(client, f"/v1/memories/{m}/versions", {"content": "next"}, headers)
+            if response.status_code != 201:
+                failures.append(f"write {response.status_code}: {response.text}")
+                continue
+            versions[m].append(response.json()["version_id"])
+            writes[0] += 1
+            drain_until_caught_up(runtime)
+
+    threads = [threading.Thread(target=writer)] + [
+        threading.Thread(
+            target=_read_until, args=(stop, client, headers, versions, failures, reads)
+        )
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+
+    def hold_the_snapshot(_: str) -> None:
+        # Called once the snapshot is replayed: let the writer commit a few writes
+        # that the swap must then catch up with.
+        target = writes[0] + 3
+        while writes[0] < target and not failures:
+            threading.Event().wait(0.01)
+
+    try:
+        done = rebuild(runtime.database, runtime.log.mapper, report=hold_the_snapshot)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert failures == []
+    assert reads[0] > 0 and done.events > 0
+    assert done.caught_up > 0  # writes landed between the snapshot and the swap
+    drain_until_caught_up(runtime)
+    assert verify(runtime.database, runtime.log.mapper).divergences == []

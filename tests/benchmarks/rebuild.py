@@ -1,0 +1,246 @@
+"""Rebuild and verify at scale, and as-of reads of a memory with a long history.
+
+Usage: python tests/benchmarks/rebuild.py [--events 1000000] [--tenants 4]
+
+A fresh embedded PostgreSQL. Generates a realistic mix through the write path
+(observations; memories citing them, proposed by two models; revisions with
+evidence; edges; withdrawals and forgets), then measures, in one run:
+
+- a raw sequential scan of the events table (every column fetched through
+  psycopg), the baseline;
+- ``rebuild`` end to end (replay, shadow copy, swap), events/s;
+- ``verify`` of the whole store, seconds, beside rebuild's;
+- as-of reads of one memory whose closure holds about 1,000 events, p50/p99.
+
+It measures and prints; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from projections.access import authenticate, create_tenant
+from projections.as_of import belief_as_of
+from projections.decisions import LabelSpec, WithdrawSpec
+from projections.drain import drain_revisions
+from projections.migrations import EVENTS_TABLE
+from projections.rebuild import rebuild
+from projections.runtime import Runtime, start_runtime
+from projections.settings import DatabaseSettings
+from projections.unit_of_work import Caller
+from projections.verify import verify
+from projections.writes import (
+    CapturePolicy,
+    EdgeSpec,
+    EvidenceSpec,
+    MemorySpec,
+    ObservationSpec,
+    Ref,
+    VersionSpec,
+    Writer,
+    WriteSpec,
+)
+
+_BATCH_ITEMS = 400
+
+
+def _head(runtime: Runtime) -> int:
+    with runtime.database.owner_connection() as conn:
+        row = conn.execute(
+            f'SELECT coalesce(max(notification_id), 0) FROM "{runtime.database.schema}".'
+            f'"{EVENTS_TABLE}"'
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _batch(rng: random.Random, known: list[UUID]) -> list[WriteSpec]:
+    """About 1,000 events: 100 observations, 200 memories citing them, revisions, edges."""
+    specs: list[WriteSpec] = [
+        ObservationSpec(
+            f"observation {rng.random()} about the project", "text/plain", None, None, False
+        )
+        for _ in range(100)
+    ]
+    for _ in range(200):
+        cited = rng.sample(range(100), rng.randint(1, 2))
+        specs.append(
+            MemorySpec(
+                rng.choice(["fact", "preference", "decision", "note"]),
+                "user",
+                rng.choice(["alpha", "beta", None]),
+                None,
+                f"claim {rng.random()}",
+                tuple(EvidenceSpec(Ref(i), 0, 11) for i in cited),
+                rng.choice(["judge-1.4", "judge-2.0"]),
+                0.9,
+            )
+        )
+    for _ in range(60):
+        specs.append(
+            VersionSpec(
+                Ref(rng.randrange(100, 300)),
+                f"revised {rng.random()}",
+                (EvidenceSpec(Ref(rng.randrange(100)), 0, 11),),
+                "judge-2.0",
+                0.8,
+            )
+        )
+    for _ in range(40):
+        a, b = rng.sample(range(100, 300), 2)
+        specs.append(
+            EdgeSpec(Ref(a), rng.choice(["extends", "derived_from", "supersedes"]), Ref(b))
+        )
+    return specs
+
+
+def _generate(runtime: Runtime, writer: Writer, callers: list[Caller], events: int) -> None:
+    rng = random.Random(42)
+    started = time.perf_counter()
+    known: list[UUID] = []
+    while (head := _head(runtime)) < events:
+        caller = rng.choice(callers)
+        writer.write(caller, _batch(rng, known), batch=True)
+        elapsed = time.perf_counter() - started
+        print(
+            f"\rgenerating: {head:,}/{events:,} events, {head / elapsed:,.0f}/s", end="", flush=True
+        )
+    for caller in callers:
+        writer.write(caller, [WithdrawSpec(None, "judge-1.4", "benchmark")], batch=False)
+    print(f"\ngenerated {_head(runtime):,} events in {time.perf_counter() - started:.0f} s")
+
+
+def _long_history(runtime: Runtime, writer: Writer, caller: Caller) -> tuple[UUID, list[int]]:
+    """One memory with about 1,000 events of its own: 330 revisions, each with evidence."""
+    observation = writer.write(
+        caller,
+        [ObservationSpec("a long story, told again", "text/plain", None, None, False)],
+        batch=False,
+    ).body["id"]
+    created = writer.write(
+        caller,
+        [
+            MemorySpec(
+                "fact",
+                "user",
+                None,
+                None,
+                "v0",
+                (EvidenceSpec(UUID(observation), 0, 6),),
+                "judge-2.0",
+                1.0,
+            )
+        ],
+        batch=False,
+    ).body
+    memory = UUID(created["id"])
+    positions = [created["position"]]
+    for i in range(330):
+        body = writer.write(
+            caller,
+            [
+                VersionSpec(
+                    memory, f"v{i + 1}", (EvidenceSpec(UUID(observation), 0, 6),), "judge-2.0", 1.0
+                )
+            ],
+            batch=False,
+        ).body
+        positions.append(body["position"])
+    writer.write(caller, [LabelSpec(memory, "pin", None)], batch=False)
+    return memory, positions
+
+
+def _raw_scan(runtime: Runtime) -> tuple[int, float]:
+    started = time.perf_counter()
+    rows = 0
+    with (
+        runtime.database.owner_connection() as conn,
+        conn.transaction(),
+        conn.cursor(name="raw_scan") as cur,
+    ):
+        cur.itersize = 5000
+        cur.execute(
+            "SELECT notification_id, xmin::text, originator_id, originator_version, topic,"
+            f' state FROM "{runtime.database.schema}"."{EVENTS_TABLE}" ORDER BY notification_id'
+        )
+        for _ in cur:
+            rows += 1
+    return rows, time.perf_counter() - started
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--tenants", type=int, default=4)
+    parser.add_argument("--reads", type=int, default=200)
+    args = parser.parse_args()
+    runtime = start_runtime(
+        DatabaseSettings(data_dir=Path(tempfile.mkdtemp(prefix="pal-rebuild-")))
+    )
+    writer = Writer(
+        runtime.log,
+        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
+        lambda: datetime.now(UTC),
+    )
+    callers = [
+        authenticate(runtime.log, create_tenant(runtime.log, f"bench-{i}").token)
+        for i in range(args.tenants)
+    ]
+    memory, positions = _long_history(runtime, writer, callers[0])
+    _generate(runtime, writer, callers, args.events)
+    while drain_revisions(runtime.log, limit=1000).claimed:
+        pass
+
+    rows, raw_s = _raw_scan(runtime)
+    print(f"raw sequential scan: {rows:,} events in {raw_s:.1f} s = {rows / raw_s:,.0f} events/s")
+
+    done = rebuild(
+        runtime.database, runtime.log.mapper, report=lambda line: print("  " + line, flush=True)
+    )
+    rate = done.events / done.seconds
+    print(
+        f"rebuild: {done.events:,} events in {done.seconds:.1f} s = {rate:,.0f} events/s "
+        f"({rate / (rows / raw_s):.2f}x raw scan); swap {done.swap_seconds:.2f} s"
+    )
+    started = time.perf_counter()
+    checked = verify(
+        runtime.database, runtime.log.mapper, report=lambda line: print("  " + line, flush=True)
+    )
+    verify_s = time.perf_counter() - started
+    print(
+        f"verify: {checked.rows:,} rows, {len(checked.divergences)} divergences in "
+        f"{verify_s:.1f} s = {verify_s / done.seconds:.2f}x rebuild time"
+    )
+
+    tenant: Any = callers[0].tenant_id
+    rng = random.Random(7)
+    latencies = []
+    for _ in range(args.reads):
+        position = rng.choice(positions[len(positions) // 2 :])
+        started = time.perf_counter()
+        belief_as_of(runtime.log, tenant, memory, position)
+        latencies.append(1000 * (time.perf_counter() - started))
+    print(
+        f"as-of read of a memory with {len(positions) * 3:,} events: p50 "
+        f"{statistics.median(latencies):.1f} ms, p99 {_pct(latencies, 0.99):.1f} ms"
+    )
+    runtime.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -96,8 +96,10 @@ def _batch(rng: random.Random, known: list[UUID]) -> list[WriteSpec]:
                 0.8,
             )
         )
-    for _ in range(40):
-        a, b = rng.sample(range(100, 300), 2)
+    pairs: set[tuple[int, ...]] = set()
+    while len(pairs) < 40:  # the same edge twice in one batch is refused
+        pairs.add(tuple(rng.sample(range(100, 300), 2)))
+    for a, b in sorted(pairs):
         specs.append(
             EdgeSpec(Ref(a), rng.choice(["extends", "derived_from", "supersedes"]), Ref(b))
         )

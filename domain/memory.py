@@ -141,8 +141,8 @@ class Memory(Aggregate):
         self.topic = topic
         self.principal_id = principal_id
         self.versions: list[VersionRecord] = []
-        self.edges: dict[tuple[str, UUID], UUID] = {}
-        self.edge_decisions: dict[UUID, UUID | None] = {}
+        self.edges: dict[str, UUID] = {}
+        """Edge ids by ``"<kind>:<target id>"`` (string keys keep snapshots plain JSON)."""
         self.contributions: list[ContributionFact] = []
         self.archived: ArchiveFact | None = None
         self.pinned = False
@@ -312,7 +312,7 @@ class Memory(Aggregate):
             target_type=target.memory_type,
             same_memory=target.id == self.id,
         )
-        if (kind, target.id) in self.edges:
+        if self.has_edge(kind, target.id):
             msg = f"memory {self.id} already has a {kind!r} edge to {target.id}"
             raise EdgeExistsError(msg)
         edge_id = uuid4()
@@ -334,8 +334,11 @@ class Memory(Aggregate):
         principal_id: UUID,
         decision_id: UUID | None = None,
     ) -> None:
-        self.edges[(kind, target_id)] = edge_id
-        self.edge_decisions[edge_id] = decision_id
+        self.edges[f"{kind}:{target_id}"] = edge_id
+
+    def has_edge(self, kind: str, target_id: UUID) -> bool:
+        """Return whether this memory has a ``kind`` edge to ``target_id``."""
+        return f"{kind}:{target_id}" in self.edges
 
     def forget(self, reason: str, *, decision_id: UUID, principal_id: UUID) -> bool:
         """Archive the memory reversibly. Returns False (and records nothing) if it

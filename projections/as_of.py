@@ -18,7 +18,12 @@ from projections.belief_facts import belief_document, facts_of, memory_facts
 from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE
 
-__all__ = ["belief_as_of", "list_beliefs_as_of", "position_at", "write_boundary"]
+__all__ = [
+    "belief_as_of",
+    "list_beliefs_as_of",
+    "position_at",
+    "write_boundary",
+]
 
 
 def position_at(log: EventLog, tenant_id: UUID, when: datetime) -> int:
@@ -43,22 +48,29 @@ def write_boundary(log: EventLog, tenant_id: UUID, position: int) -> int:
     One write's events take consecutive positions in one transaction (the
     library locks the table while inserting), so a position in the middle of
     a write names a state no reader ever saw. Events of one transaction share
-    its ``xmin``; the range scan is bounded by the largest write (a batch of
-    1,000 memories with their contributions and edges stays far below it).
+    its ``xmin``: the next event tells whether the write goes on after the
+    position, and a backward index scan finds where it began, so the cost
+    follows the write's size, not the log's.
     """
     schema = log.datastore.schema
+    events = f'"{schema}"."{EVENTS_TABLE}"'
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT min(notification_id) AS first, max(notification_id) AS last FROM "{schema}"'
-            f'."{EVENTS_TABLE}" WHERE notification_id BETWEEN %(p)s - 200000 AND %(p)s + 200000'
-            f' AND xmin = (SELECT xmin FROM "{schema}"."{EVENTS_TABLE}"'
-            " WHERE notification_id = %(p)s)",
-            {"p": position},
+            f"SELECT e.xmin::text AS tx FROM {events} e JOIN {events} n"
+            " ON n.notification_id = e.notification_id + 1 AND n.xmin = e.xmin"
+            " WHERE e.notification_id = %s",
+            (position,),
         )
-        row = cur.fetchone()
-    if row is None or row["last"] is None or row["last"] <= position:
-        return position
-    return int(row["first"]) - 1
+        inside = cur.fetchone()
+        if inside is None:
+            return position
+        cur.execute(
+            f"SELECT notification_id FROM {events} WHERE notification_id < %s"
+            " AND xmin::text <> %s ORDER BY notification_id DESC LIMIT 1",
+            (position, inside["tx"]),
+        )
+        before = cur.fetchone()
+    return 0 if before is None else int(before["notification_id"])
 
 
 def belief_as_of(log: EventLog, tenant_id: UUID, memory_id: UUID, position: int) -> dict[str, Any]:

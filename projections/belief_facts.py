@@ -15,19 +15,70 @@ from eventsourcing.persistence import StoredEvent
 
 from domain.belief import Belief, EdgeFact, MemoryFacts
 from domain.memory import Memory
-from projections._tenancy import tenant_transaction
+from projections._tenancy import tenant_scope, tenant_transaction
 from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE
 
-__all__ = ["belief_document", "facts_from", "facts_of", "memory_facts"]
+__all__ = [
+    "belief_document",
+    "facts_from",
+    "facts_of",
+    "memory_facts",
+]
 
 
 def memory_facts(
     log: EventLog, tenant_id: UUID, memory_id: UUID, *, at_position: int | None = None
 ) -> MemoryFacts | None:
     """Return what the log records about a memory, up to ``at_position`` when given
-    (None if the tenant had no such memory then)."""
-    return facts_of(log, tenant_id, [memory_id], at_position=at_position).get(memory_id)
+    (None if the tenant had no such memory then).
+
+    As of a position, the memory is loaded at its version then through the
+    repository, which starts from the newest snapshot at or below it: the
+    cost is bounded by the snapshot interval, not by the memory's history.
+    """
+    if at_position is None:
+        return facts_of(log, tenant_id, [memory_id]).get(memory_id)
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT max(originator_version) AS version FROM "{log.datastore.schema}"'
+            f'."{EVENTS_TABLE}" WHERE originator_id = %s AND notification_id <= %s',
+            (memory_id, at_position),
+        )
+        row = cur.fetchone()
+        links = _links(cur, log.datastore.schema, [memory_id], at_position)
+    if row is None or row["version"] is None:
+        return None
+    with tenant_scope(tenant_id):
+        memory: object = log.repository.get(memory_id, version=row["version"])
+    if not isinstance(memory, Memory):
+        return None
+    return facts_from(memory, _edges(links).get(memory_id, ()))
+
+
+def _links(cur: Any, schema: str, memory_ids: list[UUID], limit: int) -> list[Any]:
+    cur.execute(
+        f'SELECT memory_id, linked_id, kind, outgoing, edge_id, position FROM "{schema}"'
+        ".memory_links WHERE memory_id = ANY(%s) AND position <= %s",
+        (memory_ids, limit),
+    )
+    return list(cur.fetchall())
+
+
+def _edges(links: list[Any]) -> dict[UUID, list[EdgeFact]]:
+    edges: dict[UUID, list[EdgeFact]] = {}
+    for row in links:
+        memory_id = row["memory_id"]
+        edges.setdefault(memory_id, []).append(
+            EdgeFact(
+                edge_id=row["edge_id"],
+                kind=row["kind"],
+                source_id=memory_id if row["outgoing"] else row["linked_id"],
+                target_id=row["linked_id"] if row["outgoing"] else memory_id,
+                position=row["position"],
+            )
+        )
+    return edges
 
 
 def facts_of(
@@ -52,30 +103,14 @@ def facts_of(
             StoredEvent(r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"]))
             for r in cur
         ]
-        cur.execute(
-            f'SELECT memory_id, linked_id, kind, outgoing, edge_id, position FROM "{schema}"'
-            ".memory_links WHERE memory_id = ANY(%s) AND position <= %s",
-            (memory_ids, limit),
-        )
-        links = cur.fetchall()
+        links = _links(cur, schema, memory_ids, limit)
     aggregates: dict[UUID, Any] = {}
     for record in stored:
         event = log.mapper.to_domain_event(record)
         assert isinstance(event, CanMutateAggregate)
         key = UUID(str(record.originator_id))
         aggregates[key] = event.mutate(aggregates.get(key))
-    edges: dict[UUID, list[EdgeFact]] = {}
-    for row in links:
-        memory_id = row["memory_id"]
-        edges.setdefault(memory_id, []).append(
-            EdgeFact(
-                edge_id=row["edge_id"],
-                kind=row["kind"],
-                source_id=memory_id if row["outgoing"] else row["linked_id"],
-                target_id=row["linked_id"] if row["outgoing"] else memory_id,
-                position=row["position"],
-            )
-        )
+    edges = _edges(links)
     return {
         memory.id: facts_from(memory, edges.get(memory.id, ()))
         for memory in aggregates.values()

@@ -13,14 +13,27 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from eventsourcing.application import Application
-from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
-from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.domain import Aggregate, Snapshot
+from eventsourcing.persistence import (
+    EventStore,
+    InterfaceError,
+    JSONTranscoder,
+    OperationalError,
+    StoredEvent,
+)
+from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder
 from eventsourcing.utils import retry
 from psycopg.types.json import Jsonb
 
 from domain.dependency import Dependencies, dependencies_of
+from domain.memory import Memory
 from projections._tenancy import current_tenant, set_tenant
+from projections.migrations import SNAPSHOTS_TABLE
+from projections.transcodings import SNAPSHOT_TRANSCODINGS
+
+SNAPSHOT_INTERVAL = 100
+"""Events between snapshots of one memory."""
+
 
 if TYPE_CHECKING:
     from eventsourcing.persistence import Recording
@@ -30,7 +43,9 @@ if TYPE_CHECKING:
 __all__ = [
     "EventLog",
     "IdempotencyRecord",
+    "SNAPSHOT_INTERVAL",
     "TenantScopedRecorder",
+    "TenantScopedSnapshotRecorder",
     "TokenRow",
     "WriteContext",
 ]
@@ -195,7 +210,53 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
     )
 
 
-class TenantScopedRecorder(PostgresApplicationRecorder):
+class _TenantScopedReads:
+    """``select_events`` for one aggregate's rows, as visible to the current tenant."""
+
+    datastore: PostgresDatastore
+    events_table_name: str
+
+    def select_events(
+        self,
+        originator_id: UUID | str,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        """Return one aggregate's events (or snapshots), as visible to the current tenant."""
+        statement = (
+            "SELECT originator_id, originator_version, topic, state FROM {} "
+            "WHERE originator_id = %s"
+        )
+        params: list[Any] = [originator_id]
+        if gt is not None:
+            statement += " AND originator_version > %s"
+            params.append(gt)
+        if lte is not None:
+            statement += " AND originator_version <= %s"
+            params.append(lte)
+        statement += " ORDER BY originator_version" + (" DESC" if desc else " ASC")
+        if limit is not None:
+            statement += " LIMIT %s"
+            params.append(limit)
+        table = f'"{self.datastore.schema}"."{self.events_table_name}"'
+        with self.datastore.transaction(commit=False) as curs:
+            set_tenant(curs, current_tenant())
+            curs.execute(statement.format(table), params)
+            return [
+                StoredEvent(
+                    originator_id=row["originator_id"],
+                    originator_version=row["originator_version"],
+                    topic=row["topic"],
+                    state=bytes(row["state"]),
+                )
+                for row in curs.fetchall()
+            ]
+
+
+class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
     """An application recorder that runs every statement for one tenant.
 
     Inserts require a ``write=WriteContext`` keyword (passed through
@@ -320,54 +381,77 @@ class TenantScopedRecorder(PostgresApplicationRecorder):
         curs.fetchone()
         return ids
 
-    def select_events(
-        self,
-        originator_id: UUID | str,
-        *,
-        gt: int | None = None,
-        lte: int | None = None,
-        desc: bool = False,
-        limit: int | None = None,
-    ) -> Sequence[StoredEvent]:
-        """Return one aggregate's events, as visible to the current tenant."""
-        statement = (
-            "SELECT originator_id, originator_version, topic, state FROM {} "
-            "WHERE originator_id = %s"
-        )
-        params: list[Any] = [originator_id]
-        if gt is not None:
-            statement += " AND originator_version > %s"
-            params.append(gt)
-        if lte is not None:
-            statement += " AND originator_version <= %s"
-            params.append(lte)
-        statement += " ORDER BY originator_version" + (" DESC" if desc else " ASC")
-        if limit is not None:
-            statement += " LIMIT %s"
-            params.append(limit)
-        table = f'"{self.datastore.schema}"."{self.events_table_name}"'
-        with self.datastore.transaction(commit=False) as curs:
+
+class TenantScopedSnapshotRecorder(_TenantScopedReads, PostgresAggregateRecorder):
+    """The snapshot store's recorder: rows are written and read for the current tenant."""
+
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        """Insert snapshots for the tenant of the enclosing scope; an existing
+        snapshot of the same version is left as it is (it holds the same state)."""
+        if not stored_events:
+            return None
+        with self.datastore.transaction(commit=True) as curs:
             set_tenant(curs, current_tenant())
-            curs.execute(statement.format(table), params)
-            return [
-                StoredEvent(
-                    originator_id=row["originator_id"],
-                    originator_version=row["originator_version"],
-                    topic=row["topic"],
-                    state=bytes(row["state"]),
-                )
-                for row in curs.fetchall()
-            ]
+            curs.execute(
+                f'INSERT INTO "{self.datastore.schema}"."{self.events_table_name}" '
+                "(originator_id, originator_version, topic, state) "
+                "SELECT * FROM unnest(%b::uuid[], %b::bigint[], %b::text[], %b::bytea[]) "
+                "ON CONFLICT DO NOTHING",
+                (
+                    [e.originator_id for e in stored_events],
+                    [e.originator_version for e in stored_events],
+                    [e.topic for e in stored_events],
+                    [e.state for e in stored_events],
+                ),
+            )
+        return None
 
 
 class EventLog(Application[UUID]):
     """The palimpsest event log (table ``palimpsest_events``).
 
     One instance per process; it owns the process's connection pool, which
-    the projections reuse through :attr:`datastore`.
+    the projections reuse through :attr:`datastore`. Memories are snapshotted
+    every :data:`SNAPSHOT_INTERVAL` events, so loading one (to write, or to
+    read it as of a position) replays at most that many events.
     """
 
     name = "palimpsest"
+    is_snapshotting_enabled = True
+
+    def register_transcodings(self, transcoder: JSONTranscoder) -> None:
+        """Register the library's transcodings and those of snapshot state."""
+        super().register_transcodings(transcoder)
+        for transcoding in SNAPSHOT_TRANSCODINGS:
+            transcoder.register(transcoding)
+
+    def construct_snapshot_store(self) -> EventStore[UUID]:
+        """Return the snapshot store, on the tenant-scoped snapshots table."""
+        recorder = self.recorder
+        assert isinstance(recorder, TenantScopedRecorder)
+        return EventStore(
+            mapper=self.mapper,
+            recorder=TenantScopedSnapshotRecorder(
+                recorder.datastore, events_table_name=SNAPSHOTS_TABLE
+            ),
+        )
+
+    def snapshot_due(self, aggregates: Iterable[Aggregate], recorded: int) -> None:
+        """Snapshot the memories whose version crossed a multiple of the interval.
+
+        Runs after the write committed, in its own transaction (as the library's
+        ``save()`` does): a snapshot that fails to be written costs only speed.
+        """
+        due = [
+            a
+            for a in aggregates
+            if isinstance(a, Memory)
+            and a.version // SNAPSHOT_INTERVAL > (a.version - recorded) // SNAPSHOT_INTERVAL
+        ]
+        if due and self.snapshots is not None:
+            self.snapshots.put([Snapshot.take(a) for a in due])
 
     def record(self, aggregates: Iterable[Aggregate], write: WriteContext) -> list[Recording[UUID]]:
         """Record the pending events of ``aggregates`` in one transaction with ``write``.
@@ -379,9 +463,15 @@ class EventLog(Application[UUID]):
         Returns:
             One recording (event and log position) per event, in order.
         """
+        aggregates = list(aggregates)
+        pending = {a.id: len(a.pending_events) for a in aggregates}
         events = [event for aggregate in aggregates for event in aggregate.collect_events()]
         write.dependencies = dependencies_of(events)
-        return self.events.put(events, write=write)
+        recordings = self.events.put(events, write=write)
+        for aggregate in aggregates:
+            if pending[aggregate.id]:
+                self.snapshot_due([aggregate], pending[aggregate.id])
+        return recordings
 
     @property
     def datastore(self) -> PostgresDatastore:

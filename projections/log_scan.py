@@ -21,7 +21,12 @@ from projections._tenancy import set_tenant
 from projections.migrations import EVENTS_TABLE
 from projections.read_models import TenantReadModels
 
-__all__ = ["Progress", "log_head", "replay_tenant", "tenant_ids"]
+__all__ = [
+    "Progress",
+    "log_head",
+    "replay_tenant",
+    "tenant_ids",
+]
 
 _FETCH_ROWS = 5000
 

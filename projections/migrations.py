@@ -30,6 +30,7 @@ __all__ = [
     "EVENTS_TABLE",
     "MIGRATIONS",
     "Migration",
+    "SNAPSHOTS_TABLE",
     "migrate",
     "schema_version",
 ]
@@ -38,6 +39,9 @@ _log = logging.getLogger(__name__)
 
 EVENTS_TABLE = "palimpsest_events"
 """The eventsourcing application's events table (application name ``palimpsest``)."""
+
+SNAPSHOTS_TABLE = "palimpsest_snapshots"
+"""The library's snapshots of aggregates: a cache of the log, never part of it."""
 
 _ADVISORY_LOCK_KEY = 0x70616C696D  # "palim"
 
@@ -345,6 +349,29 @@ def _m0003_decisions(cur: psycopg.Cursor[Any], database: Database) -> None:
     _isolate_tenants(cur, database, ("decision_index",))
 
 
+def _m0004_snapshots(cur: psycopg.Cursor[Any], database: Database) -> None:
+    fmt = {
+        "schema": sql.Identifier(database.schema),
+        "app": sql.Identifier(database.app_user),
+        "t": sql.Identifier(SNAPSHOTS_TABLE),
+    }
+
+    def run(statement: str) -> None:
+        cur.execute(sql.SQL(statement).format(**fmt))
+
+    # The library's snapshot table layout, with the tenant of each row. Snapshots
+    # are derived from the log (rebuild rewrites them, verify checks them).
+    run(
+        "CREATE TABLE {schema}.{t} ("
+        " tenant_id uuid NOT NULL DEFAULT {schema}.current_tenant(),"
+        " originator_id uuid NOT NULL, originator_version bigint NOT NULL,"
+        " topic text NOT NULL, state bytea NOT NULL,"
+        " PRIMARY KEY (originator_id, originator_version))"
+    )
+    run("GRANT SELECT, INSERT ON {schema}.{t} TO {app}")
+    _isolate_tenants(cur, database, (SNAPSHOTS_TABLE,))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -353,6 +380,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(2, "revision watermark and dependency rows", _m0002_revision_watermark),
     Migration(3, "decision index", _m0003_decisions),
+    Migration(4, "aggregate snapshots", _m0004_snapshots),
 )
 
 

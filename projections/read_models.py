@@ -15,16 +15,18 @@ a check of two implementations against each other, not of one with itself.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.domain import CanMutateAggregate
+from eventsourcing.domain import CanMutateAggregate, Snapshot
 
 from domain.belief import EdgeFact, project_belief
 from domain.dependency import Dependencies, dependencies_of
 from domain.memory import Memory
 from projections.belief_facts import belief_document, facts_from
+from projections.eventlog import SNAPSHOT_INTERVAL
 
 __all__ = ["TABLES", "TableSpec", "TenantReadModels"]
 
@@ -97,10 +99,15 @@ class TenantReadModels:
         }
     )
     requested: dict[UUID, int] = field(default_factory=dict)
+    snapshots: dict[tuple[UUID, int], dict[str, Any]] = field(default_factory=dict)
+    """Snapshot state by (memory id, version): the snapshots the live write path
+    takes, at the same versions (after each write that crosses a multiple of
+    :data:`~projections.eventlog.SNAPSHOT_INTERVAL`)."""
 
     def apply_write(self, events: Sequence[Any], position: int) -> set[UUID]:
         """Apply one write (the events of one transaction; ``position`` is its last)
         and return the memories whose requested revision it raised."""
+        recorded: dict[UUID, int] = {}
         for event in events:
             key = event.originator_id
             if isinstance(event, Memory.Created) or key in self.memories:
@@ -108,6 +115,13 @@ class TenantReadModels:
                 memory = event.mutate(self.memories.get(key))
                 assert isinstance(memory, Memory)
                 self.memories[key] = memory
+                recorded[key] = recorded.get(key, 0) + 1
+        for key, count in recorded.items():
+            version = self.memories[key].version
+            if version // SNAPSHOT_INTERVAL > (version - count) // SNAPSHOT_INTERVAL:
+                # A deep copy: the memory's lists keep growing as the replay goes on.
+                state = deepcopy(Snapshot.take(self.memories[key]).state)
+                self.snapshots[(key, version)] = state
         found = dependencies_of(events)
         self._record_rows(found, position)
         closure = self._closure(found)

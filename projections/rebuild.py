@@ -25,19 +25,22 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
+from eventsourcing.domain import Snapshot
 from eventsourcing.persistence import Mapper
+from eventsourcing.utils import get_topic
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from domain.memory import Memory
 from projections._tenancy import set_tenant
 from projections.database import Database
 from projections.log_scan import Progress, log_head, replay_tenant, tenant_ids
-from projections.migrations import EVENTS_TABLE
+from projections.migrations import EVENTS_TABLE, SNAPSHOTS_TABLE
 from projections.read_models import TABLES, TenantReadModels
 
 __all__ = ["RebuildReport", "rebuild"]
 
-_LIVE_TABLES = tuple(t.name for t in TABLES)
+_LIVE_TABLES = (*(t.name for t in TABLES), SNAPSHOTS_TABLE)
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,24 @@ def _adapt(value: Any) -> Any:
     return Jsonb(value) if isinstance(value, dict) else value
 
 
-def _copy_tenant(cur: psycopg.Cursor[Any], schema: str, models: TenantReadModels) -> None:
-    """Write a tenant's rebuilt rows into the shadow tables."""
+def _copy_tenant(
+    cur: psycopg.Cursor[Any], schema: str, mapper: Mapper[UUID], models: TenantReadModels
+) -> None:
+    """Write a tenant's rebuilt rows, and its memories' snapshots, into the shadow tables."""
+    statement = sql.SQL(
+        "COPY {}.{} (tenant_id, originator_id, originator_version, topic, state) FROM STDIN"
+    ).format(sql.Identifier(schema), sql.Identifier(_shadow(SNAPSHOTS_TABLE)))
+    with cur.copy(statement) as copy:
+        for (memory_id, version), state in models.snapshots.items():
+            snapshot = Snapshot(
+                originator_id=memory_id,
+                originator_version=version,
+                timestamp=Snapshot.create_timestamp(),
+                topic=get_topic(Memory),
+                state=state,
+            )
+            stored = mapper.to_stored_event(snapshot)
+            copy.write_row((models.tenant_id, memory_id, version, stored.topic, stored.state))
     for spec in TABLES:
         columns = ("tenant_id", *spec.columns)
         statement = sql.SQL("COPY {}.{} ({}) FROM STDIN").format(
@@ -100,8 +119,22 @@ def _copy_tenant(cur: psycopg.Cursor[Any], schema: str, models: TenantReadModels
 
 
 def _swap_tenant(cur: psycopg.Cursor[Any], schema: str, tenant_id: UUID) -> None:
-    """Replace a tenant's live read-model rows with its shadow rows."""
+    """Replace a tenant's live read-model rows and snapshots with its shadow rows."""
     set_tenant(cur, tenant_id)
+    names = {
+        "s": sql.Identifier(schema),
+        "live": sql.Identifier(SNAPSHOTS_TABLE),
+        "shadow": sql.Identifier(_shadow(SNAPSHOTS_TABLE)),
+    }
+    cur.execute(
+        sql.SQL("DELETE FROM {s}.{live} WHERE tenant_id = %s").format(**names), (tenant_id,)
+    )
+    cur.execute(
+        sql.SQL("INSERT INTO {s}.{live} SELECT * FROM {s}.{shadow} WHERE tenant_id = %s").format(
+            **names
+        ),
+        (tenant_id,),
+    )
     for spec in TABLES:
         columns = sql.SQL(", ").join(map(sql.Identifier, ("tenant_id", *spec.columns)))
         live = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(spec.name))
@@ -155,7 +188,7 @@ def rebuild(
                 report(progress.line())
             with conn.transaction(), conn.cursor() as cur:
                 for tenant in models.values():
-                    _copy_tenant(cur, schema, tenant)
+                    _copy_tenant(cur, schema, mapper, tenant)
             swap_started = time.monotonic()
             catch_up = Progress("catch-up", 0, lambda _: None)
             with conn.transaction(), conn.cursor() as cur:
@@ -176,7 +209,7 @@ def rebuild(
                                 ),
                                 (tenant_id,),
                             )
-                        _copy_tenant(cur, schema, tenant)
+                        _copy_tenant(cur, schema, mapper, tenant)
                 for tenant_id in models:
                     _swap_tenant(cur, schema, tenant_id)
                 _drop_shadows(cur, schema)

@@ -293,7 +293,7 @@ class Writer:
         target = uow.load(_resolve(spec.target_id, items), Memory, "target memory")
 
         def take(decision_id: UUID) -> Operations:
-            if (spec.kind, target.id) in source.edges:
+            if source.has_edge(spec.kind, target.id):
                 return [], [], []
             edge_id = source.add_edge(
                 spec.kind, target, principal_id=uow.caller.principal_id, decision_id=decision_id

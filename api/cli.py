@@ -308,7 +308,7 @@ def _history_command(runtime: Runtime, args: argparse.Namespace) -> int:
                     out.close()
             return EXIT_OK
         if args.command == "rebuild":
-            done = rebuild(runtime.database, runtime.log.mapper, report=_stderr)
+            done = rebuild(runtime.database, report=_stderr)
             print(
                 json.dumps(
                     {
@@ -323,7 +323,7 @@ def _history_command(runtime: Runtime, args: argparse.Namespace) -> int:
                 )
             )
             return EXIT_OK
-        found = verify(runtime.database, runtime.log.mapper, tenant=args.tenant, report=_stderr)
+        found = verify(runtime.database, tenant=args.tenant, report=_stderr)
         for divergence in found.divergences:
             print(json.dumps(divergence.as_dict()))
         summary = (

@@ -15,11 +15,15 @@ from uuid import UUID
 from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate, Snapshot
 from eventsourcing.persistence import (
+    DatetimeAsISO,
+    DecimalAsStr,
     EventStore,
     InterfaceError,
     JSONTranscoder,
+    Mapper,
     OperationalError,
     StoredEvent,
+    UUIDAsHex,
 )
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder
 from eventsourcing.utils import retry
@@ -48,6 +52,7 @@ __all__ = [
     "TenantScopedSnapshotRecorder",
     "TokenRow",
     "WriteContext",
+    "event_mapper",
 ]
 
 _PIPELINE_MAX_EVENTS = 64
@@ -407,6 +412,21 @@ class TenantScopedSnapshotRecorder(_TenantScopedReads, PostgresAggregateRecorder
                 ),
             )
         return None
+
+
+def event_mapper() -> Mapper[UUID]:
+    """Return a mapper that decodes this log's events and snapshots, with no
+    application attached (for replay workers in other processes)."""
+    # Explicit topics resolve only once their classes are defined: import them all.
+    import domain.decision
+    import domain.memory
+    import domain.observation
+    import domain.tenant  # noqa: F401
+
+    transcoder = JSONTranscoder()
+    for transcoding in (UUIDAsHex(), DecimalAsStr(), DatetimeAsISO(), *SNAPSHOT_TRANSCODINGS):
+        transcoder.register(transcoding)
+    return Mapper(transcoder=transcoder)
 
 
 class EventLog(Application[UUID]):

@@ -1,19 +1,23 @@
 """Rebuild every read model from position 0, while the service keeps serving.
 
-1. In one snapshot, replay every tenant's log into memory
-   (:class:`~projections.read_models.TenantReadModels`) and copy the rows into
-   shadow tables (``rebuild_<table>``), which only the owner role can see.
-   Reads and writes go on meanwhile.
-2. In one short transaction, lock the log against writers (``SHARE``: readers
-   go on) and the read models against drains, replay what was written since
-   the snapshot, re-copy the shadows of the tenants that wrote, and replace
-   each tenant's live rows with the shadow rows. Readers see the old rows
-   until the commit and the new ones after it; there is no moment with half.
+1. Create shadow tables (``rebuild_<table>``) shaped exactly like the live
+   ones: columns, defaults, constraints, indexes, row-level security,
+   policies and grants. Then, in one exported snapshot, worker processes
+   replay every tenant's log into memory
+   (:class:`~projections.read_models.TenantReadModels`) and copy the rows
+   into the shadows. Reads and writes go on meanwhile.
+2. In one short transaction, lock the log against writers (``SHARE``:
+   readers go on) and the read models against drains, let the workers
+   replay what was written since the snapshot (re-copying the shadow rows of
+   the tenants that wrote), then drop each live table and rename its shadow
+   into its place. Readers see the old tables until the commit and the new
+   ones after it; a read waiting on the swap's lock resolves the table by
+   name again and reads the new one. There is no moment with half.
 
 Every rebuilt memory is published at its requested revision, so the
-watermark is exact after the swap. An interrupted rebuild leaves only its
-shadow tables, which the next run drops and recreates: the live tables are
-changed by the final transaction or not at all.
+watermark is exact after the swap. An interrupted rebuild drops its shadow
+tables (or the next run does): the live tables are replaced by the final
+transaction or not at all.
 """
 
 from __future__ import annotations
@@ -32,13 +36,13 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from domain.memory import Memory
-from projections._tenancy import set_tenant
 from projections.database import Database
-from projections.log_scan import Progress, log_head, replay_tenant, tenant_ids
+from projections.log_scan import Progress, log_head, tenant_ids
 from projections.migrations import EVENTS_TABLE, SNAPSHOTS_TABLE
 from projections.read_models import TABLES, TenantReadModels
+from projections.replay_workers import WorkerPlan, WorkerPool, default_workers, split_tenants
 
-__all__ = ["RebuildReport", "rebuild"]
+__all__ = ["RebuildReport", "rebuild", "tenant_sizes"]
 
 _LIVE_TABLES = (*(t.name for t in TABLES), SNAPSHOTS_TABLE)
 
@@ -51,37 +55,165 @@ class RebuildReport:
     events: int
     position: int
     caught_up: int
-    """Events written while the snapshot was replayed, replayed under the swap lock."""
+    """Tenants that wrote while the snapshot was replayed, caught up under the swap lock."""
     seconds: float
     swap_seconds: float
+    workers: int
 
 
 def _shadow(table: str) -> str:
     return f"rebuild_{table}"
 
 
+def _ident(schema: str, table: str) -> sql.Composed:
+    return sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(table))
+
+
 def _create_shadows(cur: psycopg.Cursor[Any], schema: str) -> None:
+    """Create each shadow like its live table, with its security as well."""
     for table in _LIVE_TABLES:
-        ident = {"s": sql.Identifier(schema), "t": sql.Identifier(table)}
+        live, shadow = _ident(schema, table), _ident(schema, _shadow(table))
+        cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(shadow))
+        cur.execute(sql.SQL("CREATE TABLE {} (LIKE {} INCLUDING ALL)").format(shadow, live))
         cur.execute(
-            sql.SQL("DROP TABLE IF EXISTS {s}.{shadow}").format(
-                **ident, shadow=sql.Identifier(_shadow(table))
-            )
+            "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE oid = %s::regclass",
+            (live.as_string(cur),),
         )
+        row = cur.fetchone()
+        assert row is not None
+        if row[0]:
+            cur.execute(sql.SQL("ALTER TABLE {} ENABLE ROW LEVEL SECURITY").format(shadow))
+        if row[1]:
+            cur.execute(sql.SQL("ALTER TABLE {} FORCE ROW LEVEL SECURITY").format(shadow))
         cur.execute(
-            sql.SQL("CREATE TABLE {s}.{shadow} (LIKE {s}.{t} INCLUDING DEFAULTS)").format(
-                **ident, shadow=sql.Identifier(_shadow(table))
-            )
+            "SELECT policyname, permissive, roles, cmd, qual, with_check FROM pg_policies"
+            " WHERE schemaname = %s AND tablename = %s",
+            (schema, table),
         )
+        for name, permissive, roles, command, qual, check in cur.fetchall():
+            statement = sql.SQL("CREATE POLICY {} ON {} AS {} FOR {} TO {}").format(
+                sql.Identifier(name),
+                shadow,
+                sql.SQL(permissive),
+                sql.SQL(command),
+                sql.SQL(", ").join(
+                    sql.SQL("public") if r == "public" else sql.Identifier(r) for r in roles
+                ),
+            )
+            if qual is not None:
+                statement += sql.SQL(" USING ({})").format(sql.SQL(qual))
+            if check is not None:
+                statement += sql.SQL(" WITH CHECK ({})").format(sql.SQL(check))
+            cur.execute(statement)
+        cur.execute(
+            "SELECT grantee, privilege_type FROM information_schema.role_table_grants"
+            " WHERE table_schema = %s AND table_name = %s AND grantee <> current_user",
+            (schema, table),
+        )
+        for grantee, privilege in cur.fetchall():
+            cur.execute(
+                sql.SQL("GRANT {} ON {} TO {}").format(
+                    sql.SQL(privilege), shadow, sql.Identifier(grantee)
+                )
+            )
 
 
 def _drop_shadows(cur: psycopg.Cursor[Any], schema: str) -> None:
     for table in _LIVE_TABLES:
+        cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(_ident(schema, _shadow(table))))
+
+
+def _index_shapes(cur: psycopg.Cursor[Any], schema: str, table: str) -> dict[str, str]:
+    """Return each index's name by its shape (uniqueness, method, columns, predicate)."""
+    cur.execute(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = %s",
+        (schema, table),
+    )
+    return {
+        ("UNIQUE " if " UNIQUE " in f" {d} " else "") + d.split(" USING ", 1)[1]: name
+        for name, d in cur.fetchall()
+    }
+
+
+def _swap_tables(cur: psycopg.Cursor[Any], schema: str) -> None:
+    """Replace every live read-model table with its shadow, keeping index names."""
+    for table in _LIVE_TABLES:
+        names = _index_shapes(cur, schema, table)
+        cur.execute(sql.SQL("DROP TABLE {}").format(_ident(schema, table)))
         cur.execute(
-            sql.SQL("DROP TABLE IF EXISTS {}.{}").format(
-                sql.Identifier(schema), sql.Identifier(_shadow(table))
+            sql.SQL("ALTER TABLE {} RENAME TO {}").format(
+                _ident(schema, _shadow(table)), sql.Identifier(table)
             )
         )
+        for shape, name in _index_shapes(cur, schema, table).items():
+            if shape in names and names[shape] != name:
+                cur.execute(
+                    sql.SQL("ALTER INDEX {} RENAME TO {}").format(
+                        _ident(schema, name), sql.Identifier(names[shape])
+                    )
+                )
+    cur.execute(
+        sql.SQL("UPDATE {} SET drained_position = marked_position").format(
+            _ident(schema, "revision_tenants")
+        )
+    )
+
+
+_SWAP_LOCK_TIMEOUT = "200ms"
+"""How long the swap waits for readers before stepping back and trying again.
+
+Well below ``deadlock_timeout`` (1 s by default): a reader that holds one
+table and waits for another the swap holds is let through (the swap gives
+way) before the deadlock detector could cancel the reader instead."""
+
+
+def _lock_out_writers_and_drains(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Lock the log against writers and the read models against drains; reads go on.
+
+    The log first: a writer takes it before any read model, so none is left
+    holding one. Then beliefs before revisions, the order drains take them.
+    A short lock timeout (retried) keeps the rebuild from ever being the
+    reason a drain deadlocks.
+    """
+    order = (EVENTS_TABLE, "beliefs", "revisions", *_LIVE_TABLES, "revision_tenants")
+    tables = list(dict.fromkeys(order))
+    while True:
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute(
+                    sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(_SWAP_LOCK_TIMEOUT))
+                )
+                for table in tables:
+                    mode = "SHARE" if table == EVENTS_TABLE else "EXCLUSIVE"
+                    cur.execute(
+                        sql.SQL("LOCK TABLE {} IN {} MODE").format(
+                            _ident(schema, table), sql.SQL(mode)
+                        )
+                    )
+                return
+        except psycopg.errors.LockNotAvailable:
+            time.sleep(0.05)
+
+
+def _swap_when_readers_allow(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Take every live table exclusively (briefly blocking reads) and swap.
+
+    Readers take their tables one statement at a time, in their own order,
+    so the swap takes all of them in one savepoint with a short lock timeout
+    and retries until it gets them all at once.
+    """
+    tables = sql.SQL(", ").join(_ident(schema, t) for t in _LIVE_TABLES)
+    while True:
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute(
+                    sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(_SWAP_LOCK_TIMEOUT))
+                )
+                cur.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(tables))
+                _swap_tables(cur, schema)
+                return
+        except psycopg.errors.LockNotAvailable:
+            time.sleep(0.05)
 
 
 def _adapt(value: Any) -> Any:
@@ -93,8 +225,8 @@ def _copy_tenant(
 ) -> None:
     """Write a tenant's rebuilt rows, and its memories' snapshots, into the shadow tables."""
     statement = sql.SQL(
-        "COPY {}.{} (tenant_id, originator_id, originator_version, topic, state) FROM STDIN"
-    ).format(sql.Identifier(schema), sql.Identifier(_shadow(SNAPSHOTS_TABLE)))
+        "COPY {} (tenant_id, originator_id, originator_version, topic, state) FROM STDIN"
+    ).format(_ident(schema, _shadow(SNAPSHOTS_TABLE)))
     with cur.copy(statement) as copy:
         for (memory_id, version), state in models.snapshots.items():
             snapshot = Snapshot(
@@ -108,9 +240,8 @@ def _copy_tenant(
             copy.write_row((models.tenant_id, memory_id, version, stored.topic, stored.state))
     for spec in TABLES:
         columns = ("tenant_id", *spec.columns)
-        statement = sql.SQL("COPY {}.{} ({}) FROM STDIN").format(
-            sql.Identifier(schema),
-            sql.Identifier(_shadow(spec.name)),
+        statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+            _ident(schema, _shadow(spec.name)),
             sql.SQL(", ").join(map(sql.Identifier, columns)),
         )
         with cur.copy(statement) as copy:
@@ -118,50 +249,58 @@ def _copy_tenant(
                 copy.write_row((models.tenant_id, *key, *map(_adapt, values)))
 
 
-def _swap_tenant(cur: psycopg.Cursor[Any], schema: str, tenant_id: UUID) -> None:
-    """Replace a tenant's live read-model rows and snapshots with its shadow rows."""
-    set_tenant(cur, tenant_id)
-    names = {
-        "s": sql.Identifier(schema),
-        "live": sql.Identifier(SNAPSHOTS_TABLE),
-        "shadow": sql.Identifier(_shadow(SNAPSHOTS_TABLE)),
-    }
+@dataclass(frozen=True)
+class _RebuildTask:
+    """A worker's part of a rebuild: copy its tenants' rows into the shadows."""
+
+    schema: str
+
+    def after_replay(
+        self, conn: psycopg.Connection[Any], mapper: Mapper[UUID], models: list[TenantReadModels]
+    ) -> int:
+        with conn.cursor() as cur:
+            for tenant in models:
+                _copy_tenant(cur, self.schema, mapper, tenant)
+        return len(models)
+
+    def after_catch_up(
+        self, conn: psycopg.Connection[Any], mapper: Mapper[UUID], changed: list[TenantReadModels]
+    ) -> int:
+        with conn.cursor() as cur:
+            for tenant in changed:
+                for table in _LIVE_TABLES:
+                    cur.execute(
+                        sql.SQL("DELETE FROM {} WHERE tenant_id = %s").format(
+                            _ident(self.schema, _shadow(table))
+                        ),
+                        (tenant.tenant_id,),
+                    )
+                _copy_tenant(cur, self.schema, mapper, tenant)
+        return len(changed)
+
+
+def tenant_sizes(cur: psycopg.Cursor[Any], schema: str) -> dict[UUID, int]:
+    """Return every tenant that has written, with its number of events (in the snapshot)."""
+    sizes = dict.fromkeys(tenant_ids(cur, schema), 0)
     cur.execute(
-        sql.SQL("DELETE FROM {s}.{live} WHERE tenant_id = %s").format(**names), (tenant_id,)
-    )
-    cur.execute(
-        sql.SQL("INSERT INTO {s}.{live} SELECT * FROM {s}.{shadow} WHERE tenant_id = %s").format(
-            **names
-        ),
-        (tenant_id,),
-    )
-    for spec in TABLES:
-        columns = sql.SQL(", ").join(map(sql.Identifier, ("tenant_id", *spec.columns)))
-        live = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(spec.name))
-        shadow = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(_shadow(spec.name)))
-        cur.execute(sql.SQL("DELETE FROM {} WHERE tenant_id = %s").format(live), (tenant_id,))
-        extra = sql.SQL(", published_at") if spec.name == "revisions" else sql.SQL("")
-        value = sql.SQL(", clock_timestamp()") if spec.name == "revisions" else sql.SQL("")
-        cur.execute(
-            sql.SQL("INSERT INTO {} ({}{}) SELECT {}{} FROM {} WHERE tenant_id = %s").format(
-                live, columns, extra, columns, value, shadow
-            ),
-            (tenant_id,),
+        sql.SQL("SELECT tenant_id, count(*) FROM {} GROUP BY tenant_id").format(
+            _ident(schema, EVENTS_TABLE)
         )
-    cur.execute(
-        f'UPDATE "{schema}".revision_tenants SET drained_position = marked_position'
-        " WHERE tenant_id = %s",
-        (tenant_id,),
     )
+    sizes.update({row[0]: row[1] for row in cur.fetchall() if row[0] in sizes})
+    return sizes
 
 
 def rebuild(
     database: Database,
-    mapper: Mapper[UUID],
     *,
+    workers: int | None = None,
     report: Callable[[str], None] = lambda _: None,
 ) -> RebuildReport:
     """Rebuild every read model of every tenant from the log and swap them in.
+
+    ``workers`` processes replay tenants in parallel (default: one per core;
+    one runs in this process).
 
     Raises:
         KeyboardInterrupt: passed on after dropping the shadow tables; the live
@@ -169,50 +308,45 @@ def rebuild(
     """
     started = time.monotonic()
     schema = database.schema
-    models: dict[UUID, TenantReadModels] = {}
+    wanted = workers or default_workers()
+    pool: WorkerPool | None = None
     with database.owner_connection(autocommit=True) as conn:
         try:
             with conn.transaction(), conn.cursor() as cur:
                 _create_shadows(cur, schema)
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                with conn.cursor() as cur:
-                    head = log_head(cur, schema)
-                    tenants = tenant_ids(cur, schema)
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                cur.execute("SELECT pg_export_snapshot()")
+                exported = cur.fetchone()
+                assert exported is not None
+                head = log_head(cur, schema)
+                groups = split_tenants(tenant_sizes(cur, schema), wanted) or [()]
+                known = {t for group in groups for t in group}
+                pool = WorkerPool(
+                    [
+                        WorkerPlan(
+                            database.owner_conninfo(),
+                            schema,
+                            exported[0],
+                            group,
+                            _RebuildTask(schema),
+                        )
+                        for group in groups
+                    ],
+                    processes=len(groups) > 1,
+                )
+                pool.start()
                 progress = Progress("rebuild", head, report)
-                for tenant_id in tenants:
-                    models[tenant_id] = TenantReadModels(tenant_id)
-                    replay_tenant(
-                        conn, schema, mapper, models[tenant_id], upto=head, progress=progress
-                    )
+                pool.run([("replay", head)] * len(groups), "replayed", progress.advance)
                 report(progress.line())
-            with conn.transaction(), conn.cursor() as cur:
-                for tenant in models.values():
-                    _copy_tenant(cur, schema, mapper, tenant)
             swap_started = time.monotonic()
-            catch_up = Progress("catch-up", 0, lambda _: None)
             with conn.transaction(), conn.cursor() as cur:
-                cur.execute(f'LOCK TABLE "{schema}"."{EVENTS_TABLE}" IN SHARE MODE')
-                for table in (*_LIVE_TABLES, "revision_tenants"):
-                    cur.execute(f'LOCK TABLE "{schema}"."{table}" IN EXCLUSIVE MODE')
+                _lock_out_writers_and_drains(conn, schema)
                 final = log_head(cur, schema)
-                for tenant_id in tenant_ids(cur, schema):
-                    tenant = models.setdefault(tenant_id, TenantReadModels(tenant_id))
-                    before = tenant.position
-                    replay_tenant(conn, schema, mapper, tenant, upto=final, progress=catch_up)
-                    if tenant.position != before:
-                        set_tenant(cur, tenant_id)
-                        for table in _LIVE_TABLES:
-                            cur.execute(
-                                sql.SQL("DELETE FROM {}.{} WHERE tenant_id = %s").format(
-                                    sql.Identifier(schema), sql.Identifier(_shadow(table))
-                                ),
-                                (tenant_id,),
-                            )
-                        _copy_tenant(cur, schema, mapper, tenant)
-                for tenant_id in models:
-                    _swap_tenant(cur, schema, tenant_id)
-                _drop_shadows(cur, schema)
+                new = [t for t in tenant_ids(cur, schema) if t not in known]
+                commands = [("catch_up", final, new if i == 0 else []) for i in range(len(groups))]
+                caught_up = sum(pool.run(commands, "caught_up"))
+                _swap_when_readers_allow(conn, schema)
             swap_seconds = time.monotonic() - swap_started
         except BaseException:
             # Interrupted (Ctrl-C) or failed: the live tables were not touched unless
@@ -223,11 +357,15 @@ def rebuild(
             except psycopg.Error:
                 pass  # the connection is gone; the next run drops them
             raise
+        finally:
+            if pool is not None:
+                pool.stop()
     return RebuildReport(
-        tenants=len(models),
+        tenants=len(known) + len(new),
         events=progress.done,
         position=final,
-        caught_up=catch_up.done,
+        caught_up=caught_up,
         seconds=time.monotonic() - started,
         swap_seconds=swap_seconds,
+        workers=len(groups),
     )

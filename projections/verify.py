@@ -21,9 +21,11 @@ from psycopg import sql
 
 from projections._tenancy import set_tenant
 from projections.database import Database
-from projections.log_scan import Progress, log_head, replay_tenant, tenant_ids
+from projections.log_scan import Progress, log_head
 from projections.migrations import SNAPSHOTS_TABLE
 from projections.read_models import TABLES, TableSpec, TenantReadModels
+from projections.rebuild import tenant_sizes
+from projections.replay_workers import WorkerPlan, WorkerPool, default_workers, split_tenants
 
 __all__ = ["Divergence", "VerifyReport", "verify"]
 
@@ -205,31 +207,75 @@ def _verify_snapshots(
                 )
 
 
+@dataclass(frozen=True)
+class _VerifyTask:
+    """A worker's part of verify: compare its tenants, in the pinned snapshot."""
+
+    schema: str
+    marks: dict[UUID, int]
+
+    def after_replay(
+        self, conn: Any, mapper: Mapper[UUID], models: list[TenantReadModels]
+    ) -> VerifyReport:
+        result = VerifyReport(position=0, tenants=len(models))
+        with conn.cursor() as cur:
+            for tenant in models:
+                _verify_tenant(result, cur, self.schema, tenant, self.marks.get(tenant.tenant_id))
+                _verify_snapshots(result, cur, self.schema, mapper, tenant)
+        return result
+
+    def after_catch_up(self, conn: Any, mapper: Mapper[UUID], changed: Any) -> None:
+        return None
+
+
 def verify(
     database: Database,
-    mapper: Mapper[UUID],
     *,
     tenant: UUID | None = None,
+    workers: int | None = None,
     report: Callable[[str], None] = lambda _: None,
 ) -> VerifyReport:
     """Recompute every read model (of one tenant, or all) at one pinned position and
-    compare every row and field with the live tables."""
+    compare every row and field with the live tables.
+
+    ``workers`` processes compare tenants in parallel (default: one per core;
+    one runs in this process), all in the same exported snapshot.
+    """
     schema = database.schema
     with database.owner_connection(autocommit=True) as conn, conn.transaction():
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         with conn.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cur.execute("SELECT pg_export_snapshot()")
+            exported = cur.fetchone()
+            assert exported is not None
             head = log_head(cur, schema)
-            tenants = [t for t in tenant_ids(cur, schema) if tenant in (None, t)]
+            sizes = {t: n for t, n in tenant_sizes(cur, schema).items() if tenant in (None, t)}
             cur.execute(f'SELECT tenant_id, marked_position FROM "{schema}".revision_tenants')
             marks = dict(cur.fetchall())
-        result = VerifyReport(position=head, tenants=len(tenants))
+        groups = split_tenants(sizes, workers or default_workers())
+        pool = WorkerPool(
+            [
+                WorkerPlan(
+                    database.owner_conninfo(),
+                    schema,
+                    exported[0],
+                    group,
+                    _VerifyTask(schema, marks),
+                )
+                for group in groups
+            ],
+            processes=len(groups) > 1,
+        )
         progress = Progress("verify", head, report)
-        for tenant_id in tenants:
-            models = TenantReadModels(tenant_id)
-            replay_tenant(conn, schema, mapper, models, upto=head, progress=progress)
-            with conn.cursor() as cur:
-                _verify_tenant(result, cur, schema, models, marks.get(tenant_id))
-                _verify_snapshots(result, cur, schema, mapper, models)
-        result.events = progress.done
-        report(progress.line())
+        pool.start()
+        try:
+            parts = pool.run([("replay", head)] * len(groups), "replayed", progress.advance)
+        finally:
+            pool.stop()
+    result = VerifyReport(position=head, tenants=len(sizes), events=progress.done)
+    for part in parts:
+        result.rows += part.rows
+        result.pending += part.pending
+        result.divergences.extend(part.divergences)
+    report(progress.line())
     return result

@@ -211,18 +211,15 @@ def main() -> None:
     rows, raw_s = _raw_scan(runtime)
     print(f"raw sequential scan: {rows:,} events in {raw_s:.1f} s = {rows / raw_s:,.0f} events/s")
 
-    done = rebuild(
-        runtime.database, runtime.log.mapper, report=lambda line: print("  " + line, flush=True)
-    )
+    done = rebuild(runtime.database, report=lambda line: print("  " + line, flush=True))
     rate = done.events / done.seconds
     print(
         f"rebuild: {done.events:,} events in {done.seconds:.1f} s = {rate:,.0f} events/s "
-        f"({rate / (rows / raw_s):.2f}x raw scan); swap {done.swap_seconds:.2f} s"
+        f"({rate / (rows / raw_s):.2f}x raw scan), {done.workers} workers; "
+        f"swap {done.swap_seconds:.2f} s"
     )
     started = time.perf_counter()
-    checked = verify(
-        runtime.database, runtime.log.mapper, report=lambda line: print("  " + line, flush=True)
-    )
+    checked = verify(runtime.database, report=lambda line: print("  " + line, flush=True))
     verify_s = time.perf_counter() - started
     print(
         f"verify: {checked.rows:,} rows, {len(checked.divergences)} divergences in "

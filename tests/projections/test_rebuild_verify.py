@@ -73,13 +73,13 @@ def test_verify_finds_nothing_on_a_store_built_by_live_writes(
     remember(client, other_tenant.headers())
     _populate(client, tenant, random.Random(1))
     # Pending memories are compared at their published revision; then again caught up.
-    pending = verify(runtime.database, runtime.log.mapper, tenant=tenant.id)
+    pending = verify(runtime.database, tenant=tenant.id)
     assert pending.divergences == [] and pending.pending > 0
     drain_until_caught_up(runtime)
-    report = verify(runtime.database, runtime.log.mapper, tenant=tenant.id)
+    report = verify(runtime.database, tenant=tenant.id)
     assert report.divergences == []
     assert report.pending == 0 and report.rows > 50 and report.events > 50
-    everything = verify(runtime.database, runtime.log.mapper)
+    everything = verify(runtime.database)
     assert everything.divergences == [] and everything.tenants > 1
 
 
@@ -182,15 +182,15 @@ def test_verify_catches_every_single_row_or_field_mutation(
     rng = random.Random(20261129)
     _populate(client, tenant, rng)
     drain_until_caught_up(runtime)
-    database, mapper = runtime.database, runtime.log.mapper
-    assert verify(database, mapper, tenant=tenant.id).divergences == []
+    database = runtime.database
+    assert verify(database, tenant=tenant.id).divergences == []
     caught: dict[str, int] = {}
     with database.owner_connection(autocommit=True) as conn:
         for trial in range(120):
             spec = rng.choice(TABLES)
             operation, row, undo = _mutate_once(conn, database.schema, tenant.id, spec, rng)
             try:
-                found = verify(database, mapper, tenant=tenant.id).divergences
+                found = verify(database, tenant=tenant.id).divergences
                 assert found, (trial, spec.name, operation, row)
                 named = {d.memory_id for d in found} | {json.dumps(d.key) for d in found}
                 expected = row.get("memory_id")
@@ -204,7 +204,7 @@ def test_verify_catches_every_single_row_or_field_mutation(
             finally:
                 undo()
             caught[spec.name] = caught.get(spec.name, 0) + 1
-    assert verify(database, mapper, tenant=tenant.id).divergences == []
+    assert verify(database, tenant=tenant.id).divergences == []
     assert set(caught) == {t.name for t in TABLES}  # every table was mutated
 
 
@@ -335,7 +335,7 @@ def test_rebuild_under_load_serves_no_error_and_no_stale_content(
             threading.Event().wait(0.01)
 
     try:
-        done = rebuild(runtime.database, runtime.log.mapper, report=hold_the_snapshot)
+        done = rebuild(runtime.database, report=hold_the_snapshot)
     finally:
         stop.set()
         for thread in threads:
@@ -344,4 +344,4 @@ def test_rebuild_under_load_serves_no_error_and_no_stale_content(
     assert reads[0] > 0 and done.events > 0
     assert done.caught_up > 0  # writes landed between the snapshot and the swap
     drain_until_caught_up(runtime)
-    assert verify(runtime.database, runtime.log.mapper).divergences == []
+    assert verify(runtime.database).divergences == []

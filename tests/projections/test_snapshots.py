@@ -76,15 +76,15 @@ def test_a_long_memory_is_snapshotted_and_as_of_reads_agree_with_the_log(
         row = cur.fetchone()
     assert row is not None and row["n"] == 0  # another tenant sees no snapshot
 
-    assert verify(runtime.database, runtime.log.mapper, tenant=tenant.id).divergences == []
+    assert verify(runtime.database, tenant=tenant.id).divergences == []
     schema = runtime.database.schema
     with runtime.database.owner_connection(autocommit=True) as conn:
         conn.execute(
             f'DELETE FROM "{schema}"."{SNAPSHOTS_TABLE}" WHERE originator_id = %s', (memory,)
         )
-    rebuild(runtime.database, runtime.log.mapper)
+    rebuild(runtime.database)
     assert _snapshot_versions(runtime, memory) == [101]  # rebuild writes the same snapshots
-    assert verify(runtime.database, runtime.log.mapper, tenant=tenant.id).divergences == []
+    assert verify(runtime.database, tenant=tenant.id).divergences == []
     # A tampered snapshot is a divergence.
     with runtime.database.owner_connection(autocommit=True) as conn:
         conn.execute(
@@ -93,6 +93,6 @@ def test_a_long_memory_is_snapshotted_and_as_of_reads_agree_with_the_log(
             " WHERE originator_id = %s",
             (memory,),
         )
-    [divergence] = verify(runtime.database, runtime.log.mapper, tenant=tenant.id).divergences
+    [divergence] = verify(runtime.database, tenant=tenant.id).divergences
     assert divergence.table == SNAPSHOTS_TABLE and divergence.field == "pinned"
     assert divergence.memory_id == str(memory)

@@ -91,9 +91,15 @@ def _parser() -> argparse.ArgumentParser:
     point.add_argument("--as-of", type=_time, help="RFC 3339 time, with its offset")
     replay.add_argument("--tenant", type=_uuid, help="only this tenant")
     replay.add_argument("--out", type=Path, help="write JSON lines here (default stdout)")
-    sub.add_parser("rebuild", help="rebuild every read model from the log, then swap it in")
+    rebuild_cmd = sub.add_parser(
+        "rebuild", help="rebuild every read model from the log, then swap it in"
+    )
     verify = sub.add_parser("verify", help="compare the read models with a recomputation")
     verify.add_argument("--tenant", type=_uuid, help="only this tenant")
+    for command in (rebuild_cmd, verify):
+        command.add_argument(
+            "--workers", type=_workers, help="processes replaying tenants (default: one per core)"
+        )
     return parser
 
 
@@ -106,6 +112,13 @@ def _position(value: str) -> int:
         msg = f"{value!r} is not a log position (an integer >= 0)"
         raise argparse.ArgumentTypeError(msg)
     return position
+
+
+def _workers(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 64:
+        msg = f"{value!r} is not a number of workers (1 to 64)"
+        raise argparse.ArgumentTypeError(msg)
+    return int(value)
 
 
 def _time(value: str) -> datetime:
@@ -308,7 +321,7 @@ def _history_command(runtime: Runtime, args: argparse.Namespace) -> int:
                     out.close()
             return EXIT_OK
         if args.command == "rebuild":
-            done = rebuild(runtime.database, report=_stderr)
+            done = rebuild(runtime.database, workers=args.workers, report=_stderr)
             print(
                 json.dumps(
                     {
@@ -319,11 +332,12 @@ def _history_command(runtime: Runtime, args: argparse.Namespace) -> int:
                         "seconds": round(done.seconds, 3),
                         "events_per_s": round(done.events / max(done.seconds, 1e-9)),
                         "swap_seconds": round(done.swap_seconds, 3),
+                        "workers": done.workers,
                     }
                 )
             )
             return EXIT_OK
-        found = verify(runtime.database, tenant=args.tenant, report=_stderr)
+        found = verify(runtime.database, tenant=args.tenant, workers=args.workers, report=_stderr)
         for divergence in found.divergences:
             print(json.dumps(divergence.as_dict()))
         summary = (

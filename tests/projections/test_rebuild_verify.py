@@ -211,6 +211,7 @@ def test_verify_catches_every_single_row_or_field_mutation(
 def test_verify_and_rebuild_from_the_command_line(
     client: TestClient,
     tenant: Tenant,
+    other_tenant: Tenant,
     runtime: Runtime,
     test_database: RunDatabase,
     monkeypatch: pytest.MonkeyPatch,
@@ -219,6 +220,7 @@ def test_verify_and_rebuild_from_the_command_line(
     for name, value in test_database.env.items():
         monkeypatch.setenv(name, value)
     _populate(client, tenant, random.Random(3), memories=6)
+    remember(client, other_tenant.headers())  # two tenants: two worker processes
     drain_until_caught_up(runtime)
     schema = runtime.database.schema
     with runtime.database.owner_connection(autocommit=True) as conn:
@@ -237,10 +239,12 @@ def test_verify_and_rebuild_from_the_command_line(
     assert divergence["memory_id"] == str(victim[0]) and divergence["field"] == "grade"
     assert divergence["live"] == "tampered"
     assert "1 divergences" in err and "events/s" in err
-    assert main(["rebuild"]) == 0
+    assert main(["rebuild", "--workers", "0"]) == 2
+    capsys.readouterr()
+    assert main(["rebuild", "--workers", "2"]) == 0
     out, err = capsys.readouterr()
     summary = json.loads(out)
-    assert summary["events"] > 0 and "rebuild:" in err
+    assert summary["events"] > 0 and summary["workers"] == 2 and "rebuild:" in err
     assert main(["verify"]) == 0
     assert "0 divergences" in capsys.readouterr().err
 

@@ -349,3 +349,38 @@ def test_rebuild_under_load_serves_no_error_and_no_stale_content(
     assert done.caught_up > 0  # writes landed between the snapshot and the swap
     drain_until_caught_up(runtime)
     assert verify(runtime.database).divergences == []
+
+
+def test_an_interrupted_rebuild_leaves_the_live_read_models_and_no_shadows(
+    client: TestClient,
+    tenant: Tenant,
+    other_tenant: Tenant,
+    runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
+    test_database: RunDatabase,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _populate(client, tenant, random.Random(11), memories=6)
+    remember(client, other_tenant.headers())
+    drain_until_caught_up(runtime)
+
+    def interrupt(_: str) -> None:
+        raise KeyboardInterrupt  # Ctrl-C while the replay reports progress
+
+    with pytest.raises(KeyboardInterrupt):
+        rebuild(runtime.database, workers=2, report=interrupt)
+    schema = runtime.database.schema
+    with runtime.database.owner_connection() as conn:
+        shadows = conn.execute(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = %s AND tablename LIKE 'rebuild_%%'",
+            (schema,),
+        ).fetchone()
+    assert shadows == (0,)
+    assert verify(runtime.database).divergences == []
+    # From the command line, Ctrl-C is one line and exit 130.
+    for name, value in test_database.env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr("api.cli.rebuild", lambda *a, **k: interrupt(""))
+    capsys.readouterr()
+    assert main(["rebuild"]) == 130
+    assert "interrupted; live read models unchanged" in capsys.readouterr().err

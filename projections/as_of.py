@@ -55,19 +55,20 @@ def write_boundary(log: EventLog, tenant_id: UUID, position: int) -> int:
     schema = log.datastore.schema
     events = f'"{schema}"."{EVENTS_TABLE}"'
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        # Two lookups by position, not a self-join: under row-level security the
+        # planner will not push the join into the index and scans the log.
         cur.execute(
-            f"SELECT e.xmin::text AS tx FROM {events} e JOIN {events} n"
-            " ON n.notification_id = e.notification_id + 1 AND n.xmin = e.xmin"
-            " WHERE e.notification_id = %s",
-            (position,),
+            f"SELECT notification_id, xmin::text AS tx FROM {events}"
+            " WHERE notification_id IN (%s, %s)",
+            (position, position + 1),
         )
-        inside = cur.fetchone()
-        if inside is None:
+        found = {row["notification_id"]: row["tx"] for row in cur}
+        if position not in found or found.get(position + 1) != found[position]:
             return position
         cur.execute(
             f"SELECT notification_id FROM {events} WHERE notification_id < %s"
             " AND xmin::text <> %s ORDER BY notification_id DESC LIMIT 1",
-            (position, inside["tx"]),
+            (position, found[position]),
         )
         before = cur.fetchone()
     return 0 if before is None else int(before["notification_id"])
@@ -104,12 +105,14 @@ def list_beliefs_as_of(
     project: str | None,
     limit: int,
     after: tuple[int, UUID] | None,
+    include_archived: bool = False,
 ) -> tuple[int, list[dict[str, Any]], tuple[int, UUID] | None]:
     """List what was believed at ``position``: memories created by then, newest first.
 
     Returns the position used (aligned to a write boundary), the page, and
     the next cursor (None on the last page). Each item is computed from the
-    log prefix, so labels (archived, pinned, superseded) are as they stood.
+    log prefix, so labels (archived, pinned, superseded) are as they stood;
+    memories forgotten then are left out unless ``include_archived``.
     """
     position = write_boundary(log, tenant_id, position)
     clauses = ["position <= %(position)s"]
@@ -143,6 +146,7 @@ def list_beliefs_as_of(
             "belief": belief_document(project_belief(facts[row["memory_id"]])),
         }
         for row in page
+        if include_archived or facts[row["memory_id"]].archived is None
     ]
     next_cursor = (page[-1]["position"], page[-1]["memory_id"]) if len(rows) > limit else None
     return position, items, next_cursor

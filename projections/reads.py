@@ -299,6 +299,8 @@ class MemoryFilter:
     scope: str | None = None
     project: str | None = None
     status: str | None = None
+    include_archived: bool = False
+    """Forgotten memories are left out unless asked for (then flagged by their belief)."""
 
 
 def list_beliefs(
@@ -334,6 +336,9 @@ def list_beliefs(
         if value is not None:
             clauses.append(f"m.{column} = %({column})s")
             params[column] = value
+    if not where.include_archived:
+        # A pending memory's labels are not known yet: it is listed, without content.
+        clauses.append("(b.belief IS NULL OR b.belief->'labels'->'archived' = 'null'::jsonb)")
     if where.status == "current":
         clauses.append(current)
     elif where.status == "pending":

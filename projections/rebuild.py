@@ -74,7 +74,13 @@ def _create_shadows(cur: psycopg.Cursor[Any], schema: str) -> None:
     for table in _LIVE_TABLES:
         live, shadow = _ident(schema, table), _ident(schema, _shadow(table))
         cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(shadow))
-        cur.execute(sql.SQL("CREATE TABLE {} (LIKE {} INCLUDING ALL)").format(shadow, live))
+        # Indexes come after the copy (_index_shadows): building one is cheaper
+        # than maintaining it row by row.
+        cur.execute(
+            sql.SQL("CREATE TABLE {} (LIKE {} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)").format(
+                shadow, live
+            )
+        )
         cur.execute(
             "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE oid = %s::regclass",
             (live.as_string(cur),),
@@ -116,6 +122,29 @@ def _create_shadows(cur: psycopg.Cursor[Any], schema: str) -> None:
                     sql.SQL(privilege), shadow, sql.Identifier(grantee)
                 )
             )
+
+
+def _index_shadows(cur: psycopg.Cursor[Any], schema: str) -> None:
+    """Give each shadow its live table's keys and indexes, then statistics."""
+    for table in _LIVE_TABLES:
+        live, shadow = _ident(schema, table), _ident(schema, _shadow(table))
+        cur.execute(
+            "SELECT pg_get_indexdef(i.indexrelid), pg_get_constraintdef(c.oid) FROM pg_index i"
+            " LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.contype IN ('p', 'u')"
+            " WHERE i.indrelid = %s::regclass",
+            (live.as_string(cur),),
+        )
+        for index, constraint in cur.fetchall():
+            if constraint is not None:
+                cur.execute(sql.SQL("ALTER TABLE {} ADD {}").format(shadow, sql.SQL(constraint)))
+            else:
+                unique = "UNIQUE " if index.startswith("CREATE UNIQUE ") else ""
+                cur.execute(
+                    sql.SQL("CREATE {}INDEX ON {} USING {}").format(
+                        sql.SQL(unique), shadow, sql.SQL(index.split(" USING ", 1)[1])
+                    )
+                )
+        cur.execute(sql.SQL("ANALYZE {}").format(shadow))
 
 
 def _drop_shadows(cur: psycopg.Cursor[Any], schema: str) -> None:
@@ -240,13 +269,28 @@ def _copy_tenant(
             copy.write_row((models.tenant_id, memory_id, version, stored.topic, stored.state))
     for spec in TABLES:
         columns = ("tenant_id", *spec.columns)
-        statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
-            _ident(schema, _shadow(spec.name)),
-            sql.SQL(", ").join(map(sql.Identifier, columns)),
+        shadow = _ident(schema, _shadow(spec.name))
+        statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+            shadow, sql.SQL(", ").join(map(sql.Identifier, columns))
         )
+        types = _column_types(cur, shadow, columns)
         with cur.copy(statement) as copy:
+            copy.set_types(types)
             for key, values in models.table_rows(spec.name):
                 copy.write_row((models.tenant_id, *key, *map(_adapt, values)))
+
+
+def _column_types(
+    cur: psycopg.Cursor[Any], table: sql.Composed, columns: tuple[str, ...]
+) -> list[str]:
+    """Return the types of ``columns`` of ``table``, for a binary COPY."""
+    cur.execute(
+        "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute"
+        " WHERE attrelid = %s::regclass AND attnum > 0",
+        (table.as_string(cur),),
+    )
+    types = dict(cur.fetchall())
+    return [types[c] for c in columns]
 
 
 @dataclass(frozen=True)
@@ -291,6 +335,39 @@ def tenant_sizes(cur: psycopg.Cursor[Any], schema: str) -> dict[UUID, int]:
     return sizes
 
 
+def _replay_into_shadows(
+    conn: psycopg.Connection[Any],
+    database: Database,
+    pool: WorkerPool,
+    progress: Progress,
+) -> set[UUID]:
+    """In one exported snapshot, have the workers replay every tenant into the
+    shadows (``progress.total`` becomes the snapshot's head). Returns the tenants
+    replayed."""
+    schema = database.schema
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        cur.execute("SELECT pg_export_snapshot()")
+        exported = cur.fetchone()
+        assert exported is not None
+        head = log_head(cur, schema)
+        progress.total = head
+        groups = split_tenants(tenant_sizes(cur, schema), pool.workers)
+        groups += [()] * (pool.workers - len(groups))
+        pool.assign(
+            [
+                WorkerPlan(
+                    database.owner_conninfo(), schema, exported[0], group, _RebuildTask(schema)
+                )
+                for group in groups
+            ]
+        )
+        # The snapshot must outlive the workers' SET TRANSACTION SNAPSHOT: this
+        # transaction stays open until they have replayed.
+        pool.run([("replay", head)] * pool.workers, "replayed", progress.advance)
+    return {t for group in groups for t in group}
+
+
 def rebuild(
     database: Database,
     *,
@@ -308,43 +385,30 @@ def rebuild(
     """
     started = time.monotonic()
     schema = database.schema
-    wanted = workers or default_workers()
-    pool: WorkerPool | None = None
+    progress = Progress("rebuild", 0, report)
     with database.owner_connection(autocommit=True) as conn:
+        with conn.transaction(), conn.cursor() as cur:
+            tenants_now = len(tenant_ids(cur, schema))
+        # Workers start first: their imports overlap the preparation below.
+        pool = WorkerPool(max(1, min(workers or default_workers(), tenants_now)))
+        pool.start()
         try:
             with conn.transaction(), conn.cursor() as cur:
                 _create_shadows(cur, schema)
+            known = _replay_into_shadows(conn, database, pool, progress)
+            report(progress.line())
+            report(f"rebuild: replayed and copied in {time.monotonic() - started:.1f} s")
             with conn.transaction(), conn.cursor() as cur:
-                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                cur.execute("SELECT pg_export_snapshot()")
-                exported = cur.fetchone()
-                assert exported is not None
-                head = log_head(cur, schema)
-                groups = split_tenants(tenant_sizes(cur, schema), wanted) or [()]
-                known = {t for group in groups for t in group}
-                pool = WorkerPool(
-                    [
-                        WorkerPlan(
-                            database.owner_conninfo(),
-                            schema,
-                            exported[0],
-                            group,
-                            _RebuildTask(schema),
-                        )
-                        for group in groups
-                    ],
-                    processes=len(groups) > 1,
-                )
-                pool.start()
-                progress = Progress("rebuild", head, report)
-                pool.run([("replay", head)] * len(groups), "replayed", progress.advance)
-                report(progress.line())
+                # Sorting for the index builds in memory rather than on disk.
+                cur.execute("SET LOCAL maintenance_work_mem = '256MB'")
+                _index_shadows(cur, schema)
+            report(f"rebuild: keys, indexes and statistics at {time.monotonic() - started:.1f} s")
             swap_started = time.monotonic()
             with conn.transaction(), conn.cursor() as cur:
                 _lock_out_writers_and_drains(conn, schema)
                 final = log_head(cur, schema)
                 new = [t for t in tenant_ids(cur, schema) if t not in known]
-                commands = [("catch_up", final, new if i == 0 else []) for i in range(len(groups))]
+                commands = [("catch_up", final, new if i == 0 else []) for i in range(pool.workers)]
                 caught_up = sum(pool.run(commands, "caught_up"))
                 _swap_when_readers_allow(conn, schema)
             swap_seconds = time.monotonic() - swap_started
@@ -358,8 +422,7 @@ def rebuild(
                 pass  # the connection is gone; the next run drops them
             raise
         finally:
-            if pool is not None:
-                pool.stop()
+            pool.stop()
     return RebuildReport(
         tenants=len(known) + len(new),
         events=progress.done,
@@ -367,5 +430,5 @@ def rebuild(
         caught_up=caught_up,
         seconds=time.monotonic() - started,
         swap_seconds=swap_seconds,
-        workers=len(groups),
+        workers=pool.workers,
     )

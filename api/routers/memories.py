@@ -98,10 +98,14 @@ def list_memories(
     cursor: Annotated[str | None, Query(max_length=200)] = None,
     at_position: Annotated[int | None, Query(ge=0, description="Log position to list at")] = None,
     as_of: Annotated[AwareDatetime | None, Query(description="RFC 3339 time to list at")] = None,
+    include_archived: Annotated[
+        bool, Query(description="Also list forgotten memories (flagged in their labels)")
+    ] = False,
 ) -> dict[str, Any]:
     """List memories, newest first, with filters. Each is `current` with its belief, or
     `pending` without one (never with stale content). Pass `next_cursor` back as `cursor`
-    for the next page.
+    for the next page. Forgotten memories are left out unless `include_archived=true`,
+    which lists them flagged (labels.archived: reason and decision).
 
     With `at_position` or `as_of`, lists what was believed then: the memories that
     existed, each `as_of` with its belief computed from the log up to that position
@@ -121,6 +125,7 @@ def list_memories(
             project=project,
             limit=limit,
             after=after,
+            include_archived=include_archived,
         )
         return {
             "items": items,
@@ -130,7 +135,7 @@ def list_memories(
     items, after = list_beliefs(
         runtime.log,
         caller.tenant_id,
-        MemoryFilter(type, scope, project, status),
+        MemoryFilter(type, scope, project, status, include_archived),
         limit=limit,
         after=after,
         now=clock(),

@@ -7,8 +7,9 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug, remember
-from tests.conftest import Tenant
+from tests.conftest import Tenant, drain_until_caught_up
 
 
 def test_history_shows_versions_contributions_edges_and_every_event(
@@ -148,14 +149,44 @@ def test_as_of_listing_shows_what_was_believed_then(client: TestClient, tenant: 
     assert all(i["status"] == "as_of" for i in at_second["items"])
     assert at_second["items"][1]["belief"]["labels"]["archived"] is None
     at_forget = listing(at_position=forgotten["position"])
-    archived = at_forget["items"][1]["belief"]["labels"]["archived"]
+    assert [i["id"] for i in at_forget["items"]] == [second["id"]]  # forgotten by then
+    flagged = listing(at_position=forgotten["position"], include_archived="true")
+    archived = flagged["items"][1]["belief"]["labels"]["archived"]
     assert archived == {"reason": "obsolete", "decision_id": forgotten["id"]}
-    paged = listing(at_position=forgotten["position"], limit=1)
+    paged = listing(at_position=forgotten["position"], limit=1, include_archived="true")
     assert [i["id"] for i in paged["items"]] == [second["id"]]
-    following = listing(at_position=forgotten["position"], limit=1, cursor=paged["next_cursor"])
+    following = listing(
+        at_position=forgotten["position"],
+        limit=1,
+        cursor=paged["next_cursor"],
+        include_archived="true",
+    )
     assert [i["id"] for i in following["items"]] == [first["id"]]
     assert "next_cursor" not in following
     refused = client.get(
         "/v1/memories", headers=headers, params={"at_position": 1, "status": "current"}
     )
     assert refused.status_code == 422 and problem_slug(refused) == "invalid-input"
+
+
+def test_current_listings_leave_forgotten_memories_out_unless_asked(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    project = "forgotten-listing"
+    kept = remember(client, headers, project=project, content="kept")
+    gone = remember(client, headers, project=project, content="gone")
+    post(client, f"/v1/memories/{gone['id']}/forget", {"reason": "duplicate"}, headers)
+    drain_until_caught_up(runtime)
+    listed = client.get("/v1/memories", headers=headers, params={"project": project}).json()
+    assert [i["id"] for i in listed["items"]] == [kept["id"]]
+    everything = client.get(
+        "/v1/memories", headers=headers, params={"project": project, "include_archived": "true"}
+    ).json()
+    assert [i["id"] for i in everything["items"]] == [gone["id"], kept["id"]]
+    assert everything["items"][0]["belief"]["labels"]["archived"]["reason"] == "duplicate"
+    # Read by id, a forgotten memory answers, flagged; its history keeps its text.
+    direct = client.get(f"/v1/memories/{gone['id']}", headers=headers).json()
+    assert direct["belief"]["labels"]["archived"]["reason"] == "duplicate"
+    history = client.get(f"/v1/memories/{gone['id']}/history", headers=headers).json()
+    assert history["versions"][0]["content"] == "gone"

@@ -384,3 +384,53 @@ def test_an_interrupted_rebuild_leaves_the_live_read_models_and_no_shadows(
     capsys.readouterr()
     assert main(["rebuild"]) == 130
     assert "interrupted; live read models unchanged" in capsys.readouterr().err
+
+
+def _schema_shape(runtime: Runtime) -> dict[str, Any]:
+    schema = runtime.database.schema
+    with runtime.database.owner_connection() as conn:
+        return {
+            "indexes": sorted(
+                conn.execute(
+                    "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = %s",
+                    (schema,),
+                ).fetchall()
+            ),
+            "policies": sorted(
+                conn.execute(
+                    "SELECT tablename, policyname, permissive, roles::text, cmd, qual, with_check"
+                    " FROM pg_policies WHERE schemaname = %s",
+                    (schema,),
+                ).fetchall()
+            ),
+            "grants": sorted(
+                conn.execute(
+                    "SELECT table_name, grantee, privilege_type"
+                    " FROM information_schema.role_table_grants WHERE table_schema = %s",
+                    (schema,),
+                ).fetchall()
+            ),
+            "security": sorted(
+                conn.execute(
+                    "SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class"
+                    " WHERE relnamespace = %s::regnamespace AND relkind = 'r'",
+                    (schema,),
+                ).fetchall()
+            ),
+            "constraints": sorted(
+                conn.execute(
+                    "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid)"
+                    " FROM pg_constraint WHERE connamespace = %s::regnamespace",
+                    (schema,),
+                ).fetchall()
+            ),
+        }
+
+
+def test_rebuild_leaves_the_schema_exactly_as_it_was(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    remember(client, tenant.headers())
+    before = _schema_shape(runtime)
+    rebuild(runtime.database)
+    assert _schema_shape(runtime) == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -225,6 +226,10 @@ def _serve(db: DatabaseSettings, api: ApiSettings) -> int:
                 _bootstrap_default_tenant(runtime, db.data_dir)
             loop, wake = _drains(runtime)
             app = create_app(api, runtime, wake)
+            # Everything loaded so far lives as long as the process: moving it out
+            # of the collector's reach keeps full collections short. Without it,
+            # they added 30-40 ms to the slowest 1% of as-of reads of long memories.
+            gc.freeze()
             _log.info(
                 "serving",
                 extra={

@@ -21,6 +21,7 @@ It measures and prints; it asserts nothing.
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import statistics
 import sys
@@ -280,6 +281,7 @@ def main() -> None:
         f"{verify_s:.1f} s = {verify_s / done.seconds:.2f}x rebuild time"
     )
 
+    gc.freeze()  # as `palimpsest serve` does once started
     rng = random.Random(7)
     latencies = []
     for _ in range(args.reads):

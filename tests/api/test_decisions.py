@@ -263,3 +263,31 @@ def test_readers_cannot_decide_and_bad_decisions_write_nothing(
         assert response.status_code == status, (path, body, response.text)
         problem_slug(response)
     assert snapshot() == before
+
+
+def test_no_token_or_another_tenant_decides_nothing(
+    client: TestClient, tenant: Tenant, other_tenant: Tenant, snapshot: Any
+) -> None:
+    headers = tenant.headers()
+    obs = observe(client, headers)
+    memory = remember(client, headers)
+    intruder = other_tenant.headers("writer")
+    verbs = [
+        (f"/v1/memories/{memory['id']}/forget", {"reason": "x"}),
+        (f"/v1/memories/{memory['id']}/restore", {}),
+        (f"/v1/memories/{memory['id']}/pin", {}),
+        (f"/v1/memories/{memory['id']}/unpin", {}),
+        (f"/v1/memories/{memory['id']}/edges", {"kind": "extends", "target_id": memory["id"]}),
+        (f"/v1/observations/{obs}/retract", {}),
+    ]
+    before = snapshot()
+    for path, body in verbs:
+        anonymous = post(client, path, body, {})
+        assert anonymous.status_code == 401, path
+        assert problem_slug(anonymous) == "unauthenticated"
+        elsewhere = post(client, path, body, intruder)
+        assert elsewhere.status_code == 404, (path, elsewhere.text)
+        assert problem_slug(elsewhere) == "not-found"
+    assert snapshot() == before
+    decision = post(client, f"/v1/memories/{memory['id']}/pin", {}, headers).json()
+    assert client.get(f"/v1/decisions/{decision['id']}").status_code == 401

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 
 from fastapi import FastAPI
@@ -10,6 +11,7 @@ from fastapi import FastAPI
 from api.metrics import Metrics, ObserveRequests
 from api.problems import install_problem_handlers
 from api.routers import (
+    admin,
     batch,
     decisions,
     events,
@@ -59,8 +61,20 @@ def create_app(
     )
     app.state.metrics = Metrics()
     app.state.metrics.watch_revision(lambda: revision_totals(runtime.log))
+    runtime.log.version_cache.resize(settings.cache_entries)
+    app.state.metrics.watch_cache(lambda: asdict(runtime.log.version_cache.stats()))
     install_problem_handlers(app)
-    for module in (observations, memories, proposers, decisions, events, batch, revision, health):
+    for module in (
+        observations,
+        memories,
+        proposers,
+        decisions,
+        events,
+        batch,
+        revision,
+        admin,
+        health,
+    ):
         app.include_router(module.router)
     app.add_middleware(
         ObserveRequests, metrics=app.state.metrics, max_request_bytes=settings.max_request_bytes

@@ -38,22 +38,34 @@ class Metrics:
 
     def watch_revision(self, totals: Callable[[], dict[str, float]]) -> None:
         """Report ``palimpsest_revision{figure=...}`` from ``totals`` at each scrape."""
-        self.registry.register(_RevisionCollector(totals))
+        self.registry.register(
+            _FiguresCollector(
+                "palimpsest_revision",
+                "Revision figures over all tenants (as GET /v1/revision reports per tenant).",
+                totals,
+            )
+        )
+
+    def watch_cache(self, figures: Callable[[], dict[str, float]]) -> None:
+        """Report ``palimpsest_cache{figure=...}`` (entries, hits, misses…) at each scrape."""
+        self.registry.register(
+            _FiguresCollector(
+                "palimpsest_cache", "The as-of version cache, in this process.", figures
+            )
+        )
 
 
-class _RevisionCollector:
-    """Revision figures over all tenants, read when Prometheus scrapes."""
+class _FiguresCollector:
+    """A gauge with one sample per named figure, read when Prometheus scrapes."""
 
-    def __init__(self, totals: Callable[[], dict[str, float]]) -> None:
-        self.totals = totals
+    def __init__(self, name: str, documentation: str, figures: Callable[[], dict[str, float]]):
+        self.name = name
+        self.documentation = documentation
+        self.figures = figures
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        family = GaugeMetricFamily(
-            "palimpsest_revision",
-            "Revision figures over all tenants (as GET /v1/revision reports per tenant).",
-            labels=["figure"],
-        )
-        for figure, value in self.totals().items():
+        family = GaugeMetricFamily(self.name, self.documentation, labels=["figure"])
+        for figure, value in self.figures().items():
             family.add_metric([figure], value)
         yield family
 

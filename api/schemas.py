@@ -17,6 +17,7 @@ __all__ = [
     "BatchItem",
     "BatchPublic",
     "BeliefPublic",
+    "CacheEvicted",
     "ContributionPublic",
     "DecisionOutcome",
     "DecisionPublic",
@@ -434,3 +435,11 @@ class MemoryHistoryPublic(BaseModel):
     versions: list[HistoryVersionPublic]
     edges: list[EdgePublic]
     events: list[EventPublic]
+
+
+class CacheEvicted(BaseModel):
+    """What an eviction dropped, and what the process's cache holds now (all tenants)."""
+
+    evicted: int
+    entries: int
+    max_entries: int

@@ -20,4 +20,6 @@ class ApiSettings(BaseSettings):
     raw_retention_hours: int = Field(default=30 * 24, ge=1)
     transient_retention_hours: int = Field(default=24, ge=1)
     max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    cache_entries: int = Field(default=10_000, ge=0)
+    """Decoded memories kept in memory for as-of reads (0 disables the cache)."""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

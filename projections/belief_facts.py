@@ -7,6 +7,7 @@ and hand them to ``domain.belief.project_belief``, so they cannot disagree.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
@@ -36,6 +37,8 @@ def memory_facts(
     As of a position, the memory is loaded at its version then through the
     repository, which starts from the newest snapshot at or below it: the
     cost is bounded by the snapshot interval, not by the memory's history.
+    What a memory was at a version never changes, so it is kept in the
+    log's :class:`~projections.version_cache.VersionCache`.
     """
     if at_position is None:
         return facts_of(log, tenant_id, [memory_id]).get(memory_id)
@@ -49,11 +52,16 @@ def memory_facts(
         links = _links(cur, log.datastore.schema, [memory_id], at_position)
     if row is None or row["version"] is None:
         return None
-    with tenant_scope(tenant_id):
-        memory: object = log.repository.get(memory_id, version=row["version"])
-    if not isinstance(memory, Memory):
-        return None
-    return facts_from(memory, _edges(links).get(memory_id, ()))
+    key = (tenant_id, memory_id, int(row["version"]))
+    facts = log.version_cache.get(key)
+    if facts is None:
+        with tenant_scope(tenant_id):
+            memory: object = log.repository.get(memory_id, version=row["version"])
+        if not isinstance(memory, Memory):
+            return None
+        facts = facts_from(memory, ())
+        log.version_cache.put(key, facts)
+    return replace(facts, edges=tuple(_edges(links).get(memory_id, ())))
 
 
 def _links(cur: Any, schema: str, memory_ids: list[UUID], limit: int) -> list[Any]:

@@ -34,9 +34,13 @@ from domain.memory import Memory
 from projections._tenancy import current_tenant, set_tenant
 from projections.migrations import SNAPSHOTS_TABLE
 from projections.transcodings import SNAPSHOT_TRANSCODINGS
+from projections.version_cache import VersionCache
 
 SNAPSHOT_INTERVAL = 100
 """Events between snapshots of one memory."""
+
+DEFAULT_CACHE_ENTRIES = 10_000
+"""Decoded memories kept for as-of reads, unless configured otherwise."""
 
 
 if TYPE_CHECKING:
@@ -45,6 +49,7 @@ if TYPE_CHECKING:
     from psycopg import Cursor
 
 __all__ = [
+    "DEFAULT_CACHE_ENTRIES",
     "EventLog",
     "IdempotencyRecord",
     "SNAPSHOT_INTERVAL",
@@ -440,6 +445,11 @@ class EventLog(Application[UUID]):
 
     name = "palimpsest"
     is_snapshotting_enabled = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.version_cache = VersionCache(DEFAULT_CACHE_ENTRIES)
+        """Decoded memories by version, for as-of reads (``create_app`` sizes it)."""
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         """Register the library's transcodings and those of snapshot state."""

@@ -333,7 +333,7 @@ def _history_command(runtime: Runtime, args: argparse.Namespace) -> int:
                         "tenants": done.tenants,
                         "events": done.events,
                         "position": done.position,
-                        "caught_up_events": done.caught_up,
+                        "caught_up_tenants": done.caught_up,
                         "seconds": round(done.seconds, 3),
                         "events_per_s": round(done.events / max(done.seconds, 1e-9)),
                         "swap_seconds": round(done.swap_seconds, 3),

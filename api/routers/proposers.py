@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 
 from api.deps import CallerDep, IdempotencyKeyDep, WriterDep, perform_write
 from api.schemas import DecisionOutcome, WithdrawCreate
@@ -37,12 +37,21 @@ def withdraw_proposer(
     writer: WriterDep,
     key: IdempotencyKeyDep,
     body: WithdrawCreate | None = None,
+    model: Annotated[
+        str | None,
+        Query(min_length=1, max_length=200, description="Only contributions made with this model"),
+    ] = None,
 ) -> dict[str, Any]:
     """Withdraw support, by a recorded decision: every active contribution by the
-    proposer (only those made with `model`, when the body names one), or by the model
+    proposer (only those made with `model`, when the query or body names one), or by the model
     (`/v1/proposers/model=judge-1.4/withdraw`), is deactivated, and exactly the memories
     whose support changes are revised. Text is untouched: withdrawal is not erasure."""
     body = body or WithdrawCreate()
+    if model is not None:
+        if body.model not in (None, model):
+            msg = "name the model once: in the query or in the body"
+            raise InvalidInputError(msg)
+        body = WithdrawCreate(model=model, reason=body.reason)
     path_ids: dict[str, Any] = {}
     if proposer.startswith(_MODEL_PREFIX):
         model = proposer.removeprefix(_MODEL_PREFIX)

@@ -112,6 +112,8 @@ def test_withdrawing_a_proposer_deactivates_its_contributions_only(
     proposer = client.get(f"/v1/memories/{theirs['id']}/versions", headers=headers).json()[
         "versions"
     ][0]["principal_id"]
+    unused = post(client, f"/v1/proposers/{proposer}/withdraw?model=judge-9", {}, headers)
+    assert unused.status_code == 201 and unused.json()["accepted"] == []  # no such model
     response = post(client, f"/v1/proposers/{proposer}/withdraw", {}, headers)
     assert response.status_code == 201, response.text
     [op] = response.json()["accepted"]

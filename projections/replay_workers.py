@@ -7,7 +7,8 @@ processes. Every worker reads in the coordinator's exported snapshot
 prefix and the same live tables. With one worker, it runs in a thread of
 the calling process: the same code, no process to start.
 
-A worker is driven over a pipe:
+A worker is driven over a pipe. Its :class:`WorkerPlan` comes first (so a
+process can start, and import, before the snapshot exists); then commands:
 
 - ``("replay", head)``: replay its tenants up to ``head`` (in the snapshot),
   sending ``("progress", events)`` as it goes, then run its task's

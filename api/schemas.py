@@ -272,6 +272,11 @@ class BeliefPublic(BaseModel):
     position: int | None = None
     belief: dict[str, object] | None = None
     due: list[dict[str, object]] | None = None
+    salience: float | None = Field(
+        default=None,
+        description="Rank weight of a current belief (confidence, decay since the last "
+        "access, accesses, pin); reading it counts as an access.",
+    )
 
 
 class MemoryListItem(BaseModel):
@@ -286,6 +291,7 @@ class MemoryListItem(BaseModel):
         default=None, description="Absent from as-of listings, which are never pending."
     )
     belief: dict[str, object] | None = None
+    salience: float | None = Field(default=None, description="As for a single read.")
 
 
 class MemoryPagePublic(BaseModel):

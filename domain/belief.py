@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 from uuid import UUID
 
+from domain.salience import confidence
+
 __all__ = [
     "ArchiveFact",
     "Belief",
@@ -121,6 +123,9 @@ class Belief:
     scope: str
     project: str | None
     reasons: tuple[Reason, ...]
+    confidence: float = 1.0
+    """The base of salience: the grade's weight times the mean trust of the support
+    (:func:`domain.salience.confidence`)."""
 
 
 def _sorted(ids: Iterable[UUID]) -> tuple[UUID, ...]:
@@ -207,4 +212,5 @@ def project_belief(memory: MemoryFacts) -> Belief:
         scope=memory.scope,
         project=memory.project,
         reasons=tuple(reasons),
+        confidence=confidence(grade, [c.trust for c in support]),
     )

@@ -149,6 +149,7 @@ def belief_document(belief: Belief) -> dict[str, Any]:
         "memory_id": str(belief.memory_id),
         "current_version_id": str(belief.current_version_id),
         "grade": belief.grade,
+        "confidence": belief.confidence,
         "support": [str(c) for c in belief.support],
         "alternatives": [str(m) for m in belief.alternatives],
         "labels": {

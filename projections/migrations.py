@@ -372,6 +372,29 @@ def _m0004_snapshots(cur: psycopg.Cursor[Any], database: Database) -> None:
     _isolate_tenants(cur, database, (SNAPSHOTS_TABLE,))
 
 
+def _m0005_memory_access(cur: psycopg.Cursor[Any], database: Database) -> None:
+    fmt = {"schema": sql.Identifier(database.schema), "app": sql.Identifier(database.app_user)}
+
+    def run(statement: str) -> None:
+        cur.execute(sql.SQL(statement).format(**fmt))
+
+    # Tuning state for salience: how often and when reads returned each memory.
+    # Never an event, never a label; losing it only resets ranking.
+    run(
+        "CREATE TABLE {schema}.memory_access ("
+        " tenant_id uuid NOT NULL DEFAULT {schema}.current_tenant(),"
+        " memory_id uuid NOT NULL, accesses bigint NOT NULL, last_access timestamptz NOT NULL,"
+        " PRIMARY KEY (tenant_id, memory_id))"
+    )
+    run("GRANT SELECT, INSERT, UPDATE ON {schema}.memory_access TO {app}")
+    _isolate_tenants(cur, database, ("memory_access",))
+    run(
+        "CREATE POLICY tenant_updates ON {schema}.memory_access FOR UPDATE "
+        "USING (tenant_id = {schema}.current_tenant()) "
+        "WITH CHECK (tenant_id = {schema}.current_tenant())"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -381,6 +404,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "revision watermark and dependency rows", _m0002_revision_watermark),
     Migration(3, "decision index", _m0003_decisions),
     Migration(4, "aggregate snapshots", _m0004_snapshots),
+    Migration(5, "memory access counts for salience", _m0005_memory_access),
 )
 
 

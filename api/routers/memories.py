@@ -28,6 +28,7 @@ from api.schemas import (
 )
 from domain.errors import InvalidInputError
 from domain.memory import MemoryType
+from projections.accesses import salience_of, stamp_accesses
 from projections.as_of import belief_as_of, list_beliefs_as_of, position_at
 from projections.history import memory_history
 from projections.reads import MemoryFilter, current_belief, list_beliefs, memory_versions
@@ -132,14 +133,17 @@ def list_memories(
             "next_cursor": encode_cursor(after) if after else None,
             "position": used,
         }
+    now = clock()
     items, after = list_beliefs(
         runtime.log,
         caller.tenant_id,
         MemoryFilter(type, scope, project, status, include_archived),
         limit=limit,
         after=after,
-        now=clock(),
+        now=now,
     )
+    current = [i for i in items if i["status"] == "current"]
+    _rank_and_stamp(runtime, caller, current, [UUID(i["id"]) for i in current], now)
     return {"items": items, "next_cursor": encode_cursor(after) if after else None}
 
 
@@ -189,7 +193,21 @@ def read_memory(
     answer = current_belief(runtime.log, caller.tenant_id, memory_id, now=clock, wait_s=wait)
     if answer["status"] == "pending":
         response.headers["Retry-After"] = "1"
+        return answer
+    _rank_and_stamp(runtime, caller, [answer], [memory_id], clock())
     return answer
+
+
+def _rank_and_stamp(
+    runtime: Runtime, caller: Caller, answers: list[dict[str, Any]], ids: list[UUID], now: datetime
+) -> None:
+    """Give each current answer its salience (from accesses so far), then count this
+    read as one more access of each. Tuning state only: never an event or a label."""
+    beliefs = {i: a["belief"] for i, a in zip(ids, answers, strict=True)}
+    ranked = salience_of(runtime.log, caller.tenant_id, beliefs, now)
+    for memory_id, answer in zip(ids, answers, strict=True):
+        answer["salience"] = ranked.get(memory_id)
+    stamp_accesses(runtime.log, caller.tenant_id, ids, now)
 
 
 @router.get("/{memory_id}/versions", response_model=MemoryVersionsPublic)

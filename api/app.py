@@ -20,6 +20,7 @@ from api.routers import (
     observations,
     proposers,
     revision,
+    tenant,
 )
 from api.settings import ApiSettings
 from projections.reads import revision_totals
@@ -73,6 +74,7 @@ def create_app(
         batch,
         revision,
         admin,
+        tenant,
         health,
     ):
         app.include_router(module.router)

@@ -191,6 +191,7 @@ def _deactivate(
 ) -> Operations:
     accepted: list[dict[str, str]] = []
     seen: list[dict[str, str]] = []
+    uow.preload(memory_ids)
     for memory_id in memory_ids:
         memory = uow.load(memory_id, Memory, "memory")
         hits = [c for c in memory.contributions if c.active and matches(c)]

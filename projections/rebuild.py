@@ -414,7 +414,9 @@ def rebuild(
             swap_seconds = time.monotonic() - swap_started
         except BaseException:
             # Interrupted (Ctrl-C) or failed: the live tables were not touched unless
-            # the swap committed; the shadows go, so the next run starts clean.
+            # the swap committed; the shadows go, so the next run starts clean. The
+            # workers go first: one still copying would hold a shadow's lock.
+            pool.stop(at_once=True)
             try:
                 with conn.transaction(), conn.cursor() as cur:
                     _drop_shadows(cur, schema)

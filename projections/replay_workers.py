@@ -241,12 +241,19 @@ class WorkerPool:
                     results[self._pipes.index(ready)] = payload[0]
         return [results[i] for i in range(len(self._pipes))]
 
-    def stop(self) -> None:
-        """Stop every worker (killing processes that do not stop within 10 s)."""
+    def stop(self, *, at_once: bool = False) -> None:
+        """Stop every worker (killing processes that do not stop within 10 s).
+
+        ``at_once`` kills worker processes straight away (their transactions roll
+        back as their connections close): what an interrupted run needs before it
+        drops the tables they were writing. A thread worker is waited for.
+        """
         for pipe in self._pipes:
             with contextlib.suppress(OSError):  # the worker is gone already
                 pipe.send(("stop",))
         for runner in self._runners:
+            if at_once and self.processes:
+                runner.kill()
             runner.join(timeout=10)
             if self.processes and runner.is_alive():
                 runner.kill()

@@ -22,6 +22,7 @@ transaction or not at all.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from projections.replay_workers import WorkerPlan, WorkerPool, default_workers, 
 
 __all__ = ["RebuildReport", "rebuild", "tenant_sizes"]
 
+_log = logging.getLogger(__name__)
 _LIVE_TABLES = (*(t.name for t in TABLES), SNAPSHOTS_TABLE)
 
 
@@ -420,8 +422,8 @@ def rebuild(
             try:
                 with conn.transaction(), conn.cursor() as cur:
                     _drop_shadows(cur, schema)
-            except psycopg.Error:
-                pass  # the connection is gone; the next run drops them
+            except psycopg.Error as e:  # the next run drops them
+                _log.warning("rebuild left its shadow tables", extra={"error": str(e)})
             raise
         finally:
             pool.stop()

@@ -42,6 +42,8 @@ __all__ = [
     "ObservationCreated",
     "ObservationPublic",
     "Reason",
+    "RetentionPublic",
+    "RetentionUpdate",
     "RetractCreate",
     "RevisionPublic",
     "RevisionStatusPublic",
@@ -449,3 +451,21 @@ class CacheEvicted(BaseModel):
     evicted: int
     entries: int
     max_entries: int
+
+
+class RetentionUpdate(_Body):
+    """The tenant's retention of observation bytes, in hours; an omitted value is
+    kept. Each must be at most the deployment's maximum."""
+
+    raw_hours: int | None = Field(default=None, ge=1)
+    transient_hours: int | None = Field(default=None, ge=1)
+
+
+class RetentionPublic(BaseModel):
+    """The retention new captures get, and the deployment's maxima."""
+
+    raw_hours: int
+    transient_hours: int
+    max_raw_hours: int
+    max_transient_hours: int
+    position: int | None = None

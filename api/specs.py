@@ -15,6 +15,7 @@ from api.schemas import (
     LabelChange,
     MemoryCreate,
     ObservationCreate,
+    RetentionUpdate,
     RetractCreate,
     VersionCreate,
     WithdrawCreate,
@@ -26,6 +27,7 @@ from projections.writes import (
     MemorySpec,
     ObservationSpec,
     Ref,
+    RetentionSpec,
     RetractSpec,
     VersionSpec,
     WithdrawSpec,
@@ -59,6 +61,8 @@ def _spec(body: BaseModel, path_ids: dict[str, Any]) -> WriteSpec:
             body.model_id,
             body.trust,
         )
+    if isinstance(body, RetentionUpdate):
+        return RetentionSpec(body.raw_hours, body.transient_hours)
     if isinstance(body, RetractCreate):
         return RetractSpec(path_ids["observation_id"], body.reason)
     if isinstance(body, WithdrawCreate):

@@ -16,6 +16,7 @@ from uuid import UUID
 from domain.decision import Decision
 from domain.memory import Memory
 from domain.observation import Observation
+from domain.tenant import Tenant
 
 __all__ = ["Dependencies", "Link", "dependencies_of"]
 
@@ -44,12 +45,16 @@ class Dependencies:
     """(proposer id, model id or "", memory id) triples."""
     created: list[tuple[UUID, str, str, str | None, str | None]] = field(default_factory=list)
     """(memory id, type, scope, project, topic) of memories created by the write."""
-    captured: list[tuple[UUID, str, datetime]] = field(default_factory=list)
-    """(observation id, content digest, retention deadline) of captured observations."""
+    captured: list[tuple[UUID, str, datetime, bool]] = field(default_factory=list)
+    """(observation id, content digest, retention deadline, transient) of captures."""
     expired: list[UUID] = field(default_factory=list)
     """Observations whose bytes this write deletes."""
     version_digests: set[tuple[str, UUID]] = field(default_factory=set)
     """(content digest, memory id) of recorded versions: payloads expiry must keep."""
+    retention: tuple[int, int] | None = None
+    """(raw hours, transient hours) a tenant set in this write, if it did."""
+    shortened: list[tuple[UUID, datetime]] = field(default_factory=list)
+    """(observation id, new deadline) of deadlines moved earlier."""
     decisions: list[tuple[UUID, str, str]] = field(default_factory=list)
     """(decision id, kind, logical key) of recorded decisions, so replays are found."""
 
@@ -89,9 +94,15 @@ def dependencies_of(events: Iterable[object]) -> Dependencies:
             found.touched.add(event.originator_id)
             found.version_digests.add((event.content_digest, event.originator_id))
         elif isinstance(event, Observation.Created):
-            found.captured.append((event.originator_id, event.digest, event.retention_deadline))
+            found.captured.append(
+                (event.originator_id, event.digest, event.retention_deadline, event.transient)
+            )
         elif isinstance(event, Observation.Expired):
             found.expired.append(event.originator_id)
+        elif isinstance(event, Observation.DeadlineShortened):
+            found.shortened.append((event.originator_id, event.deadline))
+        elif isinstance(event, Tenant.RetentionSet):
+            found.retention = (event.raw_hours, event.transient_hours)
         elif isinstance(event, Decision.Created):
             found.decisions.append((event.originator_id, event.kind, event.logical_key))
     return found

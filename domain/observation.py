@@ -43,6 +43,14 @@ class Observation(Aggregate):
         deadline: datetime
         principal_id: UUID
 
+    class DeadlineShortened(Aggregate.Event):
+        """The tenant's shorter retention moved the deadline earlier
+        (``ObservationDeadlineShortened``); deadlines never move later."""
+
+        TOPIC = "palimpsest:ObservationDeadlineShortened"
+        deadline: datetime
+        principal_id: UUID
+
     class Retracted(Aggregate.Event):
         """The observation was retracted as evidence (``ObservationRetracted``) by a
         decision: its contributions stop counting and it cannot be cited again.
@@ -107,3 +115,17 @@ class Observation(Aggregate):
     @event(Retracted)
     def _retracted(self, decision_id: UUID, principal_id: UUID) -> None:
         self.retracted_by = decision_id
+
+    def shorten_deadline(self, deadline: datetime, *, now: datetime, principal_id: UUID) -> bool:
+        """Move the retention deadline earlier, to ``deadline`` or ``now`` if that
+        has passed. Returns False (and records nothing) if the observation has
+        expired or the deadline would not move earlier."""
+        effective = max(deadline, now)
+        if self.expired or effective >= self.retention_deadline:
+            return False
+        self._deadline_shortened(deadline=effective, principal_id=principal_id)
+        return True
+
+    @event(DeadlineShortened)
+    def _deadline_shortened(self, deadline: datetime, principal_id: UUID) -> None:
+        self.retention_deadline = deadline

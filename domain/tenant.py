@@ -47,12 +47,25 @@ class Tenant(Aggregate):
         token_digest: str
         principal_id: UUID
 
+    class RetentionSet(Aggregate.Event):
+        """The tenant set its retention of observation bytes (``RetentionSet``), in hours.
+
+        New captures take it from now on; a shortening also applies to deadlines
+        not yet passed (the retention drain records each). A lengthening never
+        extends a deadline already set."""
+
+        TOPIC = "palimpsest:RetentionSet"
+        raw_hours: int
+        transient_hours: int
+        principal_id: UUID
+
     @event(Created)
     def __init__(self, id: UUID, name: str, principal_id: UUID) -> None:
         self.name = name
         self.founder_id = principal_id
         self.principals: dict[UUID, str] = {}
         self.token_digests: set[str] = set()
+        self.retention: tuple[int, int] | None = None
 
     @classmethod
     def create(cls, tenant_id: UUID, name: str, admin_name: str) -> Tenant:
@@ -99,3 +112,32 @@ class Tenant(Aggregate):
         self, token_id: UUID, holder_id: UUID, role: str, token_digest: str, principal_id: UUID
     ) -> None:
         self.token_digests.add(token_digest)
+
+    def set_retention(
+        self,
+        *,
+        raw_hours: int,
+        transient_hours: int,
+        max_raw_hours: int,
+        max_transient_hours: int,
+        principal_id: UUID,
+    ) -> None:
+        """Set the tenant's retention, within the deployment's maxima.
+
+        Raises:
+            InvalidInputError: a value below one hour or above the deployment's maximum.
+        """
+        for what, value, maximum in (
+            ("raw", raw_hours, max_raw_hours),
+            ("transient", transient_hours, max_transient_hours),
+        ):
+            if not 1 <= value <= maximum:
+                msg = f"{what} retention must be between 1 and {maximum} hours, got {value}"
+                raise InvalidInputError(msg)
+        self._retention_set(
+            raw_hours=raw_hours, transient_hours=transient_hours, principal_id=principal_id
+        )
+
+    @event(RetentionSet)
+    def _retention_set(self, raw_hours: int, transient_hours: int, principal_id: UUID) -> None:
+        self.retention = (raw_hours, transient_hours)

@@ -27,6 +27,7 @@ from projections._tenancy import tenant_transaction
 from projections.belief_facts import belief_document, facts_of
 from projections.eventlog import EventLog
 from projections.expiry import expire_due
+from projections.retention import apply_retention
 
 __all__ = [
     "DrainLoop",
@@ -208,6 +209,8 @@ class DrainLoop:
             self._wake.wait(self.sweep_s)
             self._wake.clear()
             try:
+                # Shorter deadlines first: expiry then sees them in the same sweep.
+                apply_retention(self.log, now=self.clock(), limit=self.batch)
                 expire_due(self.log, now=self.clock(), limit=self.batch)
                 while (
                     not self._stop.is_set()

@@ -178,11 +178,11 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
             (position, list(ids), list(types), list(scopes), list(projects), list(topics)),
         )
     if found.captured:
-        ids, digests, deadlines = zip(*found.captured, strict=True)
+        ids, digests, deadlines, transient = zip(*found.captured, strict=True)
         curs.execute(
-            f"INSERT INTO {s}.observation_deadlines (observation_id, digest, deadline) "
-            "SELECT * FROM unnest(%b::uuid[], %b::text[], %b::timestamptz[])",
-            (list(ids), list(digests), list(deadlines)),
+            f"INSERT INTO {s}.observation_deadlines (observation_id, digest, deadline, transient) "
+            "SELECT * FROM unnest(%b::uuid[], %b::text[], %b::timestamptz[], %b::bool[])",
+            (list(ids), list(digests), list(deadlines), list(transient)),
         )
     if found.version_digests:
         digests, memories = zip(*found.version_digests, strict=True)
@@ -197,6 +197,21 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
             f"INSERT INTO {s}.decision_index (decision_id, kind, logical_key, position) "
             "SELECT d, k, l, %b FROM unnest(%b::uuid[], %b::text[], %b::text[]) AS t(d, k, l)",
             (position, list(ids), list(kinds), list(keys)),
+        )
+    if found.retention is not None:
+        curs.execute(
+            f"INSERT INTO {s}.tenant_retention (raw_hours, transient_hours, position)"
+            " VALUES (%s, %s, %s) ON CONFLICT (tenant_id) DO UPDATE SET"
+            " raw_hours = excluded.raw_hours, transient_hours = excluded.transient_hours,"
+            " position = excluded.position",
+            (*found.retention, position),
+        )
+    if found.shortened:
+        ids, deadlines = zip(*found.shortened, strict=True)
+        curs.execute(
+            f"UPDATE {s}.observation_deadlines o SET deadline = u.d"
+            " FROM unnest(%b::uuid[], %b::timestamptz[]) AS u(id, d) WHERE o.observation_id = u.id",
+            (list(ids), list(deadlines)),
         )
     if found.expired:
         _delete_expired_bytes(curs, s, found.expired, position)

@@ -395,6 +395,34 @@ def _m0005_memory_access(cur: psycopg.Cursor[Any], database: Database) -> None:
     )
 
 
+def _m0006_tenant_retention(cur: psycopg.Cursor[Any], database: Database) -> None:
+    fmt = {"schema": sql.Identifier(database.schema), "app": sql.Identifier(database.app_user)}
+
+    def run(statement: str) -> None:
+        cur.execute(sql.SQL(statement).format(**fmt))
+
+    # Which retention applies to an observation (raw or transient) decides how a
+    # tenant's shorter policy moves its deadline.
+    run(
+        "ALTER TABLE {schema}.observation_deadlines"
+        " ADD COLUMN transient boolean NOT NULL DEFAULT false"
+    )
+    # The retention a tenant set (RetentionSet), as of the write that set it.
+    run(
+        "CREATE TABLE {schema}.tenant_retention ("
+        " tenant_id uuid PRIMARY KEY DEFAULT {schema}.current_tenant(),"
+        " raw_hours integer NOT NULL, transient_hours integer NOT NULL,"
+        " position bigint NOT NULL)"
+    )
+    run("GRANT SELECT, INSERT, UPDATE ON {schema}.tenant_retention TO {app}")
+    _isolate_tenants(cur, database, ("tenant_retention",))
+    run(
+        "CREATE POLICY tenant_updates ON {schema}.tenant_retention FOR UPDATE "
+        "USING (tenant_id = {schema}.current_tenant()) "
+        "WITH CHECK (tenant_id = {schema}.current_tenant())"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -405,6 +433,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "decision index", _m0003_decisions),
     Migration(4, "aggregate snapshots", _m0004_snapshots),
     Migration(5, "memory access counts for salience", _m0005_memory_access),
+    Migration(6, "tenant retention policy", _m0006_tenant_retention),
 )
 
 

@@ -55,10 +55,13 @@ TABLES: tuple[TableSpec, ...] = (
     TableSpec("evidence_links", ("observation_id", "memory_id"), ("position",)),
     TableSpec("proposer_links", ("proposer_id", "model_id", "memory_id"), ("position",)),
     TableSpec(
-        "observation_deadlines", ("observation_id",), ("digest", "deadline", "expired_position")
+        "observation_deadlines",
+        ("observation_id",),
+        ("digest", "deadline", "expired_position", "transient"),
     ),
     TableSpec("version_digests", ("digest", "memory_id"), ()),
     TableSpec("decision_index", ("decision_id",), ("kind", "logical_key", "position")),
+    TableSpec("tenant_retention", (), ("raw_hours", "transient_hours", "position")),
     TableSpec("revisions", ("memory_id",), ("requested", "published")),
     TableSpec(
         "beliefs",
@@ -158,16 +161,22 @@ class TenantReadModels:
             rows["proposer_links"].setdefault((proposer_id, model_id, memory_id), (position,))
         for memory_id, memory_type, scope, project, topic in found.created:
             rows["memory_index"][(memory_id,)] = (memory_type, scope, project, topic, position)
-        for observation_id, digest, deadline in found.captured:
-            rows["observation_deadlines"][(observation_id,)] = (digest, deadline, None)
+        for observation_id, digest, deadline, transient in found.captured:
+            rows["observation_deadlines"][(observation_id,)] = (digest, deadline, None, transient)
         for digest, memory_id in found.version_digests:
             rows["version_digests"][(digest, memory_id)] = ()
         for decision_id, kind, logical_key in found.decisions:
             rows["decision_index"][(decision_id,)] = (kind, logical_key, position)
+        if found.retention is not None:
+            rows["tenant_retention"][()] = (*found.retention, position)
+        deadlines = rows["observation_deadlines"]
+        for observation_id, deadline in found.shortened:
+            digest, _, expired, transient = deadlines[(observation_id,)]
+            deadlines[(observation_id,)] = (digest, deadline, expired, transient)
         for observation_id in found.expired:
-            current = rows["observation_deadlines"].get((observation_id,))
-            if current is not None:
-                rows["observation_deadlines"][(observation_id,)] = (*current[:2], position)
+            if (observation_id,) in deadlines:
+                digest, deadline, _, transient = deadlines[(observation_id,)]
+                deadlines[(observation_id,)] = (digest, deadline, position, transient)
 
     def _closure(self, found: Dependencies) -> set[UUID]:
         """Return the memories a write marks: touched, citing what it cites, and linked

@@ -25,7 +25,8 @@ from domain.memory import Memory
 from domain.observation import Observation
 from domain.retention import retention_deadline
 from domain.role import can_write
-from projections._tenancy import tenant_scope
+from domain.tenant import Tenant
+from projections._tenancy import tenant_scope, tenant_transaction
 from projections.decisions import (
     LabelSpec,
     Operations,
@@ -51,6 +52,7 @@ __all__ = [
     "MemorySpec",
     "ObservationSpec",
     "Ref",
+    "RetentionSpec",
     "RetractSpec",
     "VersionSpec",
     "WithdrawSpec",
@@ -127,8 +129,24 @@ class EdgeSpec:
     target_id: Id
 
 
+@dataclass(frozen=True)
+class RetentionSpec:
+    """Set the tenant's retention of observation bytes, in hours (None keeps the
+    current value)."""
+
+    raw_hours: int | None
+    transient_hours: int | None
+
+
 WriteSpec = (
-    ObservationSpec | MemorySpec | VersionSpec | EdgeSpec | RetractSpec | WithdrawSpec | LabelSpec
+    ObservationSpec
+    | MemorySpec
+    | VersionSpec
+    | EdgeSpec
+    | RetractSpec
+    | WithdrawSpec
+    | LabelSpec
+    | RetentionSpec
 )
 
 
@@ -285,6 +303,8 @@ class Writer:
             return decide_withdraw(uow, spec)
         if isinstance(spec, LabelSpec):
             return decide_label(uow, spec)
+        if isinstance(spec, RetentionSpec):
+            return self._set_retention(uow, spec)
         return self._add_edge(uow, spec, items)
 
     def _add_edge(self, uow: UnitOfWork, spec: EdgeSpec, items: list[Item]) -> Item:
@@ -348,11 +368,9 @@ class Writer:
         if captured_at > received_at + self.policy.clock_skew:
             msg = f"captured_at {captured_at.isoformat()} is in the future"
             raise InvalidInputError(msg)
+        raw, transient = self._retention(uow)
         deadline = retention_deadline(
-            received_at,
-            transient=spec.transient,
-            raw_retention=self.policy.raw_retention,
-            transient_retention=self.policy.transient_retention,
+            received_at, transient=spec.transient, raw_retention=raw, transient_retention=transient
         )
         observation = Observation(
             tenant_id=uow.caller.tenant_id,
@@ -373,6 +391,44 @@ class Writer:
                 "id": str(observation.id),
                 "retention_deadline": deadline.isoformat(),
             },
+        )
+
+    def retention(self, tenant_id: UUID) -> tuple[timedelta, timedelta]:
+        """Return the tenant's effective (raw, transient) retention for new captures."""
+        return self._retention(UnitOfWork(self.log, Caller(tenant_id, tenant_id, "", "reader")))
+
+    def _retention(self, uow: UnitOfWork) -> tuple[timedelta, timedelta]:
+        """Return (raw, transient) retention for new captures: the tenant's own, if
+        it set one, else the deployment's (which is also the maximum)."""
+        with tenant_transaction(self.log.datastore, uow.caller.tenant_id, commit=False) as cur:
+            cur.execute(
+                f'SELECT raw_hours, transient_hours FROM "{self.log.datastore.schema}"'
+                ".tenant_retention"
+            )
+            row = cur.fetchone()
+        if row is None:
+            return self.policy.raw_retention, self.policy.transient_retention
+        return (
+            min(self.policy.raw_retention, timedelta(hours=row["raw_hours"])),
+            min(self.policy.transient_retention, timedelta(hours=row["transient_hours"])),
+        )
+
+    def _set_retention(self, uow: UnitOfWork, spec: RetentionSpec) -> Item:
+        tenant = uow.load(uow.caller.tenant_id, Tenant, "tenant")
+        raw, transient = (int(r / timedelta(hours=1)) for r in self._retention(uow))
+        raw_hours = raw if spec.raw_hours is None else spec.raw_hours
+        transient_hours = transient if spec.transient_hours is None else spec.transient_hours
+        tenant.set_retention(
+            raw_hours=raw_hours,
+            transient_hours=transient_hours,
+            max_raw_hours=int(self.policy.raw_retention / timedelta(hours=1)),
+            max_transient_hours=int(self.policy.transient_retention / timedelta(hours=1)),
+            principal_id=uow.caller.principal_id,
+        )
+        return Item(
+            tenant.id,
+            (tenant.id, tenant.version),
+            {"raw_hours": raw_hours, "transient_hours": transient_hours},
         )
 
     def _create_memory(self, uow: UnitOfWork, spec: MemorySpec, items: list[Item]) -> Item:

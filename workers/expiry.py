@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import dramatiq
 
 from projections.expiry import expire_due
+from projections.retention import apply_retention
 
 if TYPE_CHECKING:
     from projections.eventlog import EventLog
@@ -31,9 +32,11 @@ def register_expiry_actor(
     """
 
     def drain_raw_expiry() -> None:
+        # A tenant's shorter retention first, so expiry sees the moved deadlines.
+        moved = apply_retention(log, now=datetime.now(UTC), limit=batch)
         expired = expire_due(log, now=datetime.now(UTC), limit=batch)
-        _log.info("expired", extra={"observations": expired})
-        if expired:
+        _log.info("expired", extra={"observations": expired, "deadlines_shortened": moved})
+        if expired or moved:
             actor.send()
 
     actor: dramatiq.Actor[[], None] = dramatiq.Actor(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 
-from api.deps import CallerDep, ClockDep, RuntimeDep
+from api.deps import CallerDep, ClockDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
+from api.schemas import RetentionPublic, RetentionUpdate
 from domain.errors import PermissionDeniedError
 from domain.role import can_administer
 from projections.export import export_tenant
@@ -38,3 +41,45 @@ def export(caller: CallerDep, runtime: RuntimeDep, clock: ClockDep) -> Streaming
         media_type="application/x-ndjson",
         headers={"Content-Disposition": 'attachment; filename="palimpsest-export.jsonl"'},
     )
+
+
+def _hours(value: timedelta) -> int:
+    return int(value / timedelta(hours=1))
+
+
+@router.get("/retention", response_model=RetentionPublic)
+def read_retention(caller: CallerDep, writer: WriterDep) -> dict[str, Any]:
+    """Return the retention new observations get (the tenant's own if it set one,
+    else the deployment's) and the deployment's maxima."""
+    raw, transient = writer.retention(caller.tenant_id)
+    return {
+        "raw_hours": _hours(raw),
+        "transient_hours": _hours(transient),
+        "max_raw_hours": _hours(writer.policy.raw_retention),
+        "max_transient_hours": _hours(writer.policy.transient_retention),
+    }
+
+
+@router.put("/retention", response_model=RetentionPublic)
+def update_retention(
+    body: RetentionUpdate,
+    request: Request,
+    response: Response,
+    caller: CallerDep,
+    writer: WriterDep,
+    key: IdempotencyKeyDep,
+) -> dict[str, Any]:
+    """Set the tenant's retention of observation bytes (admin, within the deployment's
+    maxima). New captures take it at once. A shortening also applies to deadlines not
+    yet passed: the retention drain moves each earlier (never before now) and records
+    it. A lengthening never extends a deadline already set."""
+    if not can_administer(caller.role):
+        msg = f"role {caller.role!r} cannot set retention; an admin token is required"
+        raise PermissionDeniedError(msg)
+    result = perform_write(request, response, writer, caller, key, body)
+    response.status_code = 200
+    return {
+        **result,
+        "max_raw_hours": _hours(writer.policy.raw_retention),
+        "max_transient_hours": _hours(writer.policy.transient_retention),
+    }

@@ -25,6 +25,19 @@ def _deadline(client: TestClient, headers: dict[str, str], obs: str) -> datetime
     return datetime.fromisoformat(meta["retention_deadline"])
 
 
+def _shortened(runtime: Runtime, tenant: Tenant) -> int:
+    """Count the tenant's ObservationDeadlineShortened events (other tests' tenants
+    may have deadlines to move too, so totals from the drain are not ours alone)."""
+    schema = runtime.database.schema
+    with runtime.database.owner_connection() as conn:
+        row = conn.execute(
+            f'SELECT count(*) FROM "{schema}".palimpsest_events WHERE tenant_id = %s'
+            " AND topic = 'palimpsest:ObservationDeadlineShortened'",
+            (tenant.id,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def _apply_all(runtime: Runtime, now: datetime) -> int:
     total = 0
     while moved := apply_retention(runtime.log, now=now, limit=2):  # small batches: resumes
@@ -49,15 +62,17 @@ def test_a_shorter_retention_moves_existing_deadlines_and_applies_to_new_capture
     new = observe(client, headers, "said later")
     assert _deadline(client, headers, new) - datetime.now(UTC) < timedelta(hours=49)
 
-    assert _apply_all(runtime, datetime.now(UTC)) == len(old)
-    assert _apply_all(runtime, datetime.now(UTC)) == 0  # each moves once
+    _apply_all(runtime, datetime.now(UTC))
+    _apply_all(runtime, datetime.now(UTC))
+    assert _shortened(runtime, tenant) == len(old)  # each moved once
     for o in old:
         moved = _deadline(client, headers, o)
         assert moved < before[o] and moved - datetime.now(UTC) < timedelta(hours=49)
 
     # Lengthening again extends nothing already set.
     client.put("/v1/tenant/retention", json={"raw_hours": 720}, headers=headers)
-    assert _apply_all(runtime, datetime.now(UTC)) == 0
+    _apply_all(runtime, datetime.now(UTC))
+    assert _shortened(runtime, tenant) == len(old)
     assert all(_deadline(client, headers, o) - datetime.now(UTC) < timedelta(hours=49) for o in old)
     assert verify(runtime.database, tenant=tenant.id).divergences == []
 
@@ -102,3 +117,32 @@ def test_retention_is_bounded_and_set_by_admins_only(
         problem_slug(response)
     assert snapshot() == before
     assert post(client, "/v1/observations", {"content": "x"}, headers).status_code == 201
+
+
+def test_a_retention_pass_killed_mid_write_resumes_without_skipping(
+    client: TestClient, tenant: Tenant, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    headers = tenant.headers()
+    observations = [observe(client, headers, f"note {i}") for i in range(5)]
+    client.put("/v1/tenant/retention", json={"raw_hours": 12}, headers=headers)
+    real_record = runtime.log.record
+    calls = {"n": 0}
+
+    def dies_once(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyboardInterrupt  # killed while its write was in flight
+        return real_record(*args, **kwargs)
+
+    monkeypatch.setattr(runtime.log, "record", dies_once)
+    with pytest.raises(KeyboardInterrupt):
+        apply_retention(runtime.log, now=datetime.now(UTC), limit=2)
+    monkeypatch.setattr(runtime.log, "record", real_record)
+    assert _shortened(runtime, tenant) == 0  # the killed write left nothing
+    _apply_all(runtime, datetime.now(UTC))
+    _apply_all(runtime, datetime.now(UTC))
+    assert _shortened(runtime, tenant) == len(observations)
+    assert all(
+        _deadline(client, headers, o) - datetime.now(UTC) < timedelta(hours=13)
+        for o in observations
+    )

@@ -67,6 +67,20 @@ Positions = Mapping[tuple[UUID, int], int]
 """Log position of each written event, by (aggregate id, aggregate version)."""
 
 
+_UNNEST_STORED = "SELECT * FROM unnest(%b::uuid[], %b::bigint[], %b::text[], %b::bytea[])"
+"""Stored events as four plain arrays in binary format (see ``_insert_stored_events``)."""
+
+
+def _stored_columns(stored: Sequence[StoredEvent]) -> tuple[list[Any], ...]:
+    """Return the columns of ``stored`` for :data:`_UNNEST_STORED`."""
+    return (
+        [e.originator_id for e in stored],
+        [e.originator_version for e in stored],
+        [e.topic for e in stored],
+        [e.state for e in stored],
+    )
+
+
 @dataclass(frozen=True)
 class TokenRow:
     """A token's lookup row, written with its ``TokenIssued`` event."""
@@ -327,15 +341,9 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         self._notify_channel(curs)
         curs.execute(
             f'INSERT INTO "{self.datastore.schema}"."{self.events_table_name}" '
-            "(originator_id, originator_version, topic, state) "
-            "SELECT * FROM unnest(%b::uuid[], %b::bigint[], %b::text[], %b::bytea[]) "
+            f"(originator_id, originator_version, topic, state) {_UNNEST_STORED} "
             "RETURNING notification_id",
-            (
-                [e.originator_id for e in stored_events],
-                [e.originator_version for e in stored_events],
-                [e.topic for e in stored_events],
-                [e.state for e in stored_events],
-            ),
+            _stored_columns(stored_events),
         )
 
     def _insert_events(
@@ -421,15 +429,9 @@ class TenantScopedSnapshotRecorder(_TenantScopedReads, PostgresAggregateRecorder
             set_tenant(curs, current_tenant())
             curs.execute(
                 f'INSERT INTO "{self.datastore.schema}"."{self.events_table_name}" '
-                "(originator_id, originator_version, topic, state) "
-                "SELECT * FROM unnest(%b::uuid[], %b::bigint[], %b::text[], %b::bytea[]) "
+                f"(originator_id, originator_version, topic, state) {_UNNEST_STORED} "
                 "ON CONFLICT DO NOTHING",
-                (
-                    [e.originator_id for e in stored_events],
-                    [e.originator_version for e in stored_events],
-                    [e.topic for e in stored_events],
-                    [e.state for e in stored_events],
-                ),
+                _stored_columns(stored_events),
             )
         return None
 

@@ -163,15 +163,7 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str,
                 "content": contents.get(record.content_digest),
                 "content_digest": record.content_digest,
                 "size_bytes": record.size_bytes,
-                "formed_from": [
-                    {
-                        "observation_id": str(e.observation_id),
-                        "start": e.start,
-                        "end": e.end,
-                        "excerpt_digest": e.excerpt_digest,
-                    }
-                    for e in record.excerpts
-                ],
+                "formed_from": [e.as_event_value() for e in record.excerpts],
                 "principal_id": str(record.principal_id),
                 "position": recorded["position"],
                 "recorded_at": recorded["recorded_at"],

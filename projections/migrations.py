@@ -92,6 +92,21 @@ def _isolate_tenants(cur: psycopg.Cursor[Any], database: Database, tables: tuple
             cur.execute(sql.SQL(statement).format(**fmt))
 
 
+def _allow_tenant_updates(
+    cur: psycopg.Cursor[Any], database: Database, tables: tuple[str, ...]
+) -> None:
+    """Let the transaction's tenant update its own rows of ``tables`` (and only its own)."""
+    for table in tables:
+        fmt = {"schema": sql.Identifier(database.schema), "t": sql.Identifier(table)}
+        cur.execute(
+            sql.SQL(
+                "CREATE POLICY tenant_updates ON {schema}.{t} FOR UPDATE "
+                "USING (tenant_id = {schema}.current_tenant()) "
+                "WITH CHECK (tenant_id = {schema}.current_tenant())"
+            ).format(**fmt)
+        )
+
+
 def _m0001_event_log(cur: psycopg.Cursor[Any], database: Database) -> None:
     schema = sql.Identifier(database.schema)
     app = sql.Identifier(database.app_user)
@@ -322,13 +337,7 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
             "version_digests",
         ),
     )
-    for table in ("revisions", "beliefs", "observation_deadlines"):
-        fmt["t"] = sql.Identifier(table)
-        run(
-            "CREATE POLICY tenant_updates ON {schema}.{t} FOR UPDATE "
-            "USING (tenant_id = {schema}.current_tenant()) "
-            "WITH CHECK (tenant_id = {schema}.current_tenant())"
-        )
+    _allow_tenant_updates(cur, database, ("revisions", "beliefs", "observation_deadlines"))
 
 
 def _m0003_decisions(cur: psycopg.Cursor[Any], database: Database) -> None:
@@ -388,11 +397,7 @@ def _m0005_memory_access(cur: psycopg.Cursor[Any], database: Database) -> None:
     )
     run("GRANT SELECT, INSERT, UPDATE ON {schema}.memory_access TO {app}")
     _isolate_tenants(cur, database, ("memory_access",))
-    run(
-        "CREATE POLICY tenant_updates ON {schema}.memory_access FOR UPDATE "
-        "USING (tenant_id = {schema}.current_tenant()) "
-        "WITH CHECK (tenant_id = {schema}.current_tenant())"
-    )
+    _allow_tenant_updates(cur, database, ("memory_access",))
 
 
 def _m0006_tenant_retention(cur: psycopg.Cursor[Any], database: Database) -> None:
@@ -416,11 +421,7 @@ def _m0006_tenant_retention(cur: psycopg.Cursor[Any], database: Database) -> Non
     )
     run("GRANT SELECT, INSERT, UPDATE ON {schema}.tenant_retention TO {app}")
     _isolate_tenants(cur, database, ("tenant_retention",))
-    run(
-        "CREATE POLICY tenant_updates ON {schema}.tenant_retention FOR UPDATE "
-        "USING (tenant_id = {schema}.current_tenant()) "
-        "WITH CHECK (tenant_id = {schema}.current_tenant())"
-    )
+    _allow_tenant_updates(cur, database, ("tenant_retention",))
 
 
 MIGRATIONS: tuple[Migration, ...] = (

@@ -194,15 +194,7 @@ def memory_versions(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str
                 "content": data.decode("utf-8") if data is not None else None,
                 "content_digest": record.content_digest,
                 "size_bytes": record.size_bytes,
-                "evidence": [
-                    {
-                        "observation_id": str(e.observation_id),
-                        "start": e.start,
-                        "end": e.end,
-                        "excerpt_digest": e.excerpt_digest,
-                    }
-                    for e in record.excerpts
-                ],
+                "evidence": [e.as_event_value() for e in record.excerpts],
                 "principal_id": str(record.principal_id),
                 "position": position,
                 "recorded_at": recorded_at.isoformat(),

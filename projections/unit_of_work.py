@@ -4,6 +4,7 @@ and the payloads it stores, recorded together in one transaction."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -53,6 +54,8 @@ class UnitOfWork:
         self.caller = caller
         self.aggregates: dict[UUID, Aggregate] = {}
         self.context = WriteContext(tenant_id=caller.tenant_id)
+        self.retention: tuple[timedelta, timedelta] | None = None
+        """The tenant's (raw, transient) retention, read once for the request's captures."""
 
     def load(self, aggregate_id: UUID, cls: type[_A], what: str) -> _A:
         found = self.aggregates.get(aggregate_id)

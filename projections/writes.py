@@ -368,7 +368,9 @@ class Writer:
         if captured_at > received_at + self.policy.clock_skew:
             msg = f"captured_at {captured_at.isoformat()} is in the future"
             raise InvalidInputError(msg)
-        raw, transient = self._retention(uow)
+        if uow.retention is None:  # once per request, however many captures it holds
+            uow.retention = self.retention(uow.caller.tenant_id)
+        raw, transient = uow.retention
         deadline = retention_deadline(
             received_at, transient=spec.transient, raw_retention=raw, transient_retention=transient
         )
@@ -394,13 +396,9 @@ class Writer:
         )
 
     def retention(self, tenant_id: UUID) -> tuple[timedelta, timedelta]:
-        """Return the tenant's effective (raw, transient) retention for new captures."""
-        return self._retention(UnitOfWork(self.log, Caller(tenant_id, tenant_id, "", "reader")))
-
-    def _retention(self, uow: UnitOfWork) -> tuple[timedelta, timedelta]:
         """Return (raw, transient) retention for new captures: the tenant's own, if
         it set one, else the deployment's (which is also the maximum)."""
-        with tenant_transaction(self.log.datastore, uow.caller.tenant_id, commit=False) as cur:
+        with tenant_transaction(self.log.datastore, tenant_id, commit=False) as cur:
             cur.execute(
                 f'SELECT raw_hours, transient_hours FROM "{self.log.datastore.schema}"'
                 ".tenant_retention"
@@ -415,7 +413,7 @@ class Writer:
 
     def _set_retention(self, uow: UnitOfWork, spec: RetentionSpec) -> Item:
         tenant = uow.load(uow.caller.tenant_id, Tenant, "tenant")
-        raw, transient = (int(r / timedelta(hours=1)) for r in self._retention(uow))
+        raw, transient = (int(r / timedelta(hours=1)) for r in self.retention(uow.caller.tenant_id))
         raw_hours = raw if spec.raw_hours is None else spec.raw_hours
         transient_hours = transient if spec.transient_hours is None else spec.transient_hours
         tenant.set_retention(

@@ -142,6 +142,17 @@ def data_dir_of(test_database: RunDatabase) -> Path | None:
     return None if test_database.settings.database_url else test_database.settings.data_dir
 
 
+def count_events(runtime: Runtime, tenant: Tenant, topic: str) -> int:
+    """Return how many events of ``topic`` (e.g. ``ObservationExpired``) the tenant has."""
+    schema = runtime.database.schema
+    with runtime.database.owner_connection() as conn:
+        row = conn.execute(
+            f'SELECT count(*) FROM "{schema}"."{EVENTS_TABLE}" WHERE tenant_id = %s AND topic = %s',
+            (tenant.id, f"palimpsest:{topic}"),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def drain_until_caught_up(runtime: Runtime) -> int:
     """Run drain passes until nothing is left to claim; return how many were published."""
     published = 0

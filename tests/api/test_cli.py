@@ -75,6 +75,14 @@ def test_migrate_on_a_current_schema_succeeds(
             "--role",
             "overlord",
         ],
+        ["replay"],
+        ["replay", "--at-position", "-1"],
+        ["replay", "--at-position", "3", "--as-of", "2026-10-01T00:00:00Z"],
+        ["replay", "--as-of", "yesterday"],
+        ["replay", "--as-of", "2026-10-01T00:00:00"],
+        ["verify", "--tenant", "nope"],
+        ["verify", "--workers", "many"],
+        ["rebuild", "--workers", "65"],
     ],
 )
 def test_bad_arguments_print_one_line_and_exit_2(

@@ -190,3 +190,24 @@ def test_current_listings_leave_forgotten_memories_out_unless_asked(
     assert direct["belief"]["labels"]["archived"]["reason"] == "duplicate"
     history = client.get(f"/v1/memories/{gone['id']}/history", headers=headers).json()
     assert history["versions"][0]["content"] == "gone"
+
+
+def test_history_and_feed_refuse_bad_requests_clearly(
+    client: TestClient, tenant: Tenant, other_tenant: Tenant
+) -> None:
+    headers = tenant.headers()
+    memory = remember(client, headers)
+    for path, params, status in (
+        ("/v1/memories/00000000-0000-0000-0000-000000000000/history", {}, 404),
+        ("/v1/memories/not-a-uuid/history", {}, 422),
+        ("/v1/events", {"after": -1}, 422),
+        ("/v1/events", {"limit": 1001}, 422),
+        ("/v1/events/stream", {"limit": 0}, 422),
+        ("/v1/decisions/not-a-uuid", {}, 422),
+        ("/v1/decisions/00000000-0000-0000-0000-000000000000", {}, 404),
+    ):
+        response = client.get(path, headers=headers, params=params)
+        assert response.status_code == status, (path, params, response.text)
+        problem_slug(response)
+    elsewhere = client.get(f"/v1/memories/{memory['id']}/history", headers=other_tenant.headers())
+    assert elsewhere.status_code == 404

@@ -17,25 +17,12 @@ from projections.retention import apply_retention
 from projections.runtime import Runtime
 from projections.verify import verify
 from tests.api.helpers import observe, post, problem_slug
-from tests.conftest import Tenant
+from tests.conftest import Tenant, count_events
 
 
 def _deadline(client: TestClient, headers: dict[str, str], obs: str) -> datetime:
     meta = client.get(f"/v1/observations/{obs}", headers=headers).json()
     return datetime.fromisoformat(meta["retention_deadline"])
-
-
-def _shortened(runtime: Runtime, tenant: Tenant) -> int:
-    """Count the tenant's ObservationDeadlineShortened events (other tests' tenants
-    may have deadlines to move too, so totals from the drain are not ours alone)."""
-    schema = runtime.database.schema
-    with runtime.database.owner_connection() as conn:
-        row = conn.execute(
-            f'SELECT count(*) FROM "{schema}".palimpsest_events WHERE tenant_id = %s'
-            " AND topic = 'palimpsest:ObservationDeadlineShortened'",
-            (tenant.id,),
-        ).fetchone()
-    return int(row[0]) if row else 0
 
 
 def _apply_all(runtime: Runtime, now: datetime) -> int:
@@ -64,7 +51,9 @@ def test_a_shorter_retention_moves_existing_deadlines_and_applies_to_new_capture
 
     _apply_all(runtime, datetime.now(UTC))
     _apply_all(runtime, datetime.now(UTC))
-    assert _shortened(runtime, tenant) == len(old)  # each moved once
+    assert count_events(runtime, tenant, "ObservationDeadlineShortened") == len(
+        old
+    )  # each moved once
     for o in old:
         moved = _deadline(client, headers, o)
         assert moved < before[o] and moved - datetime.now(UTC) < timedelta(hours=49)
@@ -72,7 +61,7 @@ def test_a_shorter_retention_moves_existing_deadlines_and_applies_to_new_capture
     # Lengthening again extends nothing already set.
     client.put("/v1/tenant/retention", json={"raw_hours": 720}, headers=headers)
     _apply_all(runtime, datetime.now(UTC))
-    assert _shortened(runtime, tenant) == len(old)
+    assert count_events(runtime, tenant, "ObservationDeadlineShortened") == len(old)
     assert all(_deadline(client, headers, o) - datetime.now(UTC) < timedelta(hours=49) for o in old)
     assert verify(runtime.database, tenant=tenant.id).divergences == []
 
@@ -138,10 +127,12 @@ def test_a_retention_pass_killed_mid_write_resumes_without_skipping(
     with pytest.raises(KeyboardInterrupt):
         apply_retention(runtime.log, now=datetime.now(UTC), limit=2)
     monkeypatch.setattr(runtime.log, "record", real_record)
-    assert _shortened(runtime, tenant) == 0  # the killed write left nothing
+    assert (
+        count_events(runtime, tenant, "ObservationDeadlineShortened") == 0
+    )  # the killed write left nothing
     _apply_all(runtime, datetime.now(UTC))
     _apply_all(runtime, datetime.now(UTC))
-    assert _shortened(runtime, tenant) == len(observations)
+    assert count_events(runtime, tenant, "ObservationDeadlineShortened") == len(observations)
     assert all(
         _deadline(client, headers, o) - datetime.now(UTC) < timedelta(hours=13)
         for o in observations

@@ -16,7 +16,7 @@ from projections.expiry import expire_due
 from projections.migrations import EVENTS_TABLE
 from projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug, remember
-from tests.conftest import Tenant, drain_until_caught_up
+from tests.conftest import Tenant, count_events, drain_until_caught_up
 
 LATER = datetime.now(UTC) + timedelta(days=31)
 
@@ -34,17 +34,6 @@ def _payload_rows(runtime: Runtime, tenant: Tenant, digest: str) -> int:
         row = conn.execute(
             f'SELECT count(*) FROM "{schema}".payloads WHERE tenant_id = %s AND digest = %s',
             (tenant.id, digest),
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def _expired_events(runtime: Runtime, tenant: Tenant) -> int:
-    schema = runtime.database.schema
-    with runtime.database.owner_connection() as conn:
-        row = conn.execute(
-            f'SELECT count(*) FROM "{schema}"."{EVENTS_TABLE}" WHERE tenant_id = %s'
-            " AND topic = 'palimpsest:ObservationExpired'",
-            (tenant.id,),
         ).fetchone()
     return int(row[0]) if row else 0
 
@@ -85,7 +74,7 @@ def test_expiry_deletes_the_bytes_once_and_keeps_the_memory_and_its_excerpt(
     # Then a pass deletes the bytes and records ObservationExpired, once
     assert _expire_all(runtime) >= 1
     assert _expire_all(runtime) == 0
-    assert _expired_events(runtime, tenant) == 1
+    assert count_events(runtime, tenant, "ObservationExpired") == 1
     assert _payload_rows(runtime, tenant, digest) == 0
 
     # And the memory is current again, its excerpt still cited, the metadata still there
@@ -156,7 +145,7 @@ def test_a_pass_killed_mid_batch_resumes_without_skipping(
     while expire_due(runtime.log, now=LATER, limit=2) > 0:
         passes += 1
     assert passes >= 3
-    assert _expired_events(runtime, tenant) == 5
+    assert count_events(runtime, tenant, "ObservationExpired") == 5
     assert _expire_all(runtime) == 0
 
 

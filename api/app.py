@@ -14,6 +14,7 @@ from api.routers import (
     admin,
     batch,
     decisions,
+    erasures,
     events,
     health,
     memories,
@@ -27,7 +28,9 @@ from projections.reads import revision_totals
 from projections.runtime import Runtime
 from projections.writes import CapturePolicy, Writer
 
-__all__ = ["create_app"]
+__all__ = [
+    "create_app",
+]
 
 _PROBLEM = {"description": "A problem (RFC 9457)", "content": {"application/problem+json": {}}}
 
@@ -75,6 +78,7 @@ def create_app(
         revision,
         admin,
         tenant,
+        erasures,
         health,
     ):
         app.include_router(module.router)

@@ -14,18 +14,20 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
 from api.specs import to_specs
-from domain.errors import AuthenticationError, InvalidInputError
+from domain.errors import AuthenticationError, InvalidInputError, TenantClosedError
 from domain.limits import MAX_IDEMPOTENCY_KEY_CHARS
 from projections.access import authenticate
 from projections.runtime import Runtime
 from projections.writes import Caller, Writer
 
 __all__ = [
+    "AnyCallerDep",
     "CallerDep",
     "ClockDep",
     "IdempotencyKeyDep",
     "RuntimeDep",
     "WriterDep",
+    "get_any_caller",
     "get_caller",
     "get_clock",
     "get_idempotency_key",
@@ -50,12 +52,13 @@ def get_writer(request: Request) -> Writer:
     return writer
 
 
-def get_caller(
+def get_any_caller(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     runtime: Annotated[Runtime, Depends(get_runtime)],
 ) -> Caller:
-    """Authenticate the bearer token.
+    """Authenticate the bearer token, whether or not the tenant is being deleted
+    (only erasure receipts take such callers).
 
     Raises:
         AuthenticationError: no token, a malformed one, or an unknown one.
@@ -65,6 +68,22 @@ def get_caller(
         raise AuthenticationError(msg)
     caller = authenticate(runtime.log, credentials.credentials)
     request.state.tenant_id = str(caller.tenant_id)
+    return caller
+
+
+def get_caller(caller: Annotated[Caller, Depends(get_any_caller)]) -> Caller:
+    """Authenticate the bearer token of a tenant that is open.
+
+    Raises:
+        AuthenticationError: no token, a malformed one, or an unknown one.
+        TenantClosedError: the tenant's deletion was requested: only its receipt remains.
+    """
+    if caller.closed_by is not None:
+        msg = (
+            f"tenant {caller.tenant_id} was deleted (erasure {caller.closed_by}); "
+            "only its receipt can be read"
+        )
+        raise TenantClosedError(msg, caller.closed_by)
     return caller
 
 
@@ -102,6 +121,7 @@ RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 ClockDep = Annotated[Callable[[], datetime], Depends(get_clock)]
 WriterDep = Annotated[Writer, Depends(get_writer)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
+AnyCallerDep = Annotated[Caller, Depends(get_any_caller)]
 IdempotencyKeyDep = Annotated[str | None, Depends(get_idempotency_key)]
 
 

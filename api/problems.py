@@ -13,7 +13,9 @@ from starlette.exceptions import HTTPException
 from domain.errors import (
     AuthenticationError,
     ConfigurationError,
+    ConfirmationRequiredError,
     ConflictError,
+    ContentErasedError,
     ContentExpiredError,
     ContentTooLargeError,
     EdgeExistsError,
@@ -24,6 +26,7 @@ from domain.errors import (
     NotFoundError,
     PalimpsestError,
     PermissionDeniedError,
+    TenantClosedError,
 )
 from projections.errors import (
     ConcurrentWriteError,
@@ -52,6 +55,9 @@ PROBLEMS: dict[type[PalimpsestError], tuple[str, int, str]] = {
     EdgeNotAllowedError: ("edge-not-allowed", 422, "Edge not allowed"),
     NotFoundError: ("not-found", 404, "Not found"),
     ContentExpiredError: ("content-expired", 410, "Content expired"),
+    ContentErasedError: ("content-erased", 410, "Content erased"),
+    TenantClosedError: ("tenant-deleted", 410, "Tenant deleted"),
+    ConfirmationRequiredError: ("confirmation-required", 428, "Confirmation required"),
     ConflictError: ("conflict", 409, "Conflict"),
     IdempotencyKeyReusedError: ("idempotency-key-reused", 409, "Idempotency key reused"),
     EdgeExistsError: ("edge-exists", 409, "Edge exists"),
@@ -111,6 +117,17 @@ def _lookup(error: PalimpsestError) -> tuple[str, int, str]:
     return PROBLEMS[PalimpsestError]
 
 
+def _extension(error: PalimpsestError) -> dict[str, Any] | None:
+    """Return the problem's extension members: the erasure that removed what was
+    asked for, or the token that would confirm a destructive request."""
+    if isinstance(error, ContentErasedError | TenantClosedError):
+        erasure = str(error.erasure_id)
+        return {"erasure": {"id": erasure, "receipt": f"/v1/erasures/{erasure}"}}
+    if isinstance(error, ConfirmationRequiredError):
+        return {"confirmation_token": error.token}
+    return None
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     """Render every error as problem+json: ours, HTTP errors and validation errors."""
 
@@ -126,7 +143,13 @@ def install_problem_handlers(app: FastAPI) -> None:
         if status == 503:
             headers = {"Retry-After": "5"}
         return problem_response(
-            status, slug, title, detail, instance=request.url.path, headers=headers
+            status,
+            slug,
+            title,
+            detail,
+            instance=request.url.path,
+            headers=headers,
+            extra=_extension(exc),
         )
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:

@@ -24,6 +24,9 @@ __all__ = [
     "EdgeCreate",
     "EdgeCreated",
     "EdgePublic",
+    "ErasureCreate",
+    "ErasureReceipt",
+    "ErasureRemoved",
     "EventPagePublic",
     "EventPublic",
     "EvidenceIn",
@@ -47,6 +50,7 @@ __all__ = [
     "RetractCreate",
     "RevisionPublic",
     "RevisionStatusPublic",
+    "TenantDeletion",
     "VersionCreate",
     "VersionCreated",
     "VersionPublic",
@@ -124,6 +128,9 @@ class ObservationPublic(BaseModel):
     transient: bool
     retention_deadline: datetime
     expired: bool
+    erased: dict[str, str] | None = Field(
+        default=None, description="The erasure that removed the content, if one did."
+    )
     principal_id: UUID
     position: int
     recorded_at: datetime
@@ -204,6 +211,9 @@ class VersionPublic(BaseModel):
     version_id: UUID
     number: int
     content: str | None
+    erased: dict[str, str] | None = Field(
+        default=None, description="The erasure that removed the content, if one did."
+    )
     content_digest: str
     size_bytes: int
     evidence: list[EvidencePublic]
@@ -220,6 +230,9 @@ class MemoryVersionsPublic(BaseModel):
     scope: str
     project: str | None
     topic: str | None
+    erased: dict[str, str] | None = Field(
+        default=None, description="The erasure that removed the content, if one did."
+    )
     versions: list[VersionPublic]
 
 
@@ -269,9 +282,12 @@ class BeliefPublic(BaseModel):
     """The current belief about a memory, ``pending`` (then without a belief), or the
     belief ``as_of`` a past log position."""
 
-    status: Literal["current", "pending", "as_of"]
+    status: Literal["current", "pending", "as_of", "erased"]
     revision: RevisionPublic | None = None
     position: int | None = None
+    erasure: dict[str, str] | None = Field(
+        default=None, description="For an erased memory: the erasure and its receipt."
+    )
     belief: dict[str, object] | None = None
     due: list[dict[str, object]] | None = None
     salience: float | None = Field(
@@ -288,9 +304,12 @@ class MemoryListItem(BaseModel):
     type: MemoryType
     scope: str
     project: str | None
-    status: Literal["current", "pending", "as_of"]
+    status: Literal["current", "pending", "as_of", "erased"]
     revision: RevisionPublic | None = Field(
         default=None, description="Absent from as-of listings, which are never pending."
+    )
+    erasure: dict[str, str] | None = Field(
+        default=None, description="For an erased memory (listed with include_archived)."
     )
     belief: dict[str, object] | None = None
     salience: float | None = Field(default=None, description="As for a single read.")
@@ -412,6 +431,9 @@ class HistoryVersionPublic(BaseModel):
     version_id: UUID
     number: int
     content: str | None
+    erased: dict[str, str] | None = Field(
+        default=None, description="The erasure that removed the content, if one did."
+    )
     content_digest: str
     size_bytes: int
     formed_from: list[EvidencePublic]
@@ -440,6 +462,9 @@ class MemoryHistoryPublic(BaseModel):
     scope: str
     project: str | None
     topic: str | None
+    erased: dict[str, str] | None = Field(
+        default=None, description="The erasure that removed the content, if one did."
+    )
     versions: list[HistoryVersionPublic]
     edges: list[EdgePublic]
     events: list[EventPublic]
@@ -469,3 +494,45 @@ class RetentionPublic(BaseModel):
     max_raw_hours: int
     max_transient_hours: int
     position: int | None = None
+
+
+class ErasureCreate(_Body):
+    """Erase observations and memories: their content and everything formed only
+    from them. At least one id; at most 1,000 in all."""
+
+    observation_ids: list[UUID] = Field(default_factory=list, max_length=MAX_BATCH_ITEMS)
+    memory_ids: list[UUID] = Field(default_factory=list, max_length=MAX_BATCH_ITEMS)
+    reason: Reason
+
+
+class TenantDeletion(_Body):
+    """Why the tenant is deleted (recorded on the decision; keep personal data out)."""
+
+    reason: Reason = "tenant deletion requested"
+
+
+class ErasureRemoved(BaseModel):
+    """How many of each kind of thing an erasure removed."""
+
+    observations: int
+    memories: int
+    versions: int
+    excerpts: int
+    contributions_deactivated: int
+
+
+class ErasureReceipt(BaseModel):
+    """What an erasure (or a tenant deletion) removed, by which decision, and whether
+    it is complete. ``digests`` are the content digests of the removed bytes
+    (observations, versions, excerpts); ``recomputed`` the memories whose beliefs were
+    recomputed because they cited or linked erased content."""
+
+    id: UUID
+    kind: Literal["erasure", "tenant_deletion"]
+    status: Literal["completed", "in_progress"]
+    reason: str | None
+    decision: dict[str, object]
+    removed: ErasureRemoved
+    digests: list[str]
+    recomputed: list[UUID]
+    batches: int = Field(description="Erasure batches of a tenant deletion so far.")

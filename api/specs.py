@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from api.schemas import (
     BatchCreate,
     EdgeCreate,
+    ErasureCreate,
     EvidenceIn,
     ForgetCreate,
     LabelChange,
@@ -17,11 +18,13 @@ from api.schemas import (
     ObservationCreate,
     RetentionUpdate,
     RetractCreate,
+    TenantDeletion,
     VersionCreate,
     WithdrawCreate,
 )
 from projections.writes import (
     EdgeSpec,
+    EraseSpec,
     EvidenceSpec,
     LabelSpec,
     MemorySpec,
@@ -29,12 +32,15 @@ from projections.writes import (
     Ref,
     RetentionSpec,
     RetractSpec,
+    TenantDeletionSpec,
     VersionSpec,
     WithdrawSpec,
     WriteSpec,
 )
 
-__all__ = ["to_specs"]
+__all__ = [
+    "to_specs",
+]
 
 
 def _id(value: UUID | str) -> UUID | Ref:
@@ -69,6 +75,10 @@ def _spec(body: BaseModel, path_ids: dict[str, Any]) -> WriteSpec:
         return WithdrawSpec(
             path_ids.get("proposer_id"), path_ids.get("model_id") or body.model, body.reason
         )
+    if isinstance(body, ErasureCreate):
+        return EraseSpec(tuple(body.observation_ids), tuple(body.memory_ids), body.reason)
+    if isinstance(body, TenantDeletion):
+        return TenantDeletionSpec(body.reason)
     if isinstance(body, ForgetCreate | LabelChange):
         return LabelSpec(path_ids["memory_id"], path_ids["op"], body.reason)
     memory_id = _id(path_ids.get("memory_id") or body.memory_id)  # type: ignore[attr-defined]

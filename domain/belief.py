@@ -13,8 +13,12 @@ Grading rule (documented in docs/revision.md):
   observations, ``supported`` with one, ``unsupported`` with none.
 
 Labels: ``superseded_by`` (memories with a ``supersedes`` edge to it),
-``archived`` (reason and decision of a forget) and ``pinned``; every label and
-the grade have a reason.
+``archived`` (reason and decision of a forget), ``pinned`` and ``erased``;
+every label and the grade have a reason.
+
+Erasure: the current version is the newest one whose content is not erased;
+a memory with none left (or erased itself) projects to a placeholder naming
+the erasure, with no version and no support.
 
 Support counts contributions to the *current* version that are active and
 whose trust is above zero; several excerpts of one observation count once,
@@ -94,6 +98,10 @@ class MemoryFacts:
     archived: ArchiveFact | None = None
     """The forget that archived it, if any (the forgetting issue records these)."""
     pinned: bool = False
+    erased_versions: tuple[UUID, ...] = ()
+    """Versions whose content an erasure removed: never current again."""
+    erased_by: UUID | None = None
+    """The erasure that removed the memory (or its last live version), if any."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +121,8 @@ class Belief:
     """The current belief about one memory."""
 
     memory_id: UUID
-    current_version_id: UUID
+    current_version_id: UUID | None
+    """None only once the memory is erased."""
     grade: Grade
     support: tuple[UUID, ...]
     alternatives: tuple[UUID, ...]
@@ -126,10 +135,51 @@ class Belief:
     confidence: float = 1.0
     """The base of salience: the grade's weight times the mean trust of the support
     (:func:`domain.salience.confidence`)."""
+    erased_by: UUID | None = None
+    """The erasure decision, once the memory is erased: reads answer a placeholder."""
 
 
 def _sorted(ids: Iterable[UUID]) -> tuple[UUID, ...]:
     return tuple(sorted(set(ids), key=str))
+
+
+def _erased_belief(memory: MemoryFacts) -> Belief:
+    """Return the placeholder belief of an erased memory: no version, no support."""
+    decision = memory.erased_by
+    refs = () if decision is None else (("decision_id", str(decision)),)
+    return Belief(
+        memory_id=memory.memory_id,
+        current_version_id=None,
+        grade="unsupported",
+        support=(),
+        alternatives=(),
+        superseded_by=(),
+        archived=None,
+        pinned=False,
+        scope=memory.scope,
+        project=memory.project,
+        reasons=(Reason("erased", refs),),
+        confidence=0.0,
+        erased_by=decision,
+    )
+
+
+def _label_reasons(memory: MemoryFacts) -> list[Reason]:
+    """Return the reasons of the archived and pinned labels."""
+    reasons = []
+    if memory.archived is not None:
+        reasons.append(
+            Reason(
+                "archived",
+                (
+                    ("reason", memory.archived.reason),
+                    ("decision_id", str(memory.archived.decision_id)),
+                ),
+            )
+        )
+    if memory.pinned:
+        reasons.append(Reason("pinned", ()))
+    return reasons
 
 
 def project_belief(memory: MemoryFacts) -> Belief:
@@ -141,7 +191,10 @@ def project_belief(memory: MemoryFacts) -> Belief:
     if not memory.version_ids:
         msg = f"memory {memory.memory_id} has no version"
         raise ValueError(msg)
-    current = memory.version_ids[-1]
+    live = [v for v in memory.version_ids if v not in memory.erased_versions]
+    if memory.erased_by is not None or not live:
+        return _erased_belief(memory)
+    current = live[-1]
     reasons: list[Reason] = [Reason("current_version", (("version_id", str(current)),))]
 
     support = [
@@ -187,18 +240,7 @@ def project_belief(memory: MemoryFacts) -> Belief:
     else:
         grade = "unsupported"
     reasons.append(Reason("grade", (("grade", grade), ("sources", ",".join(map(str, sources))))))
-    if memory.archived is not None:
-        reasons.append(
-            Reason(
-                "archived",
-                (
-                    ("reason", memory.archived.reason),
-                    ("decision_id", str(memory.archived.decision_id)),
-                ),
-            )
-        )
-    if memory.pinned:
-        reasons.append(Reason("pinned", ()))
+    reasons.extend(_label_reasons(memory))
 
     return Belief(
         memory_id=memory.memory_id,

@@ -1,8 +1,8 @@
 """The ``Decision`` aggregate: one recorded judgment that changed labels.
 
 Every operation that changes labels on someone's behalf (an operator's
-edge, a support withdrawal, a forget, a restore, a pin) is recorded as one
-decision: what it was asked to do, the inputs it referred to, the versions
+edge, a support withdrawal, a forget, a restore, a pin, an erasure) is
+recorded as one decision: what it was asked to do, the inputs it referred to, the versions
 and content digests it saw, who proposed it, under which policy version,
 and which operations it accepted or refused. The events that carry its
 effects (``EdgeAdded``, ``ContributionDeactivated``, ``MemoryArchived`` …)
@@ -39,6 +39,8 @@ DecisionKind = Literal[
     "restore",
     "pin",
     "unpin",
+    "erasure",
+    "tenant_deletion",
 ]
 DECISION_KINDS: tuple[DecisionKind, ...] = get_args(DecisionKind)
 

@@ -18,7 +18,11 @@ from domain.memory import Memory
 from domain.observation import Observation
 from domain.tenant import Tenant
 
-__all__ = ["Dependencies", "Link", "dependencies_of"]
+__all__ = [
+    "Dependencies",
+    "Link",
+    "dependencies_of",
+]
 
 
 @dataclass(frozen=True)
@@ -55,54 +59,87 @@ class Dependencies:
     """(raw hours, transient hours) a tenant set in this write, if it did."""
     shortened: list[tuple[UUID, datetime]] = field(default_factory=list)
     """(observation id, new deadline) of deadlines moved earlier."""
-    decisions: list[tuple[UUID, str, str]] = field(default_factory=list)
-    """(decision id, kind, logical key) of recorded decisions, so replays are found."""
+    decisions: list[tuple[UUID, str, str, UUID | None]] = field(default_factory=list)
+    """(decision id, kind, logical key, decision it is part of) of recorded decisions,
+    so replays are found, and a tenant deletion finds its erasure batches."""
+    erased: list[UUID] = field(default_factory=list)
+    """Observations whose content this write erases (their bytes are deleted with it)."""
+    memories_erased: list[UUID] = field(default_factory=list)
+    """Memories this write erases."""
+    released: set[tuple[str, UUID]] = field(default_factory=set)
+    """(content digest, memory id) no live version of the memory holds any more."""
+    deletion_requested: UUID | None = None
+    """The decision of a tenant deletion this write requests, if it does."""
+    deletion_completed: UUID | None = None
+    """The decision of a tenant deletion this write completes, if it does."""
+
+
+def _memory_event(found: Dependencies, event: object) -> None:
+    """Add what a ``Memory`` event makes others depend on."""
+    if isinstance(event, Memory.EdgeAdded):
+        found.touched.update((event.originator_id, event.target_id))
+        found.links.append(
+            Link(event.originator_id, event.target_id, event.kind, True, event.edge_id)
+        )
+        found.links.append(
+            Link(event.target_id, event.originator_id, event.kind, False, event.edge_id)
+        )
+    elif isinstance(event, Memory.ContributionAdded):
+        found.touched.add(event.originator_id)
+        observation = UUID(str(event.excerpt["observation_id"]))
+        found.evidence.add((observation, event.originator_id))
+        found.proposers.add((event.proposer_id, event.model_id or "", event.originator_id))
+    elif isinstance(event, Memory.Created):
+        found.touched.add(event.originator_id)
+        found.created.append(
+            (event.originator_id, event.memory_type, event.scope, event.project, event.topic)
+        )
+    elif isinstance(event, Memory.Erased):
+        found.touched.add(event.originator_id)
+        found.memories_erased.append(event.originator_id)
+    elif isinstance(event, Memory.VersionErased):
+        found.touched.add(event.originator_id)
+        if event.release_digest:
+            found.released.add((event.content_digest, event.originator_id))
+    elif isinstance(event, Memory.VersionRecorded):
+        found.touched.add(event.originator_id)
+        found.version_digests.add((event.content_digest, event.originator_id))
+    elif isinstance(event, Memory.Event):
+        # Deactivations, archival, restore, pin, unpin: they change labels only.
+        found.touched.add(event.originator_id)
+
+
+def _other_event(found: Dependencies, event: object) -> None:
+    """Add what an observation, tenant or decision event makes others depend on."""
+    if isinstance(event, Observation.Created):
+        found.captured.append(
+            (event.originator_id, event.digest, event.retention_deadline, event.transient)
+        )
+    elif isinstance(event, Observation.Expired):
+        found.expired.append(event.originator_id)
+    elif isinstance(event, Observation.Erased):
+        found.erased.append(event.originator_id)
+    elif isinstance(event, Observation.DeadlineShortened):
+        found.shortened.append((event.originator_id, event.deadline))
+    elif isinstance(event, Tenant.RetentionSet):
+        found.retention = (event.raw_hours, event.transient_hours)
+    elif isinstance(event, Tenant.DeletionRequested):
+        found.deletion_requested = event.decision_id
+    elif isinstance(event, Tenant.Deleted):
+        found.deletion_completed = event.decision_id
+    elif isinstance(event, Decision.Created):
+        part_of = event.params.get("part_of")
+        found.decisions.append(
+            (event.originator_id, event.kind, event.logical_key, UUID(part_of) if part_of else None)
+        )
 
 
 def dependencies_of(events: Iterable[object]) -> Dependencies:
     """Return the dependency rows and directly touched memories of ``events``."""
     found = Dependencies()
     for event in events:
-        if isinstance(event, Memory.EdgeAdded):
-            found.touched.update((event.originator_id, event.target_id))
-            found.links.append(
-                Link(event.originator_id, event.target_id, event.kind, True, event.edge_id)
-            )
-            found.links.append(
-                Link(event.target_id, event.originator_id, event.kind, False, event.edge_id)
-            )
-        elif isinstance(event, Memory.ContributionAdded):
-            found.touched.add(event.originator_id)
-            observation = UUID(str(event.excerpt["observation_id"]))
-            found.evidence.add((observation, event.originator_id))
-            found.proposers.add((event.proposer_id, event.model_id or "", event.originator_id))
-        elif isinstance(event, Memory.Created):
-            found.touched.add(event.originator_id)
-            found.created.append(
-                (event.originator_id, event.memory_type, event.scope, event.project, event.topic)
-            )
-        elif isinstance(
-            event,
-            Memory.ContributionDeactivated
-            | Memory.Archived
-            | Memory.Restored
-            | Memory.Pinned
-            | Memory.Unpinned,
-        ):
-            found.touched.add(event.originator_id)
-        elif isinstance(event, Memory.VersionRecorded):
-            found.touched.add(event.originator_id)
-            found.version_digests.add((event.content_digest, event.originator_id))
-        elif isinstance(event, Observation.Created):
-            found.captured.append(
-                (event.originator_id, event.digest, event.retention_deadline, event.transient)
-            )
-        elif isinstance(event, Observation.Expired):
-            found.expired.append(event.originator_id)
-        elif isinstance(event, Observation.DeadlineShortened):
-            found.shortened.append((event.originator_id, event.deadline))
-        elif isinstance(event, Tenant.RetentionSet):
-            found.retention = (event.raw_hours, event.transient_hours)
-        elif isinstance(event, Decision.Created):
-            found.decisions.append((event.originator_id, event.kind, event.logical_key))
+        if isinstance(event, Memory.Event):
+            _memory_event(found, event)
+        else:
+            _other_event(found, event)
     return found

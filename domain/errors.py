@@ -9,6 +9,9 @@ Every exception palimpsest defines descends from :class:`PalimpsestError`::
     │   └── EdgeNotAllowedError
     ├── NotFoundError                unknown id, or an id of another tenant
     ├── ContentExpiredError          content deleted (or due) at its retention deadline
+    ├── ContentErasedError           content removed by an erasure
+    ├── TenantClosedError            the tenant is being (or was) deleted
+    ├── ConfirmationRequiredError    a destructive request without its confirmation
     ├── ConflictError
     │   ├── IdempotencyKeyReusedError
     │   └── EdgeExistsError
@@ -24,7 +27,9 @@ from __future__ import annotations
 __all__ = [
     "AuthenticationError",
     "ConfigurationError",
+    "ConfirmationRequiredError",
     "ConflictError",
+    "ContentErasedError",
     "ContentExpiredError",
     "ContentTooLargeError",
     "EdgeExistsError",
@@ -35,6 +40,7 @@ __all__ = [
     "NotFoundError",
     "PalimpsestError",
     "PermissionDeniedError",
+    "TenantClosedError",
 ]
 
 
@@ -64,6 +70,31 @@ class NotFoundError(PalimpsestError):
 
 class ContentExpiredError(PalimpsestError):
     """Raised when content is read at or after its retention deadline."""
+
+
+class ContentErasedError(PalimpsestError):
+    """Raised when content removed by an erasure is read; names the erasure."""
+
+    def __init__(self, message: str, erasure_id: object) -> None:
+        super().__init__(message)
+        self.erasure_id = erasure_id
+
+
+class TenantClosedError(PalimpsestError):
+    """Raised when a deleted (or deleting) tenant is used for anything but its receipt."""
+
+    def __init__(self, message: str, erasure_id: object) -> None:
+        super().__init__(message)
+        self.erasure_id = erasure_id
+
+
+class ConfirmationRequiredError(PalimpsestError):
+    """Raised when a destructive request lacks (or has a stale) confirmation token;
+    carries the token that would confirm it now."""
+
+    def __init__(self, message: str, token: str) -> None:
+        super().__init__(message)
+        self.token = token
 
 
 class ConflictError(PalimpsestError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 from uuid import UUID, uuid4
@@ -34,12 +35,18 @@ class VersionRecord:
     excerpts: tuple[Excerpt, ...]
     principal_id: UUID
     position_in_memory: int
+    erased_by: UUID | None = None
+    """The erasure decision that removed this version's content, if one did."""
 
 
 class Memory(Aggregate):
     """A typed claim with scope and project; content lives in the payload store."""
 
     TOPIC = "palimpsest:Memory"
+
+    erased_by: UUID | None = None
+    """The erasure decision that erased the memory (``MemoryErased``: asked for, or
+    its last live version went). A class default, so older snapshots still load."""
 
     class Created(Aggregate.Created):
         """A memory was created (``MemoryCreated``); its first version follows."""
@@ -107,6 +114,27 @@ class Memory(Aggregate):
         """A forget was reversed (``MemoryRestored``) by a decision."""
 
         TOPIC = "palimpsest:MemoryRestored"
+        decision_id: UUID
+        principal_id: UUID
+
+    class VersionErased(Aggregate.Event):
+        """A version's content was erased (``MemoryVersionErased``) by an erasure
+        decision: it was formed only from erased observations, or the memory itself
+        was erased. ``release_digest`` says no other live version of this memory
+        keeps the same content, so the payload store may drop it."""
+
+        TOPIC = "palimpsest:MemoryVersionErased"
+        version_id: UUID
+        content_digest: str
+        release_digest: bool
+        decision_id: UUID
+        principal_id: UUID
+
+    class Erased(Aggregate.Event):
+        """The memory was erased (``MemoryErased``): every version's content is gone
+        and every read answers with a placeholder naming the decision. Not undoable."""
+
+        TOPIC = "palimpsest:MemoryErased"
         decision_id: UUID
         principal_id: UUID
 
@@ -194,7 +222,11 @@ class Memory(Aggregate):
 
         Raises:
             InvalidInputError: ``trust`` is outside ``[0, 1]``.
+            ConflictError: the memory was erased.
         """
+        if self.erased_by is not None:
+            msg = f"memory {self.id} was erased (decision {self.erased_by}) and takes no versions"
+            raise ConflictError(msg)
         if not 0.0 <= trust <= 1.0:
             msg = f"trust must be between 0 and 1, got {trust}"
             raise InvalidInputError(msg)
@@ -392,7 +424,78 @@ class Memory(Aggregate):
     def _unpinned(self, decision_id: UUID, principal_id: UUID) -> None:
         self.pinned = False
 
+    def erase_versions(
+        self, version_ids: Iterable[UUID], *, decision_id: UUID, principal_id: UUID
+    ) -> list[VersionRecord]:
+        """Erase the content of the given versions (those not erased already); once
+        no live version is left, the memory itself is erased by the same decision.
+
+        Returns:
+            The versions erased now, as they were before.
+        """
+        wanted = set(version_ids)
+        erased: list[VersionRecord] = []
+        for record in self.versions:
+            if record.version_id not in wanted or record.erased_by is not None:
+                continue
+            kept = any(
+                v.content_digest == record.content_digest
+                and v.erased_by is None
+                and v.version_id not in wanted
+                for v in self.versions
+            )
+            self._version_erased(
+                version_id=record.version_id,
+                content_digest=record.content_digest,
+                release_digest=not kept,
+                decision_id=decision_id,
+                principal_id=principal_id,
+            )
+            erased.append(record)
+        if erased and not self.live_versions:
+            self._erased(decision_id=decision_id, principal_id=principal_id)
+        return erased
+
+    @event(VersionErased)
+    def _version_erased(
+        self,
+        version_id: UUID,
+        content_digest: str,
+        release_digest: bool,
+        decision_id: UUID,
+        principal_id: UUID,
+    ) -> None:
+        self.versions = [
+            replace(v, erased_by=decision_id) if v.version_id == version_id else v
+            for v in self.versions
+        ]
+
+    def erase(self, *, decision_id: UUID, principal_id: UUID) -> list[VersionRecord]:
+        """Erase the whole memory: every live version, then the memory itself.
+
+        Returns:
+            The versions erased now (empty if the memory was erased already).
+        """
+        if self.erased_by is not None:
+            return []
+        return self.erase_versions(
+            [v.version_id for v in self.versions],
+            decision_id=decision_id,
+            principal_id=principal_id,
+        )
+
+    @event(Erased)
+    def _erased(self, decision_id: UUID, principal_id: UUID) -> None:
+        self.erased_by = decision_id
+
+    @property
+    def live_versions(self) -> list[VersionRecord]:
+        """Return the versions whose content is not erased, oldest first."""
+        return [v for v in self.versions if v.erased_by is None]
+
     @property
     def current_version(self) -> VersionRecord:
-        """Return the newest version (every memory is created with one)."""
-        return self.versions[-1]
+        """Return the newest version whose content is not erased, or the newest
+        version if all are (every memory is created with one)."""
+        live = self.live_versions
+        return live[-1] if live else self.versions[-1]

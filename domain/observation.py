@@ -9,7 +9,9 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.errors import InvalidInputError
 
-__all__ = ["Observation"]
+__all__ = [
+    "Observation",
+]
 
 
 class Observation(Aggregate):
@@ -59,6 +61,18 @@ class Observation(Aggregate):
         TOPIC = "palimpsest:ObservationRetracted"
         decision_id: UUID
         principal_id: UUID
+
+    class Erased(Aggregate.Event):
+        """The observation's content was erased (``ObservationErased``) by an erasure
+        decision: its bytes are deleted in the same transaction, and every read of
+        them answers with a placeholder naming the decision. Not undoable."""
+
+        TOPIC = "palimpsest:ObservationErased"
+        decision_id: UUID
+        principal_id: UUID
+
+    erased_by: UUID | None = None
+    """The erasure decision, once erased (a class default keeps old snapshots loadable)."""
 
     @event(Created)
     def __init__(
@@ -116,12 +130,24 @@ class Observation(Aggregate):
     def _retracted(self, decision_id: UUID, principal_id: UUID) -> None:
         self.retracted_by = decision_id
 
+    def erase(self, *, decision_id: UUID, principal_id: UUID) -> bool:
+        """Erase the observation's content. Returns False (and records nothing) if it
+        was erased already."""
+        if self.erased_by is not None:
+            return False
+        self._erased(decision_id=decision_id, principal_id=principal_id)
+        return True
+
+    @event(Erased)
+    def _erased(self, decision_id: UUID, principal_id: UUID) -> None:
+        self.erased_by = decision_id
+
     def shorten_deadline(self, deadline: datetime, *, now: datetime, principal_id: UUID) -> bool:
         """Move the retention deadline earlier, to ``deadline`` or ``now`` if that
         has passed. Returns False (and records nothing) if the observation has
         expired or the deadline would not move earlier."""
         effective = max(deadline, now)
-        if self.expired or effective >= self.retention_deadline:
+        if self.expired or self.erased_by is not None or effective >= self.retention_deadline:
             return False
         self._deadline_shortened(deadline=effective, principal_id=principal_id)
         return True

@@ -9,7 +9,10 @@ from eventsourcing.domain import Aggregate, event
 from domain.errors import InvalidInputError
 from domain.role import ROLES
 
-__all__ = ["Tenant", "principal_id_for"]
+__all__ = [
+    "Tenant",
+    "principal_id_for",
+]
 
 
 def principal_id_for(tenant_id: UUID, name: str) -> UUID:
@@ -58,6 +61,27 @@ class Tenant(Aggregate):
         raw_hours: int
         transient_hours: int
         principal_id: UUID
+
+    class DeletionRequested(Aggregate.Event):
+        """An administrator asked for the whole tenant to be erased
+        (``TenantDeletionRequested``), by a decision. From this event on the tenant
+        is closed: only the erasure receipt can be read."""
+
+        TOPIC = "palimpsest:TenantDeletionRequested"
+        decision_id: UUID
+        principal_id: UUID
+
+    class Deleted(Aggregate.Event):
+        """Every observation and memory of the tenant is erased (``TenantDeleted``):
+        the deletion's receipt is complete."""
+
+        TOPIC = "palimpsest:TenantDeleted"
+        decision_id: UUID
+        principal_id: UUID
+
+    deletion: UUID | None = None
+    """The deletion decision once requested (class default: older snapshots load)."""
+    deleted: bool = False
 
     @event(Created)
     def __init__(self, id: UUID, name: str, principal_id: UUID) -> None:
@@ -141,3 +165,30 @@ class Tenant(Aggregate):
     @event(RetentionSet)
     def _retention_set(self, raw_hours: int, transient_hours: int, principal_id: UUID) -> None:
         self.retention = (raw_hours, transient_hours)
+
+    def request_deletion(self, *, decision_id: UUID, principal_id: UUID) -> bool:
+        """Close the tenant for erasure. Returns False (and records nothing) if a
+        deletion was requested already."""
+        if self.deletion is not None:
+            return False
+        self._deletion_requested(decision_id=decision_id, principal_id=principal_id)
+        return True
+
+    @event(DeletionRequested)
+    def _deletion_requested(self, decision_id: UUID, principal_id: UUID) -> None:
+        self.deletion = decision_id
+
+    def complete_deletion(self, *, principal_id: UUID) -> None:
+        """Record that the requested deletion has erased everything.
+
+        Raises:
+            InvalidInputError: no deletion was requested, or it is complete already.
+        """
+        if self.deletion is None or self.deleted:
+            msg = f"tenant {self.id} has no deletion in progress"
+            raise InvalidInputError(msg)
+        self._deleted(decision_id=self.deletion, principal_id=principal_id)
+
+    @event(Deleted)
+    def _deleted(self, decision_id: UUID, principal_id: UUID) -> None:
+        self.deleted = True

@@ -111,12 +111,15 @@ def authenticate(log: EventLog, token: str) -> Caller:
     tenant_id = UUID(hex=match.group(1))
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT principal_id, principal_name, role FROM "{log.datastore.schema}".tokens '
-            "WHERE token_digest = %s",
+            f"SELECT principal_id, principal_name, role, (SELECT decision_id FROM"
+            f' "{log.datastore.schema}".tenant_deletions) AS closed_by'
+            f' FROM "{log.datastore.schema}".tokens WHERE token_digest = %s',
             (token_digest(token),),
         )
         row = cur.fetchone()
     if row is None:
         msg = "the bearer token is not valid"
         raise AuthenticationError(msg)
-    return Caller(tenant_id, row["principal_id"], row["principal_name"], row["role"])
+    return Caller(
+        tenant_id, row["principal_id"], row["principal_name"], row["role"], row["closed_by"]
+    )

@@ -17,6 +17,7 @@ from projections._tenancy import tenant_transaction
 from projections.belief_facts import belief_document, facts_of, memory_facts
 from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE
+from projections.reads import erased_memories, erasure_placeholder
 
 __all__ = [
     "belief_as_of",
@@ -78,7 +79,8 @@ def belief_as_of(log: EventLog, tenant_id: UUID, memory_id: UUID, position: int)
     """Return what was believed about a memory at a log position (never pending).
 
     A position inside a write is read as the moment before that write; the
-    answer says which position it used.
+    answer says which position it used. A memory erased since answers
+    ``erased`` with the erasure: erasure is the one thing that reaches back.
 
     Raises:
         NotFoundError: the memory did not exist in the tenant at that position.
@@ -88,6 +90,13 @@ def belief_as_of(log: EventLog, tenant_id: UUID, memory_id: UUID, position: int)
     if facts is None:
         msg = f"memory {memory_id} did not exist at position {position}"
         raise NotFoundError(msg)
+    erased = erased_memories(log, tenant_id, [memory_id])
+    if memory_id in erased:
+        return {
+            "status": "erased",
+            "position": position,
+            "erasure": erasure_placeholder(erased[memory_id]),
+        }
     return {
         "status": "as_of",
         "position": position,
@@ -112,7 +121,9 @@ def list_beliefs_as_of(
     Returns the position used (aligned to a write boundary), the page, and
     the next cursor (None on the last page). Each item is computed from the
     log prefix, so labels (archived, pinned, superseded) are as they stood;
-    memories forgotten then are left out unless ``include_archived``.
+    memories forgotten then are left out unless ``include_archived``. Erasure
+    reaches back: a memory erased since is left out too, or shown (with
+    ``include_archived``) as a placeholder naming the erasure.
     """
     position = write_boundary(log, tenant_id, position)
     clauses = ["position <= %(position)s"]
@@ -135,18 +146,24 @@ def list_beliefs_as_of(
         )
         rows = cur.fetchall()
     page = rows[:limit]
-    facts = facts_of(log, tenant_id, [r["memory_id"] for r in page], at_position=position)
-    items = [
-        {
-            "id": str(row["memory_id"]),
+    ids = [r["memory_id"] for r in page]
+    facts = facts_of(log, tenant_id, ids, at_position=position)
+    erased = erased_memories(log, tenant_id, ids)
+    items = []
+    for row in page:
+        memory_id = row["memory_id"]
+        if not include_archived and (memory_id in erased or facts[memory_id].archived is not None):
+            continue
+        item = {
+            "id": str(memory_id),
             "type": row["memory_type"],
             "scope": row["scope"],
             "project": row["project"],
-            "status": "as_of",
-            "belief": belief_document(project_belief(facts[row["memory_id"]])),
         }
-        for row in page
-        if include_archived or facts[row["memory_id"]].archived is None
-    ]
+        if memory_id in erased:
+            item.update(status="erased", erasure=erasure_placeholder(erased[memory_id]))
+        else:
+            item.update(status="as_of", belief=belief_document(project_belief(facts[memory_id])))
+        items.append(item)
     next_cursor = (page[-1]["position"], page[-1]["memory_id"]) if len(rows) > limit else None
     return position, items, next_cursor

@@ -140,6 +140,8 @@ def facts_from(memory: Memory, edges: Iterable[EdgeFact]) -> MemoryFacts:
         edges=tuple(edges),
         archived=memory.archived,
         pinned=memory.pinned,
+        erased_versions=tuple(v.version_id for v in memory.versions if v.erased_by is not None),
+        erased_by=memory.erased_by,
     )
 
 
@@ -147,7 +149,9 @@ def belief_document(belief: Belief) -> dict[str, Any]:
     """Return the JSON form of a belief, as stored in the read model and served."""
     return {
         "memory_id": str(belief.memory_id),
-        "current_version_id": str(belief.current_version_id),
+        "current_version_id": None
+        if belief.current_version_id is None
+        else str(belief.current_version_id),
         "grade": belief.grade,
         "confidence": belief.confidence,
         "support": [str(c) for c in belief.support],
@@ -161,6 +165,7 @@ def belief_document(belief: Belief) -> dict[str, Any]:
                 "decision_id": str(belief.archived.decision_id),
             },
             "pinned": belief.pinned,
+            "erased": None if belief.erased_by is None else {"decision_id": str(belief.erased_by)},
         },
         "applicability": {"scope": belief.scope, "project": belief.project},
         "reasons": [r.as_dict() for r in belief.reasons],

@@ -28,6 +28,7 @@ from projections.belief_facts import belief_document, facts_of
 from projections.eventlog import EventLog
 from projections.expiry import expire_due
 from projections.retention import apply_retention
+from projections.tenant_deletion import erase_deleted_tenants
 
 __all__ = [
     "DrainLoop",
@@ -212,6 +213,8 @@ class DrainLoop:
                 # Shorter deadlines first: expiry then sees them in the same sweep.
                 apply_retention(self.log, now=self.clock(), limit=self.batch)
                 expire_due(self.log, now=self.clock(), limit=self.batch)
+                while not self._stop.is_set() and erase_deleted_tenants(self.log, limit=self.batch):
+                    pass
                 while (
                     not self._stop.is_set()
                     and drain_revisions(self.log, limit=self.batch, lease_s=self.lease_s).claimed

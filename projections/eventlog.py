@@ -115,28 +115,70 @@ class WriteContext:
     response: dict[str, Any] | None = None
 
 
-def _delete_expired_bytes(
-    curs: Cursor[Any], s: str, observations: list[UUID], position: int
-) -> None:
-    """Mark observations expired and delete their bytes unless something still needs them.
-
-    The payload store keeps one row per digest, so the bytes stay while another
-    observation with the same content has not expired, or a memory version has
-    that exact content.
-    """
+def _mark_gone(
+    curs: Cursor[Any], s: str, column: str, observations: list[UUID], position: int
+) -> set[str]:
+    """Set ``column`` (``expired_position`` or ``erased_position``) of observations to
+    the write's position; return their content digests."""
     curs.execute(
-        f"UPDATE {s}.observation_deadlines SET expired_position = %b "
+        f"UPDATE {s}.observation_deadlines SET {column} = %b "
         "WHERE observation_id = ANY(%b::uuid[]) RETURNING digest",
         (position, observations),
     )
-    digests = sorted({row["digest"] for row in curs.fetchall()})
+    return {row["digest"] for row in curs.fetchall()}
+
+
+def _delete_unheld_bytes(curs: Cursor[Any], s: str, digests: set[str]) -> None:
+    """Delete payload rows of ``digests`` unless something live still holds them.
+
+    The payload store keeps one row per digest, so the bytes stay while another
+    observation with the same content has neither expired nor been erased, or a
+    live memory version has that exact content.
+    """
+    if not digests:
+        return
     curs.execute(
         f"DELETE FROM {s}.payloads p WHERE p.digest = ANY(%b::text[]) AND NOT EXISTS ("
-        f"  SELECT 1 FROM {s}.observation_deadlines o"
-        "   WHERE o.digest = p.digest AND o.expired_position IS NULL)"
-        f" AND NOT EXISTS (SELECT 1 FROM {s}.version_digests v WHERE v.digest = p.digest)",
-        (digests,),
+        f"  SELECT 1 FROM {s}.observation_deadlines o WHERE o.digest = p.digest"
+        "   AND o.expired_position IS NULL AND o.erased_position IS NULL)"
+        f" AND NOT EXISTS (SELECT 1 FROM {s}.version_digests v"
+        "  WHERE v.digest = p.digest AND v.released_position IS NULL)",
+        (sorted(digests),),
     )
+
+
+def _record_removals(curs: Cursor[Any], s: str, found: Dependencies, position: int) -> None:
+    """Record expiries, erasures and tenant deletions, and delete the bytes they free."""
+    gone: set[str] = set()
+    if found.expired:
+        gone |= _mark_gone(curs, s, "expired_position", found.expired, position)
+    if found.erased:
+        gone |= _mark_gone(curs, s, "erased_position", found.erased, position)
+    if found.memories_erased:
+        curs.execute(
+            f"UPDATE {s}.memory_index SET erased_position = %b WHERE memory_id = ANY(%b::uuid[])",
+            (position, found.memories_erased),
+        )
+    if found.released:
+        digests, memories = zip(*found.released, strict=True)
+        curs.execute(
+            f"UPDATE {s}.version_digests v SET released_position = %b"
+            " FROM unnest(%b::text[], %b::uuid[]) AS r(d, m)"
+            " WHERE v.digest = r.d AND v.memory_id = r.m",
+            (position, list(digests), list(memories)),
+        )
+        gone.update(digests)
+    _delete_unheld_bytes(curs, s, gone)
+    if found.deletion_requested is not None:
+        curs.execute(
+            f"INSERT INTO {s}.tenant_deletions (decision_id, requested_position) VALUES (%s, %s)",
+            (found.deletion_requested, position),
+        )
+    if found.deletion_completed is not None:
+        curs.execute(
+            f"UPDATE {s}.tenant_deletions SET completed_position = %s WHERE decision_id = %s",
+            (position, found.deletion_completed),
+        )
 
 
 def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, position: int) -> None:
@@ -202,15 +244,19 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
         digests, memories = zip(*found.version_digests, strict=True)
         curs.execute(
             f"INSERT INTO {s}.version_digests (digest, memory_id) "
-            "SELECT * FROM unnest(%b::text[], %b::uuid[]) ON CONFLICT DO NOTHING",
+            "SELECT * FROM unnest(%b::text[], %b::uuid[])"
+            # A new version with content the memory once released holds it again.
+            " ON CONFLICT (tenant_id, digest, memory_id) DO UPDATE SET released_position = NULL"
+            " WHERE version_digests.released_position IS NOT NULL",
             (list(digests), list(memories)),
         )
     if found.decisions:
-        ids, kinds, keys = zip(*found.decisions, strict=True)
+        ids, kinds, keys, parts = zip(*found.decisions, strict=True)
         curs.execute(
-            f"INSERT INTO {s}.decision_index (decision_id, kind, logical_key, position) "
-            "SELECT d, k, l, %b FROM unnest(%b::uuid[], %b::text[], %b::text[]) AS t(d, k, l)",
-            (position, list(ids), list(kinds), list(keys)),
+            f"INSERT INTO {s}.decision_index (decision_id, kind, logical_key, position, part_of) "
+            "SELECT d, k, l, %b, p FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::uuid[])"
+            " AS t(d, k, l, p)",
+            (position, list(ids), list(kinds), list(keys), list(parts)),
         )
     if found.retention is not None:
         curs.execute(
@@ -227,9 +273,8 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
             " FROM unnest(%b::uuid[], %b::timestamptz[]) AS u(id, d) WHERE o.observation_id = u.id",
             (list(ids), list(deadlines)),
         )
-    if found.expired:
-        _delete_expired_bytes(curs, s, found.expired, position)
-    cited = sorted({o for o, _ in found.evidence} | set(found.expired), key=str)
+    _record_removals(curs, s, found, position)
+    cited = sorted({o for o, _ in found.evidence} | set(found.expired) | set(found.erased), key=str)
     curs.execute(
         f"WITH RECURSIVE closure(id) AS ("
         f"  SELECT unnest(%b::uuid[])"

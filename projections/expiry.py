@@ -23,7 +23,10 @@ from domain.tenant import principal_id_for
 from projections._tenancy import known_tenants, tenant_scope, tenant_transaction
 from projections.eventlog import EventLog, WriteContext
 
-__all__ = ["EXPIRY_PRINCIPAL", "expire_due"]
+__all__ = [
+    "EXPIRY_PRINCIPAL",
+    "expire_due",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -35,7 +38,8 @@ def _due(log: EventLog, tenant_id: UUID, now: datetime, limit: int) -> list[UUID
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             f'SELECT observation_id FROM "{log.datastore.schema}".observation_deadlines'
-            " WHERE expired_position IS NULL AND deadline <= %s ORDER BY deadline LIMIT %s",
+            " WHERE expired_position IS NULL AND erased_position IS NULL AND deadline <= %s"
+            " ORDER BY deadline LIMIT %s",
             (now, limit),
         )
         return [row["observation_id"] for row in cur]

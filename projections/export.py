@@ -2,9 +2,10 @@
 
 Lines, in order: a header; every event, oldest first, as the event feed shows
 it (references and digests; token digests left out); every payload that
-still exists (observation and version contents, by digest); a trailer with
-the counts. Expired or erased bytes are gone from the payload store, so they
-are not exported: the events that recorded their removal are.
+still exists (observation and version contents, by digest); the receipt of
+every erasure; a trailer with the counts. Expired or erased bytes are gone
+from the payload store, so they are not exported: the events that recorded
+their removal, and the receipts, are.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 
 from projections._tenancy import set_tenant
+from projections.erasure import erasure_receipt
 from projections.eventlog import EventLog
 from projections.history import describe_event
 from projections.migrations import EVENTS_TABLE
@@ -73,4 +75,19 @@ def export_tenant(log: EventLog, tenant_id: UUID, now: datetime) -> Iterator[dic
                     "size_bytes": row["size_bytes"],
                     "content": bytes(row["content"]).decode("utf-8"),
                 }
-        yield {"kind": "end", "events": events, "payloads": payloads}
+        cur.execute(
+            f'SELECT decision_id FROM "{schema}".decision_index'
+            " WHERE kind IN ('erasure', 'tenant_deletion') AND part_of IS NULL ORDER BY position"
+        )
+        erasures = [row["decision_id"] for row in cur.fetchall()]
+        for erasure_id in erasures:
+            yield {
+                "kind": "erasure_receipt",
+                "receipt": erasure_receipt(log, tenant_id, erasure_id),
+            }
+        yield {
+            "kind": "end",
+            "events": events,
+            "payloads": payloads,
+            "erasure_receipts": len(erasures),
+        }

@@ -21,8 +21,13 @@ from domain.memory import Memory
 from projections._tenancy import tenant_transaction
 from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE
+from projections.reads import erasure_placeholder, version_contents
 
-__all__ = ["describe_event", "event_feed", "memory_history"]
+__all__ = [
+    "describe_event",
+    "event_feed",
+    "memory_history",
+]
 
 _HIDDEN_FIELDS = frozenset({"originator_id", "originator_version", "timestamp", "token_digest"})
 """Fields a feed never shows: the envelope (shown separately) and token digests."""
@@ -125,11 +130,6 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str,
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT digest, content FROM "{schema}".payloads WHERE digest = ANY(%s)',
-            ([v.content_digest for v in memory.versions],),
-        )
-        contents = {r["digest"]: bytes(r["content"]).decode("utf-8") for r in cur}
-        cur.execute(
             f'SELECT linked_id, kind, outgoing, edge_id, position FROM "{schema}".memory_links'
             " WHERE memory_id = %s ORDER BY position, edge_id",
             (memory.id,),
@@ -153,6 +153,7 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str,
         if e["type"] == "EdgeAdded"
     }
     touched.sort(key=lambda e: (e["position"], e["aggregate_id"], e["aggregate_version"]))
+    contents = version_contents(log, tenant_id, memory)
     versions = []
     for record in memory.versions:
         recorded = version_at[record.version_id]
@@ -160,7 +161,10 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str,
             {
                 "version_id": str(record.version_id),
                 "number": record.position_in_memory,
-                "content": contents.get(record.content_digest),
+                "content": contents[record.version_id],
+                "erased": None
+                if record.erased_by is None
+                else erasure_placeholder(record.erased_by),
                 "content_digest": record.content_digest,
                 "size_bytes": record.size_bytes,
                 "formed_from": [e.as_event_value() for e in record.excerpts],
@@ -191,6 +195,7 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str,
         "scope": memory.scope,
         "project": memory.project,
         "topic": memory.topic,
+        "erased": None if memory.erased_by is None else erasure_placeholder(memory.erased_by),
         "versions": versions,
         "edges": [
             {

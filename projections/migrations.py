@@ -424,6 +424,42 @@ def _m0006_tenant_retention(cur: psycopg.Cursor[Any], database: Database) -> Non
     _allow_tenant_updates(cur, database, ("tenant_retention",))
 
 
+def _m0007_erasure(cur: psycopg.Cursor[Any], database: Database) -> None:
+    fmt = {"schema": sql.Identifier(database.schema), "app": sql.Identifier(database.app_user)}
+
+    def run(statement: str) -> None:
+        cur.execute(sql.SQL(statement).format(**fmt))
+
+    # The write that erased an observation's content (its bytes went with it).
+    run("ALTER TABLE {schema}.observation_deadlines ADD COLUMN erased_position bigint")
+    # The write that erased a memory, so lists skip it and tenant deletion finds
+    # what is left to erase.
+    run("ALTER TABLE {schema}.memory_index ADD COLUMN erased_position bigint")
+    run("GRANT UPDATE ON {schema}.memory_index TO {app}")
+    _allow_tenant_updates(cur, database, ("memory_index",))
+    # The tenant deletion an erasure batch belongs to (receipts sum their batches).
+    run("ALTER TABLE {schema}.decision_index ADD COLUMN part_of uuid")
+    run("CREATE INDEX ON {schema}.decision_index (tenant_id, part_of) WHERE part_of IS NOT NULL")
+    # An erased memory has no current version: its belief is a placeholder.
+    run("ALTER TABLE {schema}.beliefs ALTER COLUMN current_version_id DROP NOT NULL")
+    # Erasing a memory's last version of some content releases that digest (the
+    # write's position), so the bytes can go; the row stays, as every read model's.
+    run("ALTER TABLE {schema}.version_digests ADD COLUMN released_position bigint")
+    run("GRANT UPDATE ON {schema}.version_digests TO {app}")
+    _allow_tenant_updates(cur, database, ("version_digests",))
+    # A tenant deletion in progress (completed_position NULL) or done: the tenant
+    # is closed from the request on, and the erasure drain finds its work here.
+    run(
+        "CREATE TABLE {schema}.tenant_deletions ("
+        " tenant_id uuid PRIMARY KEY DEFAULT {schema}.current_tenant(),"
+        " decision_id uuid NOT NULL, requested_position bigint NOT NULL,"
+        " completed_position bigint)"
+    )
+    run("GRANT SELECT, INSERT, UPDATE ON {schema}.tenant_deletions TO {app}")
+    _isolate_tenants(cur, database, ("tenant_deletions",))
+    _allow_tenant_updates(cur, database, ("tenant_deletions",))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -435,6 +471,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "aggregate snapshots", _m0004_snapshots),
     Migration(5, "memory access counts for salience", _m0005_memory_access),
     Migration(6, "tenant retention policy", _m0006_tenant_retention),
+    Migration(7, "erasure and tenant deletion", _m0007_erasure),
 )
 
 

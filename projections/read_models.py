@@ -28,7 +28,11 @@ from domain.memory import Memory
 from projections.belief_facts import belief_document, facts_from
 from projections.eventlog import SNAPSHOT_INTERVAL
 
-__all__ = ["TABLES", "TableSpec", "TenantReadModels"]
+__all__ = [
+    "TABLES",
+    "TableSpec",
+    "TenantReadModels",
+]
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,9 @@ class TableSpec:
 
 TABLES: tuple[TableSpec, ...] = (
     TableSpec(
-        "memory_index", ("memory_id",), ("memory_type", "scope", "project", "topic", "position")
+        "memory_index",
+        ("memory_id",),
+        ("memory_type", "scope", "project", "topic", "position", "erased_position"),
     ),
     TableSpec(
         "memory_links", ("memory_id", "edge_id"), ("linked_id", "kind", "outgoing", "position")
@@ -57,11 +63,12 @@ TABLES: tuple[TableSpec, ...] = (
     TableSpec(
         "observation_deadlines",
         ("observation_id",),
-        ("digest", "deadline", "expired_position", "transient"),
+        ("digest", "deadline", "expired_position", "transient", "erased_position"),
     ),
-    TableSpec("version_digests", ("digest", "memory_id"), ()),
-    TableSpec("decision_index", ("decision_id",), ("kind", "logical_key", "position")),
+    TableSpec("version_digests", ("digest", "memory_id"), ("released_position",)),
+    TableSpec("decision_index", ("decision_id",), ("kind", "logical_key", "position", "part_of")),
     TableSpec("tenant_retention", (), ("raw_hours", "transient_hours", "position")),
+    TableSpec("tenant_deletions", (), ("decision_id", "requested_position", "completed_position")),
     TableSpec("revisions", ("memory_id",), ("requested", "published")),
     TableSpec(
         "beliefs",
@@ -160,28 +167,60 @@ class TenantReadModels:
         for proposer_id, model_id, memory_id in found.proposers:
             rows["proposer_links"].setdefault((proposer_id, model_id, memory_id), (position,))
         for memory_id, memory_type, scope, project, topic in found.created:
-            rows["memory_index"][(memory_id,)] = (memory_type, scope, project, topic, position)
+            rows["memory_index"][(memory_id,)] = (
+                memory_type,
+                scope,
+                project,
+                topic,
+                position,
+                None,
+            )
         for observation_id, digest, deadline, transient in found.captured:
-            rows["observation_deadlines"][(observation_id,)] = (digest, deadline, None, transient)
+            rows["observation_deadlines"][(observation_id,)] = (
+                digest,
+                deadline,
+                None,
+                transient,
+                None,
+            )
         for digest, memory_id in found.version_digests:
-            rows["version_digests"][(digest, memory_id)] = ()
-        for decision_id, kind, logical_key in found.decisions:
-            rows["decision_index"][(decision_id,)] = (kind, logical_key, position)
+            rows["version_digests"][(digest, memory_id)] = (None,)
+        for decision_id, kind, logical_key, part_of in found.decisions:
+            rows["decision_index"][(decision_id,)] = (kind, logical_key, position, part_of)
         if found.retention is not None:
             rows["tenant_retention"][()] = (*found.retention, position)
+        self._record_removals(found, position)
+
+    def _record_removals(self, found: Dependencies, position: int) -> None:
+        """Apply deadline changes, expiries, erasures and tenant deletions as the
+        recorder does."""
+        rows = self.rows
+        for memory_id in found.memories_erased:
+            rows["memory_index"][(memory_id,)] = (*rows["memory_index"][(memory_id,)][:5], position)
+        for digest, memory_id in found.released:
+            rows["version_digests"][(digest, memory_id)] = (position,)
+        if found.deletion_requested is not None:
+            rows["tenant_deletions"][()] = (found.deletion_requested, position, None)
+        if found.deletion_completed is not None:
+            decision_id, requested, _ = rows["tenant_deletions"][()]
+            rows["tenant_deletions"][()] = (decision_id, requested, position)
         deadlines = rows["observation_deadlines"]
         for observation_id, deadline in found.shortened:
-            digest, _, expired, transient = deadlines[(observation_id,)]
-            deadlines[(observation_id,)] = (digest, deadline, expired, transient)
+            digest, _, expired, transient, erased = deadlines[(observation_id,)]
+            deadlines[(observation_id,)] = (digest, deadline, expired, transient, erased)
         for observation_id in found.expired:
             if (observation_id,) in deadlines:
-                digest, deadline, _, transient = deadlines[(observation_id,)]
-                deadlines[(observation_id,)] = (digest, deadline, position, transient)
+                digest, deadline, _, transient, erased = deadlines[(observation_id,)]
+                deadlines[(observation_id,)] = (digest, deadline, position, transient, erased)
+        for observation_id in found.erased:
+            if (observation_id,) in deadlines:
+                digest, deadline, expired, transient, _ = deadlines[(observation_id,)]
+                deadlines[(observation_id,)] = (digest, deadline, expired, transient, position)
 
     def _closure(self, found: Dependencies) -> set[UUID]:
         """Return the memories a write marks: touched, citing what it cites, and linked
         to those, transitively (the recorder's recursive query)."""
-        cited = {o for o, _ in found.evidence} | set(found.expired)
+        cited = {o for o, _ in found.evidence} | set(found.expired) | set(found.erased)
         closure = set(found.touched)
         for observation_id in cited:
             closure |= self.citing.get(observation_id, set())

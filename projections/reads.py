@@ -17,7 +17,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 
-from domain.errors import ContentExpiredError, NotFoundError
+from domain.errors import ContentErasedError, ContentExpiredError, NotFoundError
 from domain.memory import Memory
 from domain.observation import Observation
 from projections._tenancy import known_tenants, tenant_scope, tenant_transaction
@@ -28,6 +28,8 @@ __all__ = [
     "MemoryFilter",
     "ObservationContent",
     "current_belief",
+    "erased_memories",
+    "erasure_placeholder",
     "event_positions",
     "list_beliefs",
     "load_aggregate",
@@ -36,6 +38,7 @@ __all__ = [
     "observation_metadata",
     "revision_status",
     "revision_totals",
+    "version_contents",
 ]
 
 _A = TypeVar("_A", bound=Aggregate)
@@ -92,6 +95,48 @@ def _payloads(log: EventLog, tenant_id: UUID, digests: list[str]) -> dict[str, b
         return {r["digest"]: bytes(r["content"]) for r in cur}
 
 
+def erasure_placeholder(decision_id: UUID) -> dict[str, Any]:
+    """Return what a read shows in place of erased content: the erasure that took it
+    (its receipt is ``GET /v1/erasures/{id}``)."""
+    return {"id": str(decision_id), "receipt": f"/v1/erasures/{decision_id}"}
+
+
+def _erased_sql(schema: str, alias: str) -> str:
+    """SQL for the erasure decision whose write set ``{alias}.erased_position`` (the
+    decision is recorded in the same write, so at the same position)."""
+    return (
+        f'(SELECT d.decision_id FROM "{schema}".decision_index d'
+        f" WHERE d.position = {alias}.erased_position AND d.kind = 'erasure' LIMIT 1)"
+    )
+
+
+def erased_memories(log: EventLog, tenant_id: UUID, memory_ids: list[UUID]) -> dict[UUID, UUID]:
+    """Return the erasure decision of each of ``memory_ids`` that is erased (now: an
+    erasure reaches back into every past read)."""
+    schema = log.datastore.schema
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f"SELECT m.memory_id, {_erased_sql(schema, 'm')} AS erased_by"
+            f' FROM "{schema}".memory_index m'
+            " WHERE m.memory_id = ANY(%s) AND m.erased_position IS NOT NULL",
+            (memory_ids,),
+        )
+        return {row["memory_id"]: row["erased_by"] for row in cur}
+
+
+def version_contents(log: EventLog, tenant_id: UUID, memory: Memory) -> dict[UUID, str | None]:
+    """Return each version's content by version id: None once erased, or once its
+    bytes are gone. An erased version's bytes may live on for another record with
+    the same content; they are never this version's any more."""
+    contents = _payloads(log, tenant_id, [v.content_digest for v in memory.live_versions])
+    return {
+        v.version_id: None
+        if v.erased_by is not None or v.content_digest not in contents
+        else contents[v.content_digest].decode("utf-8")
+        for v in memory.versions
+    }
+
+
 def observation_metadata(log: EventLog, tenant_id: UUID, observation_id: UUID) -> dict[str, Any]:
     """Return an observation's recorded metadata (no content).
 
@@ -110,6 +155,7 @@ def observation_metadata(log: EventLog, tenant_id: UUID, observation_id: UUID) -
         "transient": obs.transient,
         "retention_deadline": obs.retention_deadline.isoformat(),
         "expired": obs.expired,
+        "erased": None if obs.erased_by is None else erasure_placeholder(obs.erased_by),
         "principal_id": str(obs.principal_id),
         "position": position,
         "recorded_at": recorded_at.isoformat(),
@@ -157,8 +203,13 @@ def observation_content(
 
     Raises:
         NotFoundError: no such observation in the tenant, or its bytes are gone.
+        ContentErasedError: an erasure removed them.
+        ContentExpiredError: the retention deadline has passed.
     """
     obs = load_aggregate(log, tenant_id, observation_id, Observation, "observation")
+    if obs.erased_by is not None:
+        msg = f"observation {observation_id}'s content was erased by decision {obs.erased_by}"
+        raise ContentErasedError(msg, obs.erased_by)
     if obs.expired or obs.retention_deadline <= now:
         # Refused from the deadline on, even before the expiry drain deletes the bytes.
         msg = (
@@ -181,17 +232,19 @@ def memory_versions(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str
     """
     memory = load_aggregate(log, tenant_id, memory_id, Memory, "memory")
     positions = event_positions(log, tenant_id, memory.id)
-    contents = _payloads(log, tenant_id, [v.content_digest for v in memory.versions])
+    contents = version_contents(log, tenant_id, memory)
     versions_by_event = _version_event_numbers(log, tenant_id, memory.id)
     versions = []
     for record in memory.versions:
         position, recorded_at = positions[versions_by_event[record.version_id]]
-        data = contents.get(record.content_digest)
         versions.append(
             {
                 "version_id": str(record.version_id),
                 "number": record.position_in_memory,
-                "content": data.decode("utf-8") if data is not None else None,
+                "content": contents[record.version_id],
+                "erased": None
+                if record.erased_by is None
+                else erasure_placeholder(record.erased_by),
                 "content_digest": record.content_digest,
                 "size_bytes": record.size_bytes,
                 "evidence": [e.as_event_value() for e in record.excerpts],
@@ -206,6 +259,7 @@ def memory_versions(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str
         "scope": memory.scope,
         "project": memory.project,
         "topic": memory.topic,
+        "erased": None if memory.erased_by is None else erasure_placeholder(memory.erased_by),
         "versions": versions,
     }
 
@@ -227,7 +281,7 @@ def _due_sql(schema: str) -> str:
         " 'deadline', o.deadline) ORDER BY o.deadline)"
         f' FROM "{schema}".evidence_links l JOIN "{schema}".observation_deadlines o'
         " USING (tenant_id, observation_id) WHERE l.memory_id = r.memory_id"
-        " AND o.expired_position IS NULL AND o.deadline <= %(now)s"
+        " AND o.expired_position IS NULL AND o.erased_position IS NULL AND o.deadline <= %(now)s"
     )
 
 
@@ -238,8 +292,10 @@ def _revision_row(
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         # One statement, so the watermark, the belief and the deadlines come from one snapshot.
         cur.execute(
-            f"SELECT r.requested, r.published, b.revision, b.belief, ({_due_sql(schema)}) AS due"
+            f"SELECT r.requested, r.published, b.revision, b.belief, ({_due_sql(schema)}) AS due,"
+            f" {_erased_sql(schema, 'm')} AS erased_by"
             f' FROM "{schema}".revisions r LEFT JOIN "{schema}".beliefs b'
+            f' USING (tenant_id, memory_id) JOIN "{schema}".memory_index m'
             " USING (tenant_id, memory_id) WHERE r.memory_id = %(memory_id)s",
             {"memory_id": memory_id, "now": now},
         )
@@ -257,7 +313,8 @@ def current_belief(
     clock: Callable[[], float] = time.monotonic,
     poll_s: float = 0.02,
 ) -> dict[str, Any]:
-    """Return the current belief, or ``pending`` while revision has not caught up.
+    """Return the current belief, ``pending`` while revision has not caught up, or
+    ``erased`` (with the erasure, never content) once the memory is erased.
 
     A belief is served only when its published revision has reached the
     requested one and no observation it cites is past its retention deadline
@@ -275,6 +332,12 @@ def current_belief(
             msg = f"memory {memory_id} not found"
             raise NotFoundError(msg)
         revision = {"requested": row["requested"], "published": row["published"]}
+        if row["erased_by"] is not None:
+            return {
+                "status": "erased",
+                "revision": revision,
+                "erasure": erasure_placeholder(row["erased_by"]),
+            }
         due = row["due"] or []
         if row["published"] >= row["requested"] and row["belief"] is not None and not due:
             return {"status": "current", "revision": revision, "belief": row["belief"]}
@@ -292,7 +355,8 @@ class MemoryFilter:
     project: str | None = None
     status: str | None = None
     include_archived: bool = False
-    """Forgotten memories are left out unless asked for (then flagged by their belief)."""
+    """Forgotten and erased memories are left out unless asked for (then flagged by
+    their belief, or shown as an erasure placeholder)."""
 
 
 def list_beliefs(
@@ -316,7 +380,8 @@ def list_beliefs(
         "(r.published >= r.requested AND b.belief IS NOT NULL AND NOT EXISTS ("
         f' SELECT 1 FROM "{schema}".evidence_links l JOIN "{schema}".observation_deadlines o'
         " USING (tenant_id, observation_id) WHERE l.memory_id = r.memory_id"
-        " AND o.expired_position IS NULL AND o.deadline <= %(now)s))"
+        " AND o.expired_position IS NULL AND o.erased_position IS NULL"
+        " AND o.deadline <= %(now)s))"
     )
     clauses: list[str] = ["TRUE"]
     params: dict[str, Any] = {"now": now, "limit": limit + 1}
@@ -331,6 +396,7 @@ def list_beliefs(
     if not where.include_archived:
         # A pending memory's labels are not known yet: it is listed, without content.
         clauses.append("(b.belief IS NULL OR b.belief->'labels'->'archived' = 'null'::jsonb)")
+        clauses.append("m.erased_position IS NULL")
     if where.status == "current":
         clauses.append(current)
     elif where.status == "pending":
@@ -344,7 +410,8 @@ def list_beliefs(
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             "SELECT m.memory_id, m.memory_type, m.scope, m.project, m.position, r.requested,"
-            f" r.published, b.belief, {current} AS is_current"
+            f" r.published, b.belief, {current} AS is_current,"
+            f" {_erased_sql(schema, 'm')} AS erased_by"
             f' FROM "{schema}".memory_index m'
             f' JOIN "{schema}".revisions r USING (tenant_id, memory_id)'
             f' LEFT JOIN "{schema}".beliefs b USING (tenant_id, memory_id)'
@@ -364,7 +431,9 @@ def list_beliefs(
             "project": row["project"],
             "revision": revision,
         }
-        if row["is_current"]:
+        if row["erased_by"] is not None:
+            item.update(status="erased", erasure=erasure_placeholder(row["erased_by"]))
+        elif row["is_current"]:
             item.update(status="current", belief=row["belief"])
         else:
             item.update(status="pending")

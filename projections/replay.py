@@ -17,6 +17,7 @@ from projections.as_of import position_at, write_boundary
 from projections.eventlog import EventLog
 from projections.log_scan import Progress, log_head, replay_tenant, tenant_ids
 from projections.read_models import TenantReadModels
+from projections.reads import erased_memories, erasure_placeholder
 from projections.runtime import Runtime
 
 __all__ = ["replay_beliefs"]
@@ -31,7 +32,9 @@ def replay_beliefs(
     report: Callable[[str], None] = lambda _: None,
 ) -> Iterator[dict[str, Any]]:
     """Yield ``{tenant_id, position, memory_id, belief}`` for every memory that existed
-    at the position (or time), tenant by tenant, oldest memory first."""
+    at the position (or time), tenant by tenant, oldest memory first. A memory
+    erased since has ``erasure`` (the decision) in place of its belief: erasure
+    reaches back into every past read."""
     log: EventLog = runtime.log
     database = runtime.database
     schema = database.schema
@@ -49,13 +52,19 @@ def replay_beliefs(
                 position = write_boundary(log, tenant_id, min(at_position, head))
             models = TenantReadModels(tenant_id)
             replay_tenant(conn, schema, log.mapper, models, upto=position, progress=progress)
-            for (memory_id,), _ in sorted(
-                models.table_rows("memory_index"), key=lambda row: (row[1][-1], str(row[0][0]))
-            ):
-                yield {
+            rows = sorted(
+                models.table_rows("memory_index"), key=lambda row: (row[1][4], str(row[0][0]))
+            )
+            erased = erased_memories(log, tenant_id, [key[0] for key, _ in rows])
+            for (memory_id,), _ in rows:
+                line: dict[str, Any] = {
                     "tenant_id": str(tenant_id),
                     "position": position,
                     "memory_id": str(memory_id),
-                    "belief": models.belief_row(memory_id)[-1],
                 }
+                if memory_id in erased:
+                    line["erasure"] = erasure_placeholder(erased[memory_id])
+                else:
+                    line["belief"] = models.belief_row(memory_id)[-1]
+                yield line
         report(progress.line())

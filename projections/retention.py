@@ -23,7 +23,10 @@ from projections.eventlog import EventLog, WriteContext
 from projections.migrations import EVENTS_TABLE
 from projections.unit_of_work import Caller, UnitOfWork
 
-__all__ = ["RETENTION_PRINCIPAL", "apply_retention"]
+__all__ = [
+    "RETENTION_PRINCIPAL",
+    "apply_retention",
+]
 
 RETENTION_PRINCIPAL = "system:retention"
 """The principal recorded on ``ObservationDeadlineShortened`` events."""
@@ -44,7 +47,7 @@ def _candidates(
             f'SELECT o.observation_id, e.recorded_at FROM "{schema}".observation_deadlines o'
             f' JOIN "{schema}"."{EVENTS_TABLE}" e'
             " ON e.originator_id = o.observation_id AND e.originator_version = 1"
-            " WHERE o.expired_position IS NULL AND o.deadline > %s"
+            " WHERE o.expired_position IS NULL AND o.erased_position IS NULL AND o.deadline > %s"
             " AND o.deadline > e.recorded_at + make_interval(hours =>"
             " CASE WHEN o.transient THEN %s ELSE %s END)"
             " ORDER BY o.deadline LIMIT %s",

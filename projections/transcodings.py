@@ -21,7 +21,9 @@ from domain.belief import ArchiveFact, ContributionFact
 from domain.evidence import Excerpt
 from domain.memory import VersionRecord
 
-__all__ = ["SNAPSHOT_TRANSCODINGS"]
+__all__ = [
+    "SNAPSHOT_TRANSCODINGS",
+]
 
 
 def _excerpt(e: Excerpt) -> list[Any]:
@@ -55,6 +57,7 @@ class _VersionRecordAsList(Transcoding):
             [_excerpt(e) for e in obj.excerpts],
             obj.principal_id.hex,
             obj.position_in_memory,
+            None if obj.erased_by is None else obj.erased_by.hex,
         ]
 
     def decode(self, data: list[Any]) -> VersionRecord:
@@ -65,6 +68,8 @@ class _VersionRecordAsList(Transcoding):
             excerpts=tuple(_from_excerpt(e) for e in data[3]),
             principal_id=UUID(data[4]),
             position_in_memory=data[5],
+            # Snapshots taken before erasure existed have six fields.
+            erased_by=UUID(data[6]) if len(data) > 6 and data[6] is not None else None,
         )
 
 

@@ -19,7 +19,11 @@ from projections._tenancy import tenant_transaction
 from projections.eventlog import EventLog, WriteContext
 from projections.migrations import EVENTS_TABLE
 
-__all__ = ["Caller", "Item", "UnitOfWork"]
+__all__ = [
+    "Caller",
+    "Item",
+    "UnitOfWork",
+]
 
 _A = TypeVar("_A", bound=Aggregate)
 
@@ -32,6 +36,8 @@ class Caller:
     principal_id: UUID
     principal_name: str
     role: str
+    closed_by: UUID | None = None
+    """The tenant's deletion decision, once its deletion was requested."""
 
 
 @dataclass(frozen=True)

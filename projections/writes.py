@@ -38,15 +38,18 @@ from projections.decisions import (
     record_decision,
     seen_version,
 )
+from projections.erasure import EraseSpec, decide_erase
 from projections.errors import ConcurrentWriteError, DatabaseUnavailableError
 from projections.eventlog import EventLog, IdempotencyRecord, Positions
 from projections.idempotency import find_response
+from projections.tenant_deletion import decide_tenant_deletion
 from projections.unit_of_work import Caller, Item, UnitOfWork
 
 __all__ = [
     "Caller",
     "CapturePolicy",
     "EdgeSpec",
+    "EraseSpec",
     "EvidenceSpec",
     "LabelSpec",
     "MemorySpec",
@@ -54,6 +57,7 @@ __all__ = [
     "Ref",
     "RetentionSpec",
     "RetractSpec",
+    "TenantDeletionSpec",
     "VersionSpec",
     "WithdrawSpec",
     "WriteOutcome",
@@ -138,6 +142,13 @@ class RetentionSpec:
     transient_hours: int | None
 
 
+@dataclass(frozen=True)
+class TenantDeletionSpec:
+    """Close the caller's tenant and have the erasure drain erase all of it."""
+
+    reason: str
+
+
 WriteSpec = (
     ObservationSpec
     | MemorySpec
@@ -147,6 +158,8 @@ WriteSpec = (
     | WithdrawSpec
     | LabelSpec
     | RetentionSpec
+    | EraseSpec
+    | TenantDeletionSpec
 )
 
 
@@ -305,6 +318,10 @@ class Writer:
             return decide_label(uow, spec)
         if isinstance(spec, RetentionSpec):
             return self._set_retention(uow, spec)
+        if isinstance(spec, EraseSpec):
+            return decide_erase(uow, spec)
+        if isinstance(spec, TenantDeletionSpec):
+            return decide_tenant_deletion(uow, spec.reason)
         return self._add_edge(uow, spec, items)
 
     def _add_edge(self, uow: UnitOfWork, spec: EdgeSpec, items: list[Item]) -> Item:
@@ -466,6 +483,12 @@ class Writer:
             observation = uow.load(
                 _resolve(cited.observation_id, items), Observation, "observation"
             )
+            if observation.erased_by is not None:
+                msg = (
+                    f"observation {observation.id} was erased "
+                    f"(decision {observation.erased_by}) and cannot be cited"
+                )
+                raise InvalidInputError(msg)
             if observation.retracted_by is not None:
                 msg = (
                     f"observation {observation.id} was retracted as evidence "

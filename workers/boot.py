@@ -17,6 +17,7 @@ from projections.database import open_database
 from projections.drain_settings import DrainSettings
 from projections.eventlog import EventLog
 from projections.settings import DatabaseSettings
+from workers.erasure import register_erasure_actor
 from workers.expiry import register_expiry_actor
 from workers.revision import register_drain_actor
 
@@ -34,6 +35,7 @@ drain = register_drain_actor(
 
 
 expiry = register_expiry_actor(broker, _log_store, batch=_settings.drain_batch)
+erasure = register_erasure_actor(broker, _log_store, batch=_settings.drain_batch)
 
 
 def _sweep() -> None:
@@ -41,8 +43,10 @@ def _sweep() -> None:
     while not stop.wait(_settings.sweep_interval_s):
         drain.send()
         expiry.send()
+        erasure.send()
 
 
 drain.send()  # work left by a previous run
 expiry.send()
+erasure.send()
 threading.Thread(target=_sweep, name="palimpsest-sweep", daemon=True).start()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -10,19 +10,23 @@ import dramatiq
 
 from projections.expiry import expire_due
 from projections.retention import apply_retention
+from workers.hints import hinted_drain
 
 if TYPE_CHECKING:
     from projections.eventlog import EventLog
 
 __all__ = ["EXPIRY_ACTOR", "register_expiry_actor"]
 
-_log = logging.getLogger(__name__)
 
 EXPIRY_ACTOR = "drain_raw_expiry"
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 def register_expiry_actor(
-    broker: dramatiq.Broker, log: EventLog, *, batch: int
+    broker: dramatiq.Broker, log: EventLog, *, batch: int, clock: Callable[[], datetime] = _now
 ) -> dramatiq.Actor[[], None]:
     """Register ``drain_raw_expiry`` on ``broker``: expire due observations of ``log``.
 
@@ -31,20 +35,10 @@ def register_expiry_actor(
     itself another hint.
     """
 
-    def drain_raw_expiry() -> None:
+    def run_pass() -> dict[str, int]:
         # A tenant's shorter retention first, so expiry sees the moved deadlines.
-        moved = apply_retention(log, now=datetime.now(UTC), limit=batch)
-        expired = expire_due(log, now=datetime.now(UTC), limit=batch)
-        _log.info("expired", extra={"observations": expired, "deadlines_shortened": moved})
-        if expired or moved:
-            actor.send()
+        moved = apply_retention(log, now=clock(), limit=batch)
+        expired = expire_due(log, now=clock(), limit=batch)
+        return {"observations_expired": expired, "deadlines_shortened": moved}
 
-    actor: dramatiq.Actor[[], None] = dramatiq.Actor(
-        drain_raw_expiry,
-        broker=broker,
-        actor_name=EXPIRY_ACTOR,
-        queue_name="expiry",
-        priority=0,
-        options={"max_retries": 20, "min_backoff": 100, "max_backoff": 30_000},
-    )
-    return actor
+    return hinted_drain(broker, name=EXPIRY_ACTOR, queue="expiry", run_pass=run_pass)

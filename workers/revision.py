@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 import dramatiq
 
 from projections.broker import DRAIN_ACTOR, DRAIN_QUEUE
 from projections.drain import LEASE_SECONDS, drain_revisions
+from workers.hints import hinted_drain
 
 if TYPE_CHECKING:
     from projections.eventlog import EventLog
 
 __all__ = ["register_drain_actor"]
-
-_log = logging.getLogger(__name__)
 
 
 def register_drain_actor(
@@ -29,18 +27,8 @@ def register_drain_actor(
     without waiting for the sweep.
     """
 
-    def drain() -> None:
+    def run_pass() -> dict[str, int]:
         report = drain_revisions(log, limit=batch, lease_s=lease_s)
-        _log.info("drained", extra={"claimed": report.claimed, "published": report.published})
-        if report.claimed:
-            actor.send()
+        return {"claimed": report.claimed, "published": report.published}
 
-    actor: dramatiq.Actor[[], None] = dramatiq.Actor(
-        drain,
-        broker=broker,
-        actor_name=DRAIN_ACTOR,
-        queue_name=DRAIN_QUEUE,
-        priority=0,
-        options={"max_retries": 20, "min_backoff": 100, "max_backoff": 30_000},
-    )
-    return actor
+    return hinted_drain(broker, name=DRAIN_ACTOR, queue=DRAIN_QUEUE, run_pass=run_pass)

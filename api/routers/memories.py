@@ -193,7 +193,8 @@ def read_memory(
     answer = current_belief(runtime.log, caller.tenant_id, memory_id, now=clock, wait_s=wait)
     if answer["status"] == "pending":
         response.headers["Retry-After"] = "1"
-        return answer
+    if answer["status"] != "current":
+        return answer  # nothing to rank: no belief yet, or erased
     _rank_and_stamp(runtime, caller, [answer], [memory_id], clock())
     return answer
 

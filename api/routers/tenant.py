@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
+from uuid import UUID
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from api.deps import CallerDep, ClockDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
-from api.schemas import RetentionPublic, RetentionUpdate
-from domain.errors import PermissionDeniedError
+from api.schemas import ErasureReceipt, RetentionPublic, RetentionUpdate, TenantDeletion
+from domain.errors import ConfirmationRequiredError, PermissionDeniedError
+from domain.limits import MAX_REASON_CHARS
 from domain.role import can_administer
+from projections.erasure import erasure_receipt
 from projections.export import export_tenant
+from projections.tenant_deletion import confirmation_token
 
 router = APIRouter(prefix="/v1/tenant", tags=["tenant"])
 
@@ -83,3 +87,43 @@ def update_retention(
         "max_raw_hours": _hours(writer.policy.raw_retention),
         "max_transient_hours": _hours(writer.policy.transient_retention),
     }
+
+
+@router.delete("", response_model=ErasureReceipt, status_code=202)
+def delete_tenant(
+    request: Request,
+    response: Response,
+    caller: CallerDep,
+    runtime: RuntimeDep,
+    writer: WriterDep,
+    confirm: Annotated[
+        str | None,
+        Query(max_length=100, description="The confirmation token a first call returned."),
+    ] = None,
+    reason: Annotated[
+        str, Query(min_length=1, max_length=MAX_REASON_CHARS, description="Why (no personal data).")
+    ] = "tenant deletion requested",
+) -> dict[str, Any]:
+    """Delete the whole tenant (admin), in two steps. Without `confirm` (or with a stale
+    one) the answer is 428 with a `confirmation_token` and nothing is written; the
+    token names the tenant as it stands, so any write in between makes it stale. With
+    it, the tenant closes at once (every endpoint but the receipt answers 410) and the
+    erasure drain erases every observation and memory through the erasure path, in
+    batches. Returns the receipt (`in_progress`, then `completed` at
+    `GET /v1/erasures/{id}`). Not undoable."""
+    if not can_administer(caller.role):
+        msg = f"role {caller.role!r} cannot delete the tenant; an admin token is required"
+        raise PermissionDeniedError(msg)
+    token = confirmation_token(runtime.log, caller.tenant_id)
+    if confirm != token:
+        msg = (
+            "deleting the tenant erases everything it holds and cannot be undone; "
+            "repeat the request with ?confirm=<confirmation_token>"
+            if confirm is None
+            else "the confirmation token is stale or wrong (the tenant changed since); "
+            "use the new confirmation_token"
+        )
+        raise ConfirmationRequiredError(msg, token)
+    result = perform_write(request, response, writer, caller, None, TenantDeletion(reason=reason))
+    response.status_code = 202
+    return erasure_receipt(runtime.log, caller.tenant_id, UUID(result["id"]))

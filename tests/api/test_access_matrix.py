@@ -33,6 +33,8 @@ def test_every_verb_refuses_readers_strangers_and_anonymous_callers(
         ("PUT", "/v1/tenant/retention", {"raw_hours": 24}),
         ("POST", "/v1/admin/cache/evict", {}),
         ("GET", "/v1/tenant/export", None),
+        ("POST", "/v1/erasures", {"observation_ids": [o], "memory_ids": [m], "reason": "x"}),
+        ("DELETE", "/v1/tenant", None),
     ]
     # These act on the caller's own tenant: a stranger has nothing of ours to reach.
     tenant_wide = {
@@ -43,6 +45,7 @@ def test_every_verb_refuses_readers_strangers_and_anonymous_callers(
         "/v1/tenant/retention",
         "/v1/admin/cache/evict",
         "/v1/tenant/export",
+        "/v1/tenant",
     }
     reader = tenant.headers("reader")
     stranger = other_tenant.headers("writer")
@@ -59,3 +62,11 @@ def test_every_verb_refuses_readers_strangers_and_anonymous_callers(
         elsewhere = client.request(method, path, json=body, headers=stranger)
         assert elsewhere.status_code in (404, 403), (method, path, elsewhere.text)
     assert snapshot() == before
+    # The receipt of an erasure is an administrator's read, in the erasing tenant.
+    erased = client.post(
+        "/v1/erasures", json={"observation_ids": [o], "reason": "x"}, headers=headers
+    ).json()
+    their_admin = other_tenant.headers()
+    for who, status in ((reader, 403), (stranger, 403), (their_admin, 404), ({}, 401)):
+        receipt = client.get(f"/v1/erasures/{erased['id']}", headers=who)
+        assert receipt.status_code == status, (who, receipt.text)

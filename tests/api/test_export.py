@@ -37,7 +37,12 @@ def test_export_holds_every_event_and_payload_of_the_tenant_only(
     assert header["kind"] == "header" and header["tenant_id"] == str(tenant.id)
     events = [line for line in body if line["kind"] == "event"]
     payloads = [line for line in body if line["kind"] == "payload"]
-    assert end == {"kind": "end", "events": len(events), "payloads": len(payloads)}
+    assert end == {
+        "kind": "end",
+        "events": len(events),
+        "payloads": len(payloads),
+        "erasure_receipts": 0,
+    }
     feed = client.get("/v1/events", headers=headers, params={"limit": 1000}).json()["events"]
     assert [e["position"] for e in events] == [e["position"] for e in feed]
     assert {"MemoryPinned", "DecisionRecorded", "ObservationCaptured"} <= {

@@ -2,8 +2,10 @@
 
 Each test applies one operation alone to the same starting point (a memory
 supported by one observation, current) and checks that the effects of the
-others are absent. Erasure is not built yet; demotion has no durable effect
-to check (its formula is tested in tests/domain/test_salience.py).
+others are absent. Demotion has no durable effect to check (its formula is
+tested in tests/domain/test_salience.py, and reads that rank in
+tests/api/test_salience_reads.py). Erasure removes content by design; what it
+must not do is reach what was not named or formed only from it.
 """
 
 from __future__ import annotations
@@ -138,3 +140,51 @@ def test_cache_eviction_changes_nothing_durable(
     assert snapshot() == before
     answer = client.get(f"/v1/memories/{start.memory['id']}", headers=start.headers).json()
     assert answer["belief"] == start.belief
+
+
+def test_erasing_a_memory_erases_only_that_memory(
+    client: TestClient, start: Start, runtime: Runtime
+) -> None:
+    sibling = remember(
+        client,
+        start.headers,
+        type="fact",
+        content="Ships Friday",
+        evidence=[{"observation_id": start.observation, "start": 4, "end": 27}],
+    )
+    erased = post(
+        client,
+        "/v1/erasures",
+        {"memory_ids": [start.memory["id"]], "reason": "asked"},
+        start.headers,
+    )
+    assert erased.status_code == 201
+    drain_until_caught_up(runtime)
+    answer = client.get(f"/v1/memories/{start.memory['id']}", headers=start.headers).json()
+    assert answer["status"] == "erased"
+    # not expiry or erasure of the source: the raw bytes stay readable
+    content = client.get(f"/v1/observations/{start.observation}/content", headers=start.headers)
+    assert content.status_code == 200 and content.text == "The release ships on Friday."
+    # not withdrawal: another memory citing the same source keeps its support
+    other = client.get(f"/v1/memories/{sibling['id']}", headers=start.headers).json()["belief"]
+    assert other["grade"] == "supported" and len(other["support"]) == 1
+    # not archival of anything else: the sibling is listed and unflagged
+    assert _listed(client, start) == [sibling["id"]]
+    assert other["labels"]["archived"] is None
+
+
+def test_erasing_the_source_leaves_other_memories_labels_alone(
+    client: TestClient, start: Start, runtime: Runtime
+) -> None:
+    pinned = remember(client, start.headers, type="fact", content="Unrelated and pinned")
+    post(client, f"/v1/memories/{pinned['id']}/pin", {}, start.headers)
+    post(
+        client,
+        "/v1/erasures",
+        {"observation_ids": [start.observation], "reason": "asked"},
+        start.headers,
+    )
+    drain_until_caught_up(runtime)
+    belief = client.get(f"/v1/memories/{pinned['id']}", headers=start.headers).json()["belief"]
+    assert belief["labels"]["pinned"] is True and belief["labels"]["archived"] is None
+    assert belief["grade"] == "unsupported"  # it never had support; nothing changed

@@ -20,6 +20,7 @@ from projections.read_models import TABLES, TableSpec
 from projections.rebuild import rebuild
 from projections.replay import replay_beliefs
 from projections.runtime import Runtime
+from projections.tenant_deletion import erase_deleted_tenants
 from projections.verify import verify
 from tests.api.helpers import observe, post, remember
 from tests.conftest import RunDatabase, Tenant, drain_until_caught_up
@@ -66,6 +67,13 @@ def _populate(client: TestClient, tenant: Tenant, rng: random.Random, memories: 
     post(client, f"/v1/memories/{ids[0]}/pin", {}, headers)
     post(client, f"/v1/memories/{ids[1]}/restore", {}, headers)
     client.put("/v1/tenant/retention", json={"raw_hours": 240}, headers=headers)
+    erased = post(
+        client,
+        "/v1/erasures",
+        {"observation_ids": [observations[1]], "memory_ids": [ids[2]], "reason": "asked to"},
+        headers,
+    )
+    assert erased.status_code == 201, erased.text
 
 
 def test_verify_finds_nothing_on_a_store_built_by_live_writes(
@@ -84,7 +92,11 @@ def test_verify_finds_nothing_on_a_store_built_by_live_writes(
     assert everything.divergences == [] and everything.tenants > 1
 
 
-def _fresh_value(value: Any, rng: random.Random) -> Any:
+def _fresh_value(value: Any, rng: random.Random, column: str = "") -> Any:
+    if value is None and column == "part_of":
+        return uuid4()
+    if value is None and column.endswith("_position"):
+        return 1
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):
@@ -143,7 +155,7 @@ def _mutate_once(
     if operation == "change":
         choices = [c for c in spec.values if not (spec.name == "revisions" and c == "requested")]
         column = rng.choice(choices or list(spec.columns))
-        new = _fresh_value(row[column], rng)
+        new = _fresh_value(row[column], rng, column)
         run(
             sql.SQL("UPDATE {} SET {} = %s WHERE ").format(table, sql.Identifier(column)) + where,
             [new, *key_values],
@@ -183,6 +195,11 @@ def test_verify_catches_every_single_row_or_field_mutation(
 ) -> None:
     rng = random.Random(20261129)
     _populate(client, tenant, rng)
+    # A deletion in progress, so the tenant_deletions row is there to mutate too.
+    headers = tenant.headers()
+    token = client.delete("/v1/tenant", headers=headers).json()["confirmation_token"]
+    assert client.delete(f"/v1/tenant?confirm={token}", headers=headers).status_code == 202
+    erase_deleted_tenants(runtime.log, limit=2)
     drain_until_caught_up(runtime)
     database = runtime.database
     assert verify(database, tenant=tenant.id).divergences == []

@@ -1,0 +1,121 @@
+"""Tenant deletion: confirmed, closed at once, erased in batches, a receipt left."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from projections.runtime import Runtime
+from projections.tenant_deletion import erase_deleted_tenants
+from tests.api.helpers import observe, post, problem_slug, remember
+from tests.api.test_erasure import database_hits
+from tests.conftest import Tenant, count_events, drain_until_caught_up
+
+
+def _populate(client: TestClient, headers: dict[str, str], sentinel: str) -> tuple[int, int]:
+    observations = [observe(client, headers, f"{sentinel} said thing {i}") for i in range(5)]
+    for i, obs in enumerate(observations):
+        remember(
+            client,
+            headers,
+            content=f"{sentinel} thing {i}",
+            evidence=[{"observation_id": obs, "start": 0, "end": len(sentinel)}],
+        )
+    remember(client, headers, content=f"{sentinel} with no evidence")
+    return len(observations), len(observations) + 1
+
+
+def test_deletion_needs_a_fresh_confirmation_and_an_admin(
+    client: TestClient, tenant: Tenant, snapshot: Any
+) -> None:
+    headers = tenant.headers()
+    writer, reader = tenant.headers("writer"), tenant.headers("reader")
+    observe(client, headers, "kept")
+    before = snapshot()
+    first = client.delete("/v1/tenant", headers=headers)
+    assert first.status_code == 428 and problem_slug(first) == "confirmation-required"
+    token = first.json()["confirmation_token"]
+    wrong = client.delete("/v1/tenant?confirm=del_nope", headers=headers)
+    assert wrong.status_code == 428 and wrong.json()["confirmation_token"] == token
+    for who in (writer, reader):
+        assert client.delete(f"/v1/tenant?confirm={token}", headers=who).status_code == 403
+    assert client.delete(f"/v1/tenant?confirm={token}").status_code == 401
+    assert snapshot() == before
+    # A write in between makes the token stale: the caller confirms what it saw.
+    observe(client, headers, "written after the token")
+    stale = client.delete(f"/v1/tenant?confirm={token}", headers=headers)
+    assert stale.status_code == 428 and stale.json()["confirmation_token"] != token
+    assert client.get("/v1/memories", headers=headers).status_code == 200
+
+
+def test_a_deleted_tenant_is_closed_at_once_and_erased_in_resumable_batches(
+    client: TestClient,
+    tenant: Tenant,
+    other_tenant: Tenant,
+    runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    headers = tenant.headers()
+    sentinel = f"SENTINEL{tenant.id.hex}"
+    observations, memories = _populate(client, headers, sentinel)
+    theirs = remember(client, other_tenant.headers(), content="other tenant's memory")
+    drain_until_caught_up(runtime)
+    token = client.delete("/v1/tenant", headers=headers).json()["confirmation_token"]
+    accepted = client.delete(f"/v1/tenant?confirm={token}&reason=contract+ended", headers=headers)
+    assert accepted.status_code == 202, accepted.text
+    receipt = accepted.json()
+    assert receipt["kind"] == "tenant_deletion" and receipt["status"] == "in_progress"
+    assert receipt["reason"] == "contract ended"
+
+    # Closed: every endpoint but the receipt answers 410, naming the deletion.
+    for method, path in (
+        ("GET", "/v1/memories"),
+        ("GET", "/v1/tenant/export"),
+        ("POST", "/v1/observations"),
+        ("DELETE", "/v1/tenant"),
+    ):
+        closed = client.request(method, path, headers=headers, json={"content": "x"})
+        assert closed.status_code == 410 and problem_slug(closed) == "tenant-deleted", path
+        assert closed.json()["erasure"]["id"] == receipt["id"]
+
+    # A pass killed while recording writes nothing; the next passes go on.
+    real_record = runtime.log.record
+    calls = {"n": 0}
+
+    def dies_on_the_second_write(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt  # stands for a kill mid-pass
+        return real_record(*args, **kwargs)
+
+    monkeypatch.setattr(runtime.log, "record", dies_on_the_second_write)
+    assert erase_deleted_tenants(runtime.log, limit=2) == 4
+    with pytest.raises(KeyboardInterrupt):
+        erase_deleted_tenants(runtime.log, limit=2)
+    monkeypatch.setattr(runtime.log, "record", real_record)
+    in_progress = client.get(f"/v1/erasures/{receipt['id']}", headers=headers).json()
+    assert in_progress["status"] == "in_progress" and in_progress["batches"] == 1
+    passes = 0
+    while erase_deleted_tenants(runtime.log, limit=2):
+        passes += 1
+    assert passes >= 2
+    assert erase_deleted_tenants(runtime.log, limit=2) == 0  # complete: nothing more
+    drain_until_caught_up(runtime)
+
+    done = client.get(f"/v1/erasures/{receipt['id']}", headers=headers).json()
+    assert done["status"] == "completed"
+    assert done["removed"]["observations"] == observations
+    assert done["removed"]["memories"] == memories
+    assert count_events(runtime, tenant, "ObservationErased") == observations
+    assert count_events(runtime, tenant, "MemoryErased") == memories
+    assert count_events(runtime, tenant, "TenantDeleted") == 1
+    assert database_hits(runtime, sentinel) == {}
+    # Another tenant is untouched.
+    other = client.get(f"/v1/memories/{theirs['id']}", headers=other_tenant.headers())
+    assert other.json()["status"] == "current"
+    # The receipt is what is left; nothing else answers.
+    assert client.get("/v1/revision", headers=headers).status_code == 410
+    again = post(client, "/v1/erasures", {"memory_ids": [theirs["id"]], "reason": "x"}, headers)
+    assert again.status_code == 410

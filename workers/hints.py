@@ -1,0 +1,45 @@
+"""Drain actors: a message is a hint, the work is found in the database."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+import dramatiq
+
+__all__ = ["hinted_drain"]
+
+_log = logging.getLogger(__name__)
+
+
+def hinted_drain(
+    broker: dramatiq.Broker,
+    *,
+    name: str,
+    queue: str,
+    run_pass: Callable[[], Mapping[str, int]],
+) -> dramatiq.Actor[[], None]:
+    """Register actor ``name`` on ``broker``: each message runs one drain pass.
+
+    ``run_pass`` does one bounded pass and returns what it did (counts, logged
+    as one structured line). A pass that did anything sends another hint, so a
+    backlog drains without waiting for the sweep; a failing pass is retried
+    with backoff. Delivery is at least once, so a pass must be idempotent.
+    """
+
+    def drain() -> None:
+        done = run_pass()
+        _log.info("drain pass", extra={"actor": name, **done})
+        if any(done.values()):
+            actor.send()
+
+    drain.__name__ = name
+    actor: dramatiq.Actor[[], None] = dramatiq.Actor(
+        drain,
+        broker=broker,
+        actor_name=name,
+        queue_name=queue,
+        priority=0,
+        options={"max_retries": 20, "min_backoff": 100, "max_backoff": 30_000},
+    )
+    return actor

@@ -20,6 +20,7 @@ from api.routers import (
     memories,
     observations,
     proposers,
+    recall,
     revision,
     tenant,
 )
@@ -38,13 +39,14 @@ _PROBLEM = {"description": "A problem (RFC 9457)", "content": {"application/prob
 def create_app(
     settings: ApiSettings,
     runtime: Runtime,
-    wake: Callable[[], None] = lambda: None,
+    wake: Callable[[], None] | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> FastAPI:
     """Return the HTTP API over an open runtime (the caller owns its lifetime).
 
     ``wake`` is called after every write that committed: a hint for the
-    revision drain (the in-process loop, or a broker message).
+    drains (the in-process loop, or a broker message). Without one, no drain
+    is known to run, so a write does not wait for its version's embedding.
     """
     app = FastAPI(
         title="palimpsest",
@@ -53,7 +55,8 @@ def create_app(
         responses={status: _PROBLEM for status in (400, 401, 403, 404, 409, 413, 422, 503)},
     )
     app.state.runtime = runtime
-    app.state.wake = wake
+    app.state.wake = wake or (lambda: None)
+    app.state.drains = wake is not None
     app.state.clock = clock
     app.state.writer = Writer(
         runtime.log,
@@ -75,6 +78,7 @@ def create_app(
         decisions,
         events,
         batch,
+        recall,
         revision,
         admin,
         tenant,

@@ -28,6 +28,7 @@ from projections.drain import DrainLoop
 from projections.drain_settings import DrainSettings
 from projections.embedded import ServeLock
 from projections.errors import DatabaseUnavailableError
+from projections.indexing import reindex
 from projections.migrations import EVENTS_TABLE
 from projections.rebuild import rebuild
 from projections.replay import replay_beliefs
@@ -95,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     rebuild_cmd = sub.add_parser(
         "rebuild", help="rebuild every read model from the log, then swap it in"
     )
+    sub.add_parser("reindex", help="embed every memory not yet embedded with the configured model")
     verify = sub.add_parser("verify", help="compare the read models with a recomputation")
     verify.add_argument("--tenant", type=_uuid, help="only this tenant")
     for command in (rebuild_cmd, verify):
@@ -204,6 +206,7 @@ def _drains(runtime: Runtime) -> tuple[DrainLoop | None, Callable[[], None]]:
         sweep_s=drains.sweep_interval_s,
         batch=drains.drain_batch,
         lease_s=drains.drain_lease_s,
+        embedder=runtime.embedder,
     )
     loop.start()
     return loop, loop.wake
@@ -298,6 +301,13 @@ def _run(args: argparse.Namespace) -> int:
             )
         elif args.command in {"replay", "rebuild", "verify"}:
             return _history_command(runtime, args)
+        elif args.command == "reindex":
+            try:
+                embedded = reindex(runtime.log, runtime.embedder, report=_stderr)
+            except KeyboardInterrupt:
+                _stderr("palimpsest reindex: interrupted; what was embedded stays")
+                return EXIT_INTERRUPTED
+            print(json.dumps({"embedded": embedded, "model": runtime.embedder.model_id}))
     finally:
         runtime.close()
     return EXIT_OK

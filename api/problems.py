@@ -32,6 +32,7 @@ from projections.errors import (
     ConcurrentWriteError,
     DatabaseUnavailableError,
     DataDirectoryInUseError,
+    EmbedderUnavailableError,
     PgvectorMissingError,
     SchemaTooNewError,
 )
@@ -69,6 +70,7 @@ PROBLEMS: dict[type[PalimpsestError], tuple[str, int, str]] = {
     SchemaTooNewError: ("misconfigured", 500, "Service misconfigured"),
     DataDirectoryInUseError: ("misconfigured", 500, "Service misconfigured"),
     DatabaseUnavailableError: ("database-unavailable", 503, "Database unavailable"),
+    EmbedderUnavailableError: ("embedder-unavailable", 503, "Embedder unavailable"),
 }
 
 _HTTP_SLUGS = {

@@ -18,6 +18,8 @@ __all__ = [
     "BatchPublic",
     "BeliefPublic",
     "CacheEvicted",
+    "CandidatePublic",
+    "CandidatesPublic",
     "ContributionPublic",
     "DecisionOutcome",
     "DecisionPublic",
@@ -45,6 +47,10 @@ __all__ = [
     "ObservationCreated",
     "ObservationPublic",
     "Reason",
+    "RecallCreate",
+    "RecallPublic",
+    "RecallRank",
+    "RecalledMemory",
     "RetentionPublic",
     "RetentionUpdate",
     "RetractCreate",
@@ -155,12 +161,33 @@ class MemoryCreate(_Claim):
     topic: Label | None = None
 
 
+class CandidatePublic(BaseModel):
+    """A current memory the new version might contradict (advisory, never a verdict)."""
+
+    memory_id: UUID
+    version_id: UUID
+    similarity: float
+
+
+class CandidatesPublic(BaseModel):
+    """Potential contradictions: same type, scope and project, similarity at or above
+    the conflict floor, newest first. ``pending`` until the version is embedded (then
+    see ``GET /v1/memories/{id}/candidates``)."""
+
+    status: Literal["ready", "pending"]
+    floor: float
+    items: list[CandidatePublic]
+    reason: str | None = None
+    url: str | None = Field(default=None, description="Where the candidates appear later.")
+
+
 class MemoryCreated(BaseModel):
     """The new memory, its first version, and the log position of the write."""
 
     id: UUID
     version_id: UUID
     position: int
+    potential_contradictions: CandidatesPublic | None = None
 
 
 class VersionCreate(_Claim):
@@ -173,6 +200,7 @@ class VersionCreated(BaseModel):
     memory_id: UUID
     version_id: UUID
     position: int
+    potential_contradictions: CandidatesPublic | None = None
 
 
 class EdgeCreate(_Body):
@@ -536,3 +564,53 @@ class ErasureReceipt(BaseModel):
     digests: list[str]
     recomputed: list[UUID]
     batches: int = Field(description="Erasure batches of a tenant deletion so far.")
+
+
+class RecallCreate(_Body):
+    """What to recall: a query, how many, and filters applied inside the database."""
+
+    query: str = Field(min_length=1, max_length=4000)
+    k: int = Field(default=10, ge=1, le=100)
+    type: MemoryType | None = None
+    scope: Label | None = None
+    project: Label | None = None
+    include_archived: bool = False
+
+
+class RecallRank(BaseModel):
+    """Why a memory ranks where it does: the rounded similarity, then salience, then
+    recency (the newest write that touched it), then id; ``decided_by`` names the one
+    that put it below the memory before it."""
+
+    similarity: float
+    salience: float | None
+    recency: int
+    decided_by: Literal["first", "similarity", "salience", "recency", "id"]
+
+
+class RecalledMemory(BaseModel):
+    """A recalled memory: current (with content and belief) or pending (without)."""
+
+    id: UUID
+    type: MemoryType
+    scope: str
+    project: str | None
+    status: Literal["current", "pending"]
+    similarity: float
+    salience: float | None = None
+    version_id: UUID | None = None
+    content: str | None = None
+    belief: dict[str, object] | None = None
+    revision: dict[str, int] | None = None
+    rank: RecallRank
+
+
+class RecallPublic(BaseModel):
+    """The recalled memories, best first, and how they were found."""
+
+    items: list[RecalledMemory]
+    strategy: Literal["hnsw", "exact"]
+    model: str
+    unindexed: int = Field(
+        description="Memories not embedded yet with the model (recall cannot find them yet)."
+    )

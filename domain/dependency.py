@@ -66,6 +66,8 @@ class Dependencies:
     """Observations whose content this write erases (their bytes are deleted with it)."""
     memories_erased: list[UUID] = field(default_factory=list)
     """Memories this write erases."""
+    versions_erased: list[UUID] = field(default_factory=list)
+    """Versions whose content this write erases (their embeddings go with it)."""
     released: set[tuple[str, UUID]] = field(default_factory=set)
     """(content digest, memory id) no live version of the memory holds any more."""
     deletion_requested: UUID | None = None
@@ -99,6 +101,7 @@ def _memory_event(found: Dependencies, event: object) -> None:
         found.memories_erased.append(event.originator_id)
     elif isinstance(event, Memory.VersionErased):
         found.touched.add(event.originator_id)
+        found.versions_erased.append(event.version_id)
         if event.release_digest:
             found.released.add((event.content_digest, event.originator_id))
     elif isinstance(event, Memory.VersionRecorded):

@@ -25,8 +25,10 @@ from uuid import UUID
 from domain.belief import MemoryFacts, project_belief
 from projections._tenancy import tenant_transaction
 from projections.belief_facts import belief_document, facts_of
+from projections.embedders import Embedder
 from projections.eventlog import EventLog
 from projections.expiry import expire_due
+from projections.indexing import index_pending
 from projections.retention import apply_retention
 from projections.tenant_deletion import erase_deleted_tenants
 
@@ -168,8 +170,10 @@ class DrainLoop:
 
     ``wake()`` is the hint a write sends after it commits; the loop also
     sweeps every ``sweep_s`` seconds, so a hint that never came only delays
-    work. Each pass first expires observations whose retention deadline has
-    passed (by ``clock``), then drains revisions until nothing is left to claim.
+    work. Each pass first applies retention, expires observations whose
+    retention deadline has passed (by ``clock``) and erases deleted tenants,
+    then drains revisions until nothing is left to claim, then (with an
+    ``embedder``) embeds the current versions recall has not indexed yet.
     """
 
     def __init__(
@@ -180,8 +184,10 @@ class DrainLoop:
         batch: int = 100,
         lease_s: float = LEASE_SECONDS,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        embedder: Embedder | None = None,
     ) -> None:
         self.log = log
+        self.embedder = embedder
         self.clock = clock
         self.lease_s = lease_s
         self.sweep_s = sweep_s
@@ -218,6 +224,13 @@ class DrainLoop:
                 while (
                     not self._stop.is_set()
                     and drain_revisions(self.log, limit=self.batch, lease_s=self.lease_s).claimed
+                ):
+                    pass
+                # Embedding follows publication: it reads the published current version.
+                while (
+                    not self._stop.is_set()
+                    and self.embedder is not None
+                    and index_pending(self.log, self.embedder, limit=self.batch).embedded
                 ):
                     pass
             except Exception:

@@ -8,6 +8,7 @@ __all__ = [
     "ConcurrentWriteError",
     "DataDirectoryInUseError",
     "DatabaseUnavailableError",
+    "EmbedderUnavailableError",
     "PgvectorMissingError",
     "SchemaTooNewError",
 ]
@@ -15,6 +16,10 @@ __all__ = [
 
 class DatabaseUnavailableError(PalimpsestError):
     """Raised when PostgreSQL cannot be reached or refuses the connection."""
+
+
+class EmbedderUnavailableError(PalimpsestError):
+    """Raised when the embedding model cannot be loaded or its endpoint fails."""
 
 
 class PgvectorMissingError(ConfigurationError):

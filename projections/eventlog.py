@@ -169,6 +169,13 @@ def _record_removals(curs: Cursor[Any], s: str, found: Dependencies, position: i
         )
         gone.update(digests)
     _delete_unheld_bytes(curs, s, gone)
+    if found.versions_erased:
+        # Recall's index is derived from the erased content: it goes in this
+        # transaction too, so no search ever finds what was erased.
+        curs.execute(
+            f"DELETE FROM {s}.memory_embeddings WHERE version_id = ANY(%b::uuid[])",
+            (found.versions_erased,),
+        )
     if found.deletion_requested is not None:
         curs.execute(
             f"INSERT INTO {s}.tenant_deletions (decision_id, requested_position) VALUES (%s, %s)",

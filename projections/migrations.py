@@ -27,12 +27,14 @@ if TYPE_CHECKING:
     from projections.database import Database
 
 __all__ = [
+    "EMBEDDINGS_TABLE",
     "EVENTS_TABLE",
     "MIGRATIONS",
     "Migration",
     "SNAPSHOTS_TABLE",
     "migrate",
     "schema_version",
+    "vector_index_ddl",
 ]
 
 _log = logging.getLogger(__name__)
@@ -460,6 +462,64 @@ def _m0007_erasure(cur: psycopg.Cursor[Any], database: Database) -> None:
     _allow_tenant_updates(cur, database, ("tenant_deletions",))
 
 
+EMBEDDINGS_TABLE = "memory_embeddings"
+"""Recall's index: one vector per memory and embedding model, of its current version."""
+
+
+def vector_index_ddl(schema: str, dimension: int) -> sql.Composed:
+    """Return the DDL of the HNSW (cosine) index for vectors of ``dimension``.
+
+    Vectors of every model live in one untyped column; each dimension gets a
+    partial expression index, so a new model can be indexed beside the old one
+    while reads go on.
+    """
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {name} ON {schema}.{table} USING hnsw"
+        " ((embedding::vector({dim})) vector_cosine_ops) WHERE dimension = {dim}"
+    ).format(
+        name=sql.Identifier(f"{EMBEDDINGS_TABLE}_hnsw_{dimension}"),
+        schema=sql.Identifier(schema),
+        table=sql.Identifier(EMBEDDINGS_TABLE),
+        dim=sql.Literal(dimension),
+    )
+
+
+def _m0008_embeddings(cur: psycopg.Cursor[Any], database: Database) -> None:
+    fmt = {
+        "schema": sql.Identifier(database.schema),
+        "app": sql.Identifier(database.app_user),
+        "t": sql.Identifier(EMBEDDINGS_TABLE),
+    }
+
+    def run(statement: str) -> None:
+        cur.execute(sql.SQL(statement).format(**fmt))
+
+    # Derived, like a cache: the indexing drain writes it from the payload store
+    # and a model; erasure deletes rows in the erasing transaction. It is not a
+    # read model of the log (rebuild cannot recompute it without the model).
+    run(
+        "CREATE TABLE {schema}.{t} ("
+        " tenant_id uuid NOT NULL DEFAULT {schema}.current_tenant(),"
+        " memory_id uuid NOT NULL, model_id text NOT NULL, dimension integer NOT NULL,"
+        " version_id uuid NOT NULL, content_digest text NOT NULL, revision bigint NOT NULL,"
+        " memory_type text NOT NULL, scope text NOT NULL, project text,"
+        " embedding vector NOT NULL,"
+        " embedded_at timestamptz NOT NULL DEFAULT clock_timestamp(),"
+        " PRIMARY KEY (tenant_id, memory_id, model_id),"
+        " CHECK (vector_dims(embedding) = dimension))"
+    )
+    run("CREATE INDEX ON {schema}.{t} (tenant_id, model_id, memory_type, scope, project)")
+    run("CREATE INDEX ON {schema}.{t} (version_id)")
+    cur.execute(vector_index_ddl(database.schema, 384))
+    run("GRANT SELECT, INSERT, UPDATE, DELETE ON {schema}.{t} TO {app}")
+    run(
+        "CREATE POLICY tenant_deletes ON {schema}.{t} FOR DELETE "
+        "USING (tenant_id = {schema}.current_tenant())"
+    )
+    _isolate_tenants(cur, database, (EMBEDDINGS_TABLE,))
+    _allow_tenant_updates(cur, database, (EMBEDDINGS_TABLE,))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -472,6 +532,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "memory access counts for salience", _m0005_memory_access),
     Migration(6, "tenant retention policy", _m0006_tenant_retention),
     Migration(7, "erasure and tenant deletion", _m0007_erasure),
+    Migration(8, "memory embeddings for recall", _m0008_embeddings),
 )
 
 

@@ -22,7 +22,7 @@ from domain.memory import Memory
 from domain.observation import Observation
 from projections._tenancy import known_tenants, tenant_scope, tenant_transaction
 from projections.eventlog import EventLog
-from projections.migrations import EVENTS_TABLE
+from projections.migrations import EMBEDDINGS_TABLE, EVENTS_TABLE
 
 __all__ = [
     "MemoryFilter",
@@ -170,7 +170,8 @@ def _milestones(
 
     - captured: its event was recorded;
     - formed: a memory version cites it (the first such write);
-    - indexed: its search index rows are ready (filled in by recall, issue 6);
+    - indexed: every memory citing it has been embedded for recall at a revision
+      at least as new as the write that cited it (the latest of those embeddings);
     - published: every memory citing it has published a revision at least as
       new as the write that cited it (the latest of those publishes).
     """
@@ -180,18 +181,25 @@ def _milestones(
             f'SELECT (SELECT e.recorded_at FROM "{schema}"."{EVENTS_TABLE}" e'
             "  WHERE e.notification_id = min(l.position)) AS formed_at,"
             " bool_and(r.published >= l.position) AS all_published,"
-            " max(r.published_at) AS published_at"
+            " max(r.published_at) AS published_at,"
+            " bool_and(coalesce(x.revision, 0) >= l.position) AS all_indexed,"
+            " max(x.embedded_at) AS indexed_at"
             f' FROM "{schema}".evidence_links l JOIN "{schema}".revisions r'
-            " USING (tenant_id, memory_id) WHERE l.observation_id = %s",
+            " USING (tenant_id, memory_id)"
+            f' LEFT JOIN LATERAL (SELECT max(e.revision) AS revision,'
+            f' max(e.embedded_at) AS embedded_at FROM "{schema}".{EMBEDDINGS_TABLE} e'
+            "  WHERE e.memory_id = l.memory_id) x ON true"
+            " WHERE l.observation_id = %s",
             (observation_id,),
         )
         row = cur.fetchone()
     formed = row["formed_at"] if row else None
     published = row["published_at"] if row and row["all_published"] else None
+    indexed = row["indexed_at"] if row and row["all_indexed"] else None
     return {
         "captured": {"at": captured_at.isoformat()},
         "formed": {"at": formed.isoformat()} if formed else None,
-        "indexed": None,
+        "indexed": {"at": indexed.isoformat()} if indexed else None,
         "published": {"at": published.isoformat()} if published else None,
     }
 

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from eventsourcing.persistence import PersistenceError
 
 from projections.database import Database, open_database
+from projections.embedders import Embedder
+from projections.embedding_settings import EmbeddingSettings
 from projections.errors import DatabaseUnavailableError
 from projections.eventlog import EventLog
-from projections.migrations import migrate
+from projections.migrations import migrate, vector_index_ddl
 from projections.settings import DatabaseSettings
 
-__all__ = ["Runtime", "start_runtime"]
+__all__ = [
+    "Runtime",
+    "ensure_vector_index",
+    "start_runtime",
+]
 
 
 @dataclass
@@ -22,14 +28,40 @@ class Runtime:
 
     database: Database
     log: EventLog
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    _embedder: Embedder | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        """The configured embedder (made on first use; the local model loads on its
+        first embedding)."""
+        if self._embedder is None:
+            self._embedder = self.embedding.make_embedder()
+        return self._embedder
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Use ``embedder`` from now on, and make sure its dimension has an index."""
+        self._embedder = embedder
+        ensure_vector_index(self.database, embedder.dimension)
 
     def close(self) -> None:
         """Close the event log's connection pool (the embedded server stops at exit)."""
         self.log.close()
 
 
+def ensure_vector_index(database: Database, dimension: int) -> None:
+    """Create the HNSW index for vectors of ``dimension``, as the owner, if missing
+    (migrations create the 384-dimension one; another model needs its own)."""
+    with database.owner_connection(autocommit=True) as conn:
+        conn.execute("SET maintenance_work_mem = '256MB'")
+        conn.execute(vector_index_ddl(database.schema, dimension))
+
+
 def start_runtime(
-    settings: DatabaseSettings, *, progress: Callable[[str], None] | None = None
+    settings: DatabaseSettings,
+    *,
+    progress: Callable[[str], None] | None = None,
+    embedding: EmbeddingSettings | None = None,
 ) -> Runtime:
     """Open the database, apply migrations, then open the event log.
 
@@ -46,4 +78,7 @@ def start_runtime(
     except PersistenceError as e:
         msg = f"cannot open the event log as role {database.app_user}: {e}"
         raise DatabaseUnavailableError(msg) from e
-    return Runtime(database, log)
+    embedding = embedding or EmbeddingSettings()
+    if embedding.embedding_dimension != 384:
+        ensure_vector_index(database, embedding.embedding_dimension)
+    return Runtime(database, log, embedding)

@@ -24,6 +24,7 @@ from api.settings import ApiSettings
 from domain.errors import PalimpsestError
 from projections.access import IssuedToken, create_tenant, issue_token
 from projections.drain import drain_revisions
+from projections.indexing import index_pending
 from projections.migrations import EVENTS_TABLE
 from projections.runtime import Runtime, start_runtime
 from projections.settings import DatabaseSettings
@@ -151,6 +152,16 @@ def count_events(runtime: Runtime, tenant: Tenant, topic: str) -> int:
             (tenant.id, f"palimpsest:{topic}"),
         ).fetchone()
     return int(row[0]) if row else 0
+
+
+def index_until_caught_up(runtime: Runtime) -> int:
+    """Drain revisions, then embed (real model) until recall has indexed everything;
+    return how many were embedded."""
+    drain_until_caught_up(runtime)
+    embedded = 0
+    while (report := index_pending(runtime.log, runtime.embedder)).embedded:
+        embedded += report.embedded
+    return embedded
 
 
 def drain_until_caught_up(runtime: Runtime) -> int:

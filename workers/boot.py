@@ -15,10 +15,12 @@ import dramatiq
 from projections.broker import broker_for
 from projections.database import open_database
 from projections.drain_settings import DrainSettings
+from projections.embedding_settings import EmbeddingSettings
 from projections.eventlog import EventLog
 from projections.settings import DatabaseSettings
 from workers.erasure import register_erasure_actor
 from workers.expiry import register_expiry_actor
+from workers.indexing import register_index_actor
 from workers.revision import register_drain_actor
 
 _settings = DrainSettings()
@@ -36,6 +38,9 @@ drain = register_drain_actor(
 
 expiry = register_expiry_actor(broker, _log_store, batch=_settings.drain_batch)
 erasure = register_erasure_actor(broker, _log_store, batch=_settings.drain_batch)
+index = register_index_actor(
+    broker, _log_store, EmbeddingSettings().make_embedder(), batch=_settings.drain_batch
+)
 
 
 def _sweep() -> None:
@@ -44,9 +49,11 @@ def _sweep() -> None:
         drain.send()
         expiry.send()
         erasure.send()
+        index.send()
 
 
 drain.send()  # work left by a previous run
 expiry.send()
 erasure.send()
+index.send()
 threading.Thread(target=_sweep, name="palimpsest-sweep", daemon=True).start()

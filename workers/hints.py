@@ -7,7 +7,9 @@ from collections.abc import Callable, Mapping
 
 import dramatiq
 
-__all__ = ["hinted_drain"]
+__all__ = [
+    "hinted_drain",
+]
 
 _log = logging.getLogger(__name__)
 

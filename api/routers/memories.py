@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -13,6 +14,7 @@ from api.cursor import decode_cursor, encode_cursor
 from api.deps import CallerDep, ClockDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
 from api.schemas import (
     BeliefPublic,
+    CandidatesPublic,
     DecisionOutcome,
     EdgeCreate,
     EdgeCreated,
@@ -26,10 +28,11 @@ from api.schemas import (
     VersionCreate,
     VersionCreated,
 )
-from domain.errors import InvalidInputError
+from domain.errors import ContentErasedError, InvalidInputError
 from domain.memory import MemoryType
 from projections.accesses import salience_of, stamp_accesses
 from projections.as_of import belief_as_of, list_beliefs_as_of, position_at
+from projections.candidates import potential_contradictions
 from projections.history import memory_history
 from projections.reads import MemoryFilter, current_belief, list_beliefs, memory_versions
 from projections.runtime import Runtime
@@ -39,7 +42,7 @@ from projections.writes import Writer
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
 
-@router.post("", status_code=201, response_model=MemoryCreated)
+@router.post("", status_code=201, response_model=MemoryCreated, response_model_exclude_none=True)
 def create_memory(
     body: MemoryCreate,
     request: Request,
@@ -49,11 +52,23 @@ def create_memory(
     key: IdempotencyKeyDep,
 ) -> dict[str, Any]:
     """Create a memory with its first version. Each `evidence` excerpt is checked against
-    the observation's content and recorded as a contribution by the caller."""
-    return perform_write(request, response, writer, caller, key, body)
+    the observation's content and recorded as a contribution by the caller.
+
+    `potential_contradictions` lists current memories of the same type, scope and
+    project (decision, preference and fact only) at least as similar as the conflict
+    floor, newest first: advisory, nothing is labelled. It is `pending` when the
+    version was not embedded within the wait (`PALIMPSEST_CANDIDATE_WAIT_S`); then see
+    `GET /v1/memories/{id}/candidates`."""
+    result = perform_write(request, response, writer, caller, key, body)
+    return _with_candidates(request, caller, result, UUID(str(result["id"])))
 
 
-@router.post("/{memory_id}/versions", status_code=201, response_model=VersionCreated)
+@router.post(
+    "/{memory_id}/versions",
+    status_code=201,
+    response_model=VersionCreated,
+    response_model_exclude_none=True,
+)
 def create_version(
     memory_id: UUID,
     body: VersionCreate,
@@ -63,9 +78,55 @@ def create_version(
     writer: WriterDep,
     key: IdempotencyKeyDep,
 ) -> dict[str, Any]:
-    """Record a new version (a revision) of a memory."""
-    return perform_write(
+    """Record a new version (a revision) of a memory, with its
+    `potential_contradictions` as for a new memory."""
+    result = perform_write(
         request, response, writer, caller, key, body, path_ids={"memory_id": memory_id}
+    )
+    return _with_candidates(request, caller, result, memory_id)
+
+
+def _with_candidates(
+    request: Request, caller: Caller, result: dict[str, Any], memory_id: UUID
+) -> dict[str, Any]:
+    """Add the new version's potential contradictions, waiting for its embedding as
+    long as configured when a drain runs (without one, the answer is pending)."""
+    runtime: Runtime = request.app.state.runtime
+    settings = runtime.embedding
+    version_id = UUID(str(result["version_id"]))
+    deadline = time.monotonic() + (settings.candidate_wait_s if request.app.state.drains else 0)
+    while True:
+        found = potential_contradictions(
+            runtime.log, caller.tenant_id, memory_id, version_id, settings.conflict_floor
+        )
+        if found["status"] == "ready" or time.monotonic() >= deadline:
+            break
+        time.sleep(0.02)
+    if found["status"] == "pending":
+        found["url"] = f"/v1/memories/{memory_id}/candidates"
+    return {**result, "potential_contradictions": found}
+
+
+@router.get(
+    "/{memory_id}/candidates", response_model=CandidatesPublic, response_model_exclude_none=True
+)
+def read_candidates(
+    memory_id: UUID, caller: CallerDep, runtime: RuntimeDep, clock: ClockDep
+) -> dict[str, Any]:
+    """Return the potential contradictions of the memory's current version: current
+    memories of the same type, scope and project (decision, preference and fact only)
+    whose similarity is at least the conflict floor, newest first. Advisory: nothing
+    is labelled or proposed from them. `pending` until the version is embedded."""
+    belief = current_belief(runtime.log, caller.tenant_id, memory_id, now=clock)
+    if belief["status"] == "erased":
+        erasure = belief["erasure"]["id"]
+        msg = f"memory {memory_id} was erased by decision {erasure}"
+        raise ContentErasedError(msg, erasure)
+    if belief["status"] != "current":
+        return {"status": "pending", "floor": runtime.embedding.conflict_floor, "items": []}
+    version_id = UUID(str(belief["belief"]["current_version_id"]))
+    return potential_contradictions(
+        runtime.log, caller.tenant_id, memory_id, version_id, runtime.embedding.conflict_floor
     )
 
 

@@ -26,7 +26,13 @@ from projections.retention import apply_retention
 from projections.runtime import Runtime
 from projections.tenant_deletion import erase_deleted_tenants
 from tests.api.helpers import observe, post, problem_slug, remember
-from tests.conftest import RunDatabase, Tenant, count_events, drain_until_caught_up
+from tests.conftest import (
+    RunDatabase,
+    Tenant,
+    count_events,
+    drain_until_caught_up,
+    index_until_caught_up,
+)
 
 
 def _sentinel() -> str:
@@ -84,6 +90,17 @@ def payload_file_holds(runtime: Runtime, sentinel: str) -> bool | None:
             assert data is not None
             found = found or sentinel.encode() in bytes(data[0])
         return found
+
+
+def embedding_rows(runtime: Runtime, memory_id: str) -> int:
+    """Return how many recall index rows the memory has (any model)."""
+    with runtime.database.owner_connection() as conn:
+        row = conn.execute(
+            f'SELECT count(*) FROM "{runtime.database.schema}".memory_embeddings'
+            " WHERE memory_id = %s",
+            (memory_id,),
+        ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def export_text(client: TestClient, headers: dict[str, str]) -> str:
@@ -183,8 +200,9 @@ def test_erasure_leaves_nothing_behind(
         evidence=[{"observation_id": obs, "start": start, "end": start + len(sentinel)}],
     )
     unrelated = observe(client, headers, "The weather was fine.")
-    drain_until_caught_up(runtime)
+    index_until_caught_up(runtime)
     position = memory["position"]
+    assert embedding_rows(runtime, memory["id"]) == 1
     # Every place searched below holds the sentinel now.
     assert database_hits(runtime, sentinel).keys() == {f"{runtime.database.schema}.payloads"}
     assert payload_file_holds(runtime, sentinel) is on_disk[0]
@@ -215,6 +233,7 @@ def test_erasure_leaves_nothing_behind(
 
     assert database_hits(runtime, sentinel) == {}
     assert payload_file_holds(runtime, sentinel) is on_disk[1]
+    assert embedding_rows(runtime, memory["id"]) == 0  # recall cannot find it either
     exported = export_text(client, headers)
     assert sentinel not in exported
     lines = [json.loads(x) for x in exported.splitlines()]

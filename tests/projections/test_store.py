@@ -99,8 +99,9 @@ def test_the_service_role_owns_nothing_and_cannot_delete_canonical_rows(runtime:
         assert owner != database.app_user, name
         assert rls and forced, f"{name} must FORCE row-level security"
         assert not can_truncate, name
-        # Only content may be deleted (raw expiry, erasure); never the log or read models.
-        assert can_delete == (name == "payloads"), name
+        # Only content may be deleted (raw expiry, erasure), and recall's index of it
+        # (a derived cache, not a read model of the log); never the log or read models.
+        assert can_delete == (name in {"payloads", "memory_embeddings"}), name
 
 
 def test_the_only_table_without_row_level_security_holds_tenant_ids_and_nothing_else(

@@ -1,0 +1,216 @@
+"""Recall and contradiction candidates with the real model (all-MiniLM-L6-v2).
+
+Similarity only recalls: these tests check that meaning finds memories, that
+filters hold inside the database even when they are selective, and that a
+potential contradiction is reported without anything being written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from api.settings import ApiSettings
+from projections.candidates import candidate_pairs
+from projections.runtime import Runtime
+from tests.api.helpers import post, remember
+from tests.conftest import Tenant, drain_until_caught_up, index_until_caught_up
+
+
+def _recall(client: TestClient, headers: dict[str, str], **body: Any) -> Any:
+    response = post(client, "/v1/recall", body, headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_paraphrases_rank_above_unrelated_memories(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    texts = {
+        "dark": "The user prefers dark mode in the code editor",
+        "tea": "She drinks green tea every morning",
+        "deploy": "Production deploys happen on Friday afternoons",
+        "alice": "The weekly sync with Alice moved to Tuesday",
+    }
+    ids = {k: remember(client, headers, type="fact", content=t)["id"] for k, t in texts.items()}
+    index_until_caught_up(runtime)
+    for query, expected in (
+        ("Which colour theme does the user like in the IDE?", "dark"),
+        ("What does she have to drink early in the day?", "tea"),
+        ("When do we ship releases to prod?", "deploy"),
+        ("When is the meeting with Alice now?", "alice"),
+    ):
+        found = _recall(client, headers, query=query, k=4)
+        first, *rest = found["items"]
+        assert first["id"] == ids[expected], (query, found)
+        assert all(first["similarity"] > r["similarity"] for r in rest)
+        assert first["status"] == "current" and first["content"] == texts[expected]
+        assert first["rank"]["decided_by"] == "first" and found["strategy"] in ("hnsw", "exact")
+
+
+def test_recall_stamps_accesses_and_equal_relevance_ranks_by_salience(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    a = remember(client, headers, type="fact", content="The office wifi password is on the fridge")
+    b = remember(client, headers, type="fact", content="The office wifi password is on the fridge")
+    post(client, f"/v1/memories/{b['id']}/pin", {}, headers)
+    index_until_caught_up(runtime)
+    found = _recall(client, headers, query="where is the wifi password", k=2)["items"]
+    assert [i["id"] for i in found] == [b["id"], a["id"]]  # same text: the pin decides
+    assert found[1]["rank"]["decided_by"] == "salience"
+    assert found[0]["rank"]["similarity"] == found[1]["rank"]["similarity"]
+    again = _recall(client, headers, query="where is the wifi password", k=2)["items"]
+    # Each recall counted an access, so salience grew (decay aside: same instant).
+    assert again[1]["salience"] > found[1]["salience"]
+
+
+def test_filters_hold_inside_the_database_even_when_selective(
+    client: TestClient, tenant: Tenant, other_tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    for i in range(60):
+        remember(client, headers, type="note", content=f"Note {i} about dark mode themes")
+    wanted = [
+        remember(client, headers, type="fact", project="apollo", content=f"Apollo fact {i}")["id"]
+        for i in range(3)
+    ]
+    remember(client, other_tenant.headers(), type="fact", content="Dark mode everywhere")
+    index_until_caught_up(runtime)
+    found = _recall(client, headers, query="dark mode themes", k=3, type="fact", project="apollo")
+    assert sorted(i["id"] for i in found["items"]) == sorted(wanted)
+    unfiltered = _recall(client, headers, query="dark mode themes", k=10)
+    assert len(unfiltered["items"]) == 10
+    assert all(i["type"] == "note" for i in unfiltered["items"])
+    theirs = _recall(client, other_tenant.headers(), query="dark mode", k=10)["items"]
+    assert [i["content"] for i in theirs] == ["Dark mode everywhere"]
+    scoped = _recall(client, headers, query="dark mode", k=5, scope="team")
+    assert scoped["items"] == []
+
+
+def test_pending_and_archived_memories_in_recall(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    kept = remember(client, headers, type="fact", content="The cat is called Miso")
+    gone = remember(client, headers, type="fact", content="The cat's name is Miso")
+    index_until_caught_up(runtime)
+    post(client, f"/v1/memories/{gone['id']}/forget", {"reason": "duplicate"}, headers)
+    post(
+        client,
+        f"/v1/memories/{kept['id']}/versions",
+        {"content": "The cat is called Miso and is three years old"},
+        headers,
+    )
+    drain_until_caught_up(runtime)  # published, but the new version is not embedded yet
+    found = _recall(client, headers, query="what is the cat called", k=5)
+    assert [(i["id"], i["status"]) for i in found["items"]] == [(kept["id"], "pending")]
+    assert "content" not in found["items"][0] and found["unindexed"] == 1
+    archived = _recall(client, headers, query="what is the cat called", k=5, include_archived=True)
+    flagged = {i["id"]: i for i in archived["items"]}[gone["id"]]
+    assert flagged["belief"]["labels"]["archived"]["reason"] == "duplicate"
+    index_until_caught_up(runtime)
+    now = _recall(client, headers, query="how old is the cat", k=1)["items"][0]
+    assert now["status"] == "current" and "three years old" in now["content"]
+
+
+def test_an_opposite_preference_is_a_potential_contradiction_and_nothing_is_written(
+    runtime: Runtime, tenant: Tenant, snapshot: Any
+) -> None:
+    headers = tenant.headers()
+
+    def drains() -> None:  # the in-process drain, run inline after each write
+        index_until_caught_up(runtime)
+
+    with TestClient(create_app(ApiSettings(), runtime, wake=drains)) as client:
+        dark = remember(client, headers, type="preference", content="I prefer dark mode")
+        assert dark["potential_contradictions"] == {
+            "status": "ready",
+            "floor": runtime.embedding.conflict_floor,
+            "items": [],
+        }
+        before = snapshot()
+        light = remember(client, headers, type="preference", content="I switched to light mode")
+        after = snapshot()
+        [candidate] = light["potential_contradictions"]["items"]
+        assert candidate["memory_id"] == dark["id"]
+        assert runtime.embedding.conflict_floor <= candidate["similarity"] < 0.9
+        # Advisory: the write recorded the memory and its embedding, and no edge,
+        # label, decision or proposal came of the candidate.
+        grown = {t for t in after if after[t] != before[t]}
+        assert "memory_links" not in grown and "decision_index" not in grown
+        belief = client.get(f"/v1/memories/{dark['id']}", headers=headers).json()["belief"]
+        assert belief["alternatives"] == [] and belief["labels"]["superseded_by"] == []
+        later = client.get(f"/v1/memories/{light['id']}/candidates", headers=headers).json()
+        assert later == light["potential_contradictions"]
+        # A note or an event is never paired, however similar.
+        note = remember(client, headers, type="note", content="I prefer dark mode")
+        assert note["potential_contradictions"]["items"] == []
+        assert "never paired" in note["potential_contradictions"]["reason"]
+        # Another scope or project is another world.
+        other = remember(
+            client, headers, type="preference", scope="team", content="I prefer light mode"
+        )
+        assert other["potential_contradictions"]["items"] == []
+
+
+def test_without_a_drain_the_candidates_come_later(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    remember(client, headers, type="decision", content="We use PostgreSQL for the event store")
+    index_until_caught_up(runtime)
+    moved = remember(client, headers, type="decision", content="We moved the event store to SQLite")
+    assert moved["potential_contradictions"]["status"] == "pending"
+    url = moved["potential_contradictions"]["url"]
+    assert client.get(url, headers=headers).json()["status"] == "pending"
+    index_until_caught_up(runtime)
+    ready = client.get(url, headers=headers).json()
+    assert ready["status"] == "ready" and len(ready["items"]) == 1
+
+
+@pytest.mark.parametrize("paired", ["event", "note"])
+def test_candidate_pairs_follow_the_rules(
+    client: TestClient, tenant: Tenant, runtime: Runtime, paired: str
+) -> None:
+    headers = tenant.headers()
+    older = remember(client, headers, type="preference", content="I prefer dark mode")
+    newer = remember(client, headers, type="preference", content="I prefer light mode now")
+    remember(client, headers, type="preference", project="x", content="I prefer light mode")
+    remember(client, headers, type=paired, content="I prefer dark mode")
+    remember(client, headers, type=paired, content="I prefer dark mode")
+    index_until_caught_up(runtime)
+    pairs = candidate_pairs(runtime.log, tenant.id, floor=runtime.embedding.conflict_floor)
+    assert [(str(p.newer), str(p.older)) for p in pairs] == [(newer["id"], older["id"])]
+    post(
+        client,
+        f"/v1/memories/{newer['id']}/edges",
+        {"kind": "supersedes", "target_id": older["id"]},
+        headers,
+    )
+    index_until_caught_up(runtime)
+    assert candidate_pairs(runtime.log, tenant.id, floor=runtime.embedding.conflict_floor) == []
+
+
+def test_an_observation_is_indexed_once_every_memory_citing_it_is_embedded(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    obs = post(client, "/v1/observations", {"content": "I moved to Lisbon."}, headers).json()
+    evidence = [{"observation_id": obs["id"], "start": 2, "end": 17}]
+    remember(client, headers, type="fact", content="Lives in Lisbon", evidence=evidence)
+    drain_until_caught_up(runtime)
+    milestones = client.get(f"/v1/observations/{obs['id']}", headers=headers).json()
+    assert milestones["milestones"]["published"] is not None
+    assert milestones["milestones"]["indexed"] is None
+    index_until_caught_up(runtime)
+    indexed = client.get(f"/v1/observations/{obs['id']}", headers=headers).json()["milestones"]
+    assert indexed["indexed"]["at"] >= indexed["published"]["at"]
+    remember(client, headers, type="fact", content="Moved in 2026", evidence=evidence)
+    drain_until_caught_up(runtime)
+    again = client.get(f"/v1/observations/{obs['id']}", headers=headers).json()["milestones"]
+    assert again["indexed"] is None  # a newer citing memory is not embedded yet

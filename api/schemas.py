@@ -358,6 +358,9 @@ class RevisionStatusPublic(BaseModel):
 
     log_head: int
     dirty_memories: int
+    unindexed_memories: int = Field(
+        description="Memories recall's index has not caught up with (embedding pending)."
+    )
     oldest_dirty_age_s: float | None
     drain_throughput_per_s: float
 
@@ -611,6 +614,3 @@ class RecallPublic(BaseModel):
     items: list[RecalledMemory]
     strategy: Literal["hnsw", "exact"]
     model: str
-    unindexed: int = Field(
-        description="Memories not embedded yet with the model (recall cannot find them yet)."
-    )

@@ -27,6 +27,9 @@ def stamp_accesses(
     if not memory_ids:
         return
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+        # Tuning state: a crash may lose the last accesses, which only resets a
+        # little ranking, so the read does not wait for a disk flush.
+        cur.execute("SET LOCAL synchronous_commit = off")
         cur.execute(
             f'INSERT INTO "{log.datastore.schema}".memory_access (memory_id, accesses, last_access)'
             " SELECT id, 1, %s FROM unnest(%s::uuid[]) AS t(id)"

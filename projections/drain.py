@@ -227,12 +227,10 @@ class DrainLoop:
                 ):
                     pass
                 # Embedding follows publication: it reads the published current version.
-                while (
-                    not self._stop.is_set()
-                    and self.embedder is not None
-                    and index_pending(self.log, self.embedder, limit=self.batch).embedded
-                ):
-                    pass
+                while not self._stop.is_set() and self.embedder is not None:
+                    done = index_pending(self.log, self.embedder, limit=self.batch)
+                    if not (done.embedded or done.marked):
+                        break
             except Exception:
                 # The loop must outlive a database restart; the work stays in
                 # the database and the next pass retries it.

@@ -160,6 +160,10 @@ class OpenAICompatibleEmbedder:
                 body = json.loads(response.read())
             rows = sorted(body["data"], key=lambda row: row["index"])
             vectors = [row["embedding"] for row in rows]
+        except urllib.error.HTTPError as e:
+            e.close()  # it holds the connection
+            msg = f"the embedding endpoint {self.base_url} failed: {e}"
+            raise EmbedderUnavailableError(msg) from e
         except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError) as e:
             msg = f"the embedding endpoint {self.base_url} failed: {e}"
             raise EmbedderUnavailableError(msg) from e

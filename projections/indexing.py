@@ -1,16 +1,22 @@
 """The indexing drain: embed each memory's current version for recall.
 
-Work is found in the database: memories whose published belief names a
-current version that has no embedding with the active model yet. A pass
-reads a bounded batch and the versions' content, embeds them outside any
-transaction (a model call can take seconds; the library's
-idle-in-transaction timeout would kill a transaction held that long), then
-writes the vectors in one short transaction, and only for memories whose
-requested revision is still the one it read: a write in between (a new
-version, an erasure) makes the vector stale, and the next pass redoes it.
-Rows of another model are deleted once a tenant is fully indexed with the
-active one, so a model change re-embeds in the background while recall
-keeps answering from what is indexed.
+Work is found in the database. Each memory's watermark row carries
+``indexed``, the published revision the drain last handled; a memory is
+due when ``indexed < published`` (a small partial index finds those) and
+its revision has caught up. For each due memory whose current version has
+no embedding with the active model, a pass reads the version's content,
+embeds it outside any transaction (a model call can take seconds; the
+library's idle-in-transaction timeout would kill a transaction held that
+long), then, in one short transaction, writes the vectors and moves
+``indexed`` up, only for memories whose requested revision is still the
+one it read: a write in between (a new version, an erasure) makes the
+vector stale, and the next pass redoes it. A due memory whose version is
+already embedded (an edge or a label changed) only has ``indexed`` moved.
+
+A model change: when a tenant has embeddings of another model, its
+memories without one of the active model are made due again once, and the
+other model's rows are dropped when nothing is left; recall answers from
+what is indexed meanwhile.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from projections._tenancy import known_tenants, tenant_transaction
 from projections.embedders import Embedder
 from projections.eventlog import EventLog
 from projections.migrations import EMBEDDINGS_TABLE, EVENTS_TABLE
+from projections.vectors import VectorValue, binary_vectors
 
 __all__ = [
     "IndexReport",
@@ -48,45 +55,50 @@ class IndexReport:
     embedded: int
     stale: int
     """Vectors computed but not written: the memory changed meanwhile."""
+    marked: int = 0
+    """Due memories whose current version was embedded already."""
 
 
-def _pending_sql(schema: str) -> str:
-    return (
-        "SELECT b.memory_id, b.current_version_id, r.requested,"
-        " m.memory_type, m.scope, m.project"
-        f' FROM "{schema}".beliefs b'
-        f' JOIN "{schema}".revisions r USING (tenant_id, memory_id)'
-        f' JOIN "{schema}".memory_index m USING (tenant_id, memory_id)'
-        f' LEFT JOIN "{schema}".{EMBEDDINGS_TABLE} e ON e.tenant_id = b.tenant_id'
-        " AND e.memory_id = b.memory_id AND e.model_id = %(model)s"
-        " WHERE b.current_version_id IS NOT NULL AND r.published >= r.requested"
-        " AND m.erased_position IS NULL"
-        " AND (e.version_id IS NULL OR e.version_id <> b.current_version_id)"
-    )
-
-
-def unindexed_count(log: EventLog, tenant_id: UUID, model_id: str) -> int:
-    """Return how many of the tenant's published memories lack a current embedding."""
+def unindexed_count(log: EventLog, tenant_id: UUID) -> int:
+    """Return how many of the tenant's memories the indexing drain has not handled at
+    their published revision (an upper bound on those recall cannot find yet)."""
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f"SELECT count(*) AS n FROM ({_pending_sql(log.datastore.schema)}) p",
-            {"model": model_id},
+            f'SELECT count(*) AS n FROM "{log.datastore.schema}".revisions'
+            " WHERE indexed < published"
         )
         row = cur.fetchone()
     return int(row["n"]) if row else 0
 
 
-def _versions(log: EventLog, tenant_id: UUID, rows: list[dict[str, Any]]) -> dict[UUID, str]:
-    """Return the content of each row's current version, by memory id (bytes that are
-    gone, such as erased ones, are left out)."""
+def _due(log: EventLog, tenant_id: UUID, model_id: str, limit: int) -> list[dict[str, Any]]:
     schema = log.datastore.schema
-    ids = [row["memory_id"] for row in rows]
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            "SELECT r.memory_id, r.requested, r.published, b.current_version_id,"
+            " m.memory_type, m.scope, m.project, m.erased_position, e.version_id AS embedded"
+            f' FROM "{schema}".revisions r'
+            f' JOIN "{schema}".beliefs b USING (tenant_id, memory_id)'
+            f' JOIN "{schema}".memory_index m USING (tenant_id, memory_id)'
+            f' LEFT JOIN "{schema}".{EMBEDDINGS_TABLE} e ON e.tenant_id = r.tenant_id'
+            " AND e.memory_id = r.memory_id AND e.model_id = %s"
+            " WHERE r.indexed < r.published AND r.published >= r.requested"
+            " ORDER BY r.published LIMIT %s",
+            (model_id, limit),
+        )
+        return [dict(row) for row in cur.fetchall()]
+
+
+def _contents(log: EventLog, tenant_id: UUID, rows: list[dict[str, Any]]) -> dict[UUID, str]:
+    """Return the content of each row's current version, by memory id, and set each
+    row's ``content_digest`` (bytes that are gone are left out)."""
+    schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             "SELECT originator_id, originator_version, topic, state"
             f' FROM "{schema}"."{EVENTS_TABLE}" WHERE originator_id = ANY(%s)'
             " ORDER BY originator_id, originator_version",
-            (ids,),
+            ([row["memory_id"] for row in rows],),
         )
         memories: dict[UUID, Any] = {}
         for r in cur:
@@ -99,11 +111,10 @@ def _versions(log: EventLog, tenant_id: UUID, rows: list[dict[str, Any]]) -> dic
         digests: dict[UUID, str] = {}
         for row in rows:
             memory = memories.get(row["memory_id"])
-            if not isinstance(memory, Memory):
-                continue
-            for version in memory.versions:
-                if version.version_id == row["current_version_id"] and version.erased_by is None:
-                    digests[row["memory_id"]] = version.content_digest
+            if isinstance(memory, Memory):
+                for version in memory.live_versions:
+                    if version.version_id == row["current_version_id"]:
+                        digests[row["memory_id"]] = version.content_digest
         cur.execute(
             f'SELECT digest, content FROM "{schema}".payloads WHERE digest = ANY(%s)',
             (sorted(set(digests.values())),),
@@ -119,61 +130,89 @@ def _write(
     tenant_id: UUID,
     embedder: Embedder,
     rows: list[dict[str, Any]],
-    vectors: list[list[float]],
-) -> int:
-    """Upsert the vectors of memories still at the revision read; return how many."""
+    vectors: dict[UUID, list[float]],
+) -> tuple[int, int]:
+    """Write the vectors, and move ``indexed`` up, for the rows whose memory is still
+    at the revision read; return (vectors written, rows handled)."""
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
-        # Lock the watermark rows: a write touching these memories (which raises
-        # their requested revision) waits for this transaction, or has committed
-        # already and is seen here.
+        # A write touching these memories raises their requested revision: it
+        # waits for this transaction, or committed already and is seen here.
         cur.execute(
             f'SELECT memory_id, requested FROM "{schema}".revisions'
-            " WHERE memory_id = ANY(%s) FOR SHARE",
+            " WHERE memory_id = ANY(%s) FOR UPDATE",
             ([row["memory_id"] for row in rows],),
         )
         still = {r["memory_id"]: r["requested"] for r in cur}
-        fresh = [
-            (row, vector)
-            for row, vector in zip(rows, vectors, strict=True)
-            if still.get(row["memory_id"]) == row["requested"]
-        ]
-        if not fresh:
-            return 0
-        cur.execute(
-            f'INSERT INTO "{schema}".{EMBEDDINGS_TABLE} (memory_id, model_id, dimension,'
-            " version_id, content_digest, revision, memory_type, scope, project, embedding)"
-            " SELECT m, %s, %s, v, d, r, t, s, p, e::vector FROM unnest(%s::uuid[], %s::uuid[],"
-            " %s::text[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[])"
-            " AS u(m, v, d, r, t, s, p, e)"
-            " ON CONFLICT (tenant_id, memory_id, model_id) DO UPDATE SET"
-            " dimension = excluded.dimension, version_id = excluded.version_id,"
-            " content_digest = excluded.content_digest, revision = excluded.revision,"
-            " memory_type = excluded.memory_type, scope = excluded.scope,"
-            " project = excluded.project, embedding = excluded.embedding,"
-            " embedded_at = clock_timestamp()",
-            (
-                embedder.model_id,
-                embedder.dimension,
-                [row["memory_id"] for row, _ in fresh],
-                [row["current_version_id"] for row, _ in fresh],
-                [row["content_digest"] for row, _ in fresh],
-                [row["requested"] for row, _ in fresh],
-                [row["memory_type"] for row, _ in fresh],
-                [row["scope"] for row, _ in fresh],
-                [row["project"] for row, _ in fresh],
-                ["[" + ",".join(map(repr, vector)) + "]" for _, vector in fresh],
-            ),
-        )
-        return len(fresh)
+        fresh = [row for row in rows if still.get(row["memory_id"]) == row["requested"]]
+        embedded = [row for row in fresh if row["memory_id"] in vectors]
+        if embedded:
+            binary_vectors(cur)
+            cur.execute(
+                f'INSERT INTO "{schema}".{EMBEDDINGS_TABLE} (memory_id, model_id, dimension,'
+                " version_id, content_digest, revision, memory_type, scope, project,"
+                " embedding) SELECT m, %s, %s, v, d, r, t, s, p, e FROM unnest(%b::uuid[],"
+                " %b::uuid[], %b::text[], %b::int8[], %b::text[], %b::text[], %b::text[],"
+                " %b::vector[]) AS u(m, v, d, r, t, s, p, e)"
+                " ON CONFLICT (tenant_id, memory_id, model_id) DO UPDATE SET"
+                " dimension = excluded.dimension, version_id = excluded.version_id,"
+                " content_digest = excluded.content_digest, revision = excluded.revision,"
+                " memory_type = excluded.memory_type, scope = excluded.scope,"
+                " project = excluded.project, embedding = excluded.embedding,"
+                " embedded_at = clock_timestamp()",
+                (
+                    embedder.model_id,
+                    embedder.dimension,
+                    [row["memory_id"] for row in embedded],
+                    [row["current_version_id"] for row in embedded],
+                    [row["content_digest"] for row in embedded],
+                    [row["requested"] for row in embedded],
+                    [row["memory_type"] for row in embedded],
+                    [row["scope"] for row in embedded],
+                    [row["project"] for row in embedded],
+                    [VectorValue(vectors[row["memory_id"]]) for row in embedded],
+                ),
+            )
+        if fresh:
+            cur.execute(
+                f'UPDATE "{schema}".revisions r SET indexed = u.p'
+                " FROM unnest(%b::uuid[], %b::int8[]) AS u(m, p) WHERE r.memory_id = u.m",
+                ([row["memory_id"] for row in fresh], [row["published"] for row in fresh]),
+            )
+        return len(embedded), len(fresh)
 
 
-def _drop_other_models(log: EventLog, tenant_id: UUID, model_id: str) -> None:
+def _other_models(log: EventLog, tenant_id: UUID, model_id: str) -> None:
+    """After a model change: make memories without an embedding of the active model
+    due again (once), then, when every one has one, drop the other models' rows."""
+    schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
         cur.execute(
-            f'DELETE FROM "{log.datastore.schema}".{EMBEDDINGS_TABLE} WHERE model_id <> %s',
+            f'SELECT EXISTS (SELECT 1 FROM "{schema}".{EMBEDDINGS_TABLE}'
+            " WHERE model_id <> %s) AS other",
             (model_id,),
         )
+        row = cur.fetchone()
+        if not (row and row["other"]):
+            return
+        cur.execute(
+            f'UPDATE "{schema}".revisions r SET indexed = 0 FROM "{schema}".beliefs b'
+            " WHERE b.memory_id = r.memory_id AND b.current_version_id IS NOT NULL"
+            " AND r.indexed > 0 AND NOT EXISTS (SELECT 1 FROM"
+            f' "{schema}".{EMBEDDINGS_TABLE} e WHERE e.memory_id = r.memory_id'
+            " AND e.model_id = %s AND e.version_id = b.current_version_id)",
+            (model_id,),
+        )
+        if cur.rowcount > 0:
+            return
+        cur.execute(
+            f'SELECT EXISTS (SELECT 1 FROM "{schema}".revisions WHERE indexed < published) AS due'
+        )
+        row = cur.fetchone()
+        if row and not row["due"]:
+            cur.execute(
+                f'DELETE FROM "{schema}".{EMBEDDINGS_TABLE} WHERE model_id <> %s', (model_id,)
+            )
 
 
 def index_pending(
@@ -183,30 +222,30 @@ def index_pending(
     limit: int = 64,
     tenants: Callable[[], list[UUID]] | None = None,
 ) -> IndexReport:
-    """Embed up to ``limit`` unindexed memories of each tenant; return what was done."""
-    embedded = stale = 0
-    schema = log.datastore.schema
+    """Handle up to ``limit`` due memories of each tenant; return what was done."""
+    embedded = stale = marked = 0
     for tenant_id in (tenants or (lambda: known_tenants(log.datastore)))():
-        with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-            cur.execute(
-                _pending_sql(schema) + " ORDER BY r.requested LIMIT %(limit)s",
-                {"model": embedder.model_id, "limit": limit},
-            )
-            rows = [dict(row) for row in cur.fetchall()]
+        rows = _due(log, tenant_id, embedder.model_id, limit)
         if not rows:
-            _drop_other_models(log, tenant_id, embedder.model_id)
+            _other_models(log, tenant_id, embedder.model_id)
             continue
-        contents = _versions(log, tenant_id, rows)
-        rows = [row for row in rows if row["memory_id"] in contents]
-        if not rows:
-            continue
-        vectors = embedder.embed([contents[row["memory_id"]] for row in rows])
-        written = _write(log, tenant_id, embedder, rows, vectors)
+        wanted = [
+            row
+            for row in rows
+            if row["current_version_id"] is not None
+            and row["erased_position"] is None
+            and row["embedded"] != row["current_version_id"]
+        ]
+        contents = _contents(log, tenant_id, wanted) if wanted else {}
+        ids = [row["memory_id"] for row in wanted if row["memory_id"] in contents]
+        vectors = dict(zip(ids, embedder.embed([contents[i] for i in ids]), strict=True))
+        written, handled = _write(log, tenant_id, embedder, rows, vectors)
         embedded += written
-        stale += len(rows) - written
+        stale += len(rows) - handled
+        marked += handled - written
     if embedded or stale:
-        _log.info("indexed", extra={"embedded": embedded, "stale": stale})
-    return IndexReport(embedded, stale)
+        _log.info("indexed", extra={"embedded": embedded, "stale": stale, "marked": marked})
+    return IndexReport(embedded, stale, marked)
 
 
 def reindex(
@@ -216,20 +255,28 @@ def reindex(
     limit: int = 256,
     report: Callable[[str], None] = lambda _: None,
 ) -> int:
-    """Embed every published memory lacking a current embedding with ``embedder``'s
-    model, in passes, reporting progress; return how many were embedded.
+    """Bring every tenant's recall index up to date with ``embedder``'s model, in
+    passes, reporting progress; return how many memories were embedded.
 
-    Rows of other models are dropped per tenant once it is fully indexed, so
-    recall answers from the old rows of a tenant until its new ones are done.
+    After a model change every memory is re-embedded; recall answers from the
+    rows already made meanwhile, and the old model's rows go per tenant once it
+    is done.
     """
     tenants = known_tenants(log.datastore)
-    left = sum(unindexed_count(log, t, embedder.model_id) for t in tenants)
-    report(f"reindex: {left:,} memories to embed with {embedder.model_id}")
+    for tenant_id in tenants:
+        _other_models(log, tenant_id, embedder.model_id)
+    left = sum(unindexed_count(log, t) for t in tenants)
+    report(f"reindex: {left:,} memories to check with {embedder.model_id}")
     started = time.monotonic()
     total = 0
-    while (done := index_pending(log, embedder, limit=limit, tenants=lambda: tenants)).embedded:
+    while True:
+        done = index_pending(log, embedder, limit=limit, tenants=lambda: tenants)
+        if not (done.embedded or done.marked):
+            break
         total += done.embedded
         rate = total / max(time.monotonic() - started, 1e-9)
-        report(f"reindex: {total:,}/{left:,} embedded, {rate:,.0f}/s")
+        report(f"reindex: {total:,} embedded, {rate:,.0f}/s")
+    for tenant_id in tenants:
+        _other_models(log, tenant_id, embedder.model_id)
     report(f"reindex: done, {total:,} embedded in {time.monotonic() - started:.1f} s")
     return total

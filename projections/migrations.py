@@ -509,6 +509,14 @@ def _m0008_embeddings(cur: psycopg.Cursor[Any], database: Database) -> None:
         " CHECK (vector_dims(embedding) = dimension))"
     )
     run("CREATE INDEX ON {schema}.{t} (tenant_id, model_id, memory_type, scope, project)")
+    # The published revision the indexing drain last handled, per memory: work is
+    # the rows below their published revision, found through a small partial index
+    # instead of comparing every belief with every embedding on each pass.
+    run("ALTER TABLE {schema}.revisions ADD COLUMN indexed bigint NOT NULL DEFAULT 0")
+    run(
+        "CREATE INDEX revisions_unindexed ON {schema}.revisions (tenant_id, published)"
+        " WHERE indexed < published"
+    )
     run("CREATE INDEX ON {schema}.{t} (version_id)")
     cur.execute(vector_index_ddl(database.schema, 384))
     run("GRANT SELECT, INSERT, UPDATE, DELETE ON {schema}.{t} TO {app}")

@@ -186,7 +186,7 @@ def _milestones(
             " max(x.embedded_at) AS indexed_at"
             f' FROM "{schema}".evidence_links l JOIN "{schema}".revisions r'
             " USING (tenant_id, memory_id)"
-            f' LEFT JOIN LATERAL (SELECT max(e.revision) AS revision,'
+            f" LEFT JOIN LATERAL (SELECT max(e.revision) AS revision,"
             f' max(e.embedded_at) AS embedded_at FROM "{schema}".{EMBEDDINGS_TABLE} e'
             "  WHERE e.memory_id = l.memory_id) x ON true"
             " WHERE l.observation_id = %s",
@@ -454,7 +454,8 @@ def list_beliefs(
 
 def revision_status(log: EventLog, tenant_id: UUID) -> dict[str, Any]:
     """Return the tenant's revision figures: log head, dirty memories, oldest dirty age,
-    and memories published in the last minute."""
+    memories published in the last minute, and memories the indexing drain has not
+    handled at their published revision (recall may not find them yet)."""
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
@@ -463,7 +464,8 @@ def revision_status(log: EventLog, tenant_id: UUID) -> dict[str, Any]:
             " extract(epoch FROM clock_timestamp() - min(requested_at)"
             " FILTER (WHERE published < requested)) AS oldest_dirty_s,"
             " count(*) FILTER (WHERE published_at > clock_timestamp() - interval '60 s')"
-            f' AS published_last_minute FROM "{schema}".revisions'
+            " AS published_last_minute, count(*) FILTER (WHERE indexed < published)"
+            f' AS unindexed FROM "{schema}".revisions'
         )
         row = cur.fetchone()
     assert row is not None
@@ -473,6 +475,7 @@ def revision_status(log: EventLog, tenant_id: UUID) -> dict[str, Any]:
         "dirty_memories": row["dirty"],
         "oldest_dirty_age_s": round(float(oldest), 3) if oldest is not None else None,
         "drain_throughput_per_s": round(row["published_last_minute"] / 60.0, 3),
+        "unindexed_memories": row["unindexed"],
     }
 
 
@@ -490,6 +493,7 @@ def revision_totals(log: EventLog) -> dict[str, float]:
         "dirty_memories": 0.0,
         "oldest_dirty_age_s": 0.0,
         "drain_throughput_per_s": 0.0,
+        "unindexed_memories": 0.0,
     }
     for tenant_id in tenants:
         status = revision_status(log, tenant_id)
@@ -499,4 +503,5 @@ def revision_totals(log: EventLog) -> dict[str, float]:
             totals["oldest_dirty_age_s"], status["oldest_dirty_age_s"] or 0.0
         )
         totals["drain_throughput_per_s"] += status["drain_throughput_per_s"]
+        totals["unindexed_memories"] += status["unindexed_memories"]
     return totals

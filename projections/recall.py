@@ -29,7 +29,6 @@ from projections._tenancy import tenant_transaction
 from projections.accesses import salience_of, stamp_accesses
 from projections.embedders import Embedder
 from projections.eventlog import EventLog
-from projections.indexing import unindexed_count
 from projections.migrations import EMBEDDINGS_TABLE
 
 __all__ = [
@@ -70,7 +69,6 @@ class RecallResult:
     """``hnsw``, or ``exact`` when filters left the index short."""
     embed_ms: float
     search_ms: float
-    unindexed: int
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -194,7 +192,6 @@ def recall(
         strategy=strategy,
         embed_ms=(embedded - started) * 1000,
         search_ms=(done - embedded) * 1000,
-        unindexed=unindexed_count(log, tenant_id, embedder.model_id),
         timings={"index": (searched - embedded) * 1000, "rank": (done - searched) * 1000},
     )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,8 +45,10 @@ def _unavailable(reason: str) -> Any:
     pytest.skip(f"database unavailable: {reason}")
 
 
-@pytest.fixture(scope="session")
-def test_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunDatabase]:
+@contextmanager
+def fresh_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunDatabase]:
+    """A database of its own: an embedded data directory, or a new database on the
+    ``DATABASE_URL`` server (dropped afterwards)."""
     url = os.environ.get("DATABASE_URL")
     if not url:
         data_dir = tmp_path_factory.mktemp("embedded")
@@ -65,6 +68,12 @@ def test_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunDatab
     yield RunDatabase(DatabaseSettings(database_url=fresh_url), {"DATABASE_URL": fresh_url})
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def test_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunDatabase]:
+    with fresh_database(tmp_path_factory) as database:
+        yield database
 
 
 @pytest.fixture(scope="session")
@@ -154,14 +163,18 @@ def count_events(runtime: Runtime, tenant: Tenant, topic: str) -> int:
     return int(row[0]) if row else 0
 
 
-def index_until_caught_up(runtime: Runtime) -> int:
-    """Drain revisions, then embed (real model) until recall has indexed everything;
+def index_until_caught_up(runtime: Runtime, tenant: uuid.UUID | None = None) -> int:
+    """Drain revisions, then embed (real model) until recall has indexed everything
+    (of ``tenant`` only, if given: the session's store holds every test's memories);
     return how many were embedded."""
     drain_until_caught_up(runtime)
     embedded = 0
-    while (report := index_pending(runtime.log, runtime.embedder)).embedded:
+    only = None if tenant is None else (lambda: [tenant])
+    while True:
+        report = index_pending(runtime.log, runtime.embedder, tenants=only)
+        if not (report.embedded or report.marked):
+            return embedded
         embedded += report.embedded
-    return embedded
 
 
 def drain_until_caught_up(runtime: Runtime) -> int:

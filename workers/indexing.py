@@ -30,6 +30,6 @@ def register_index_actor(
 
     def run_pass() -> dict[str, int]:
         done = index_pending(log, embedder, limit=batch)
-        return {"embedded": done.embedded, "stale": done.stale}
+        return {"embedded": done.embedded, "marked": done.marked}
 
     return hinted_drain(broker, name=INDEX_ACTOR, queue="index", run_pass=run_pass)

@@ -46,5 +46,4 @@ def recall_memories(
         "items": found.items,
         "strategy": found.strategy,
         "model": runtime.embedder.model_id,
-        "unindexed": found.unindexed,
     }

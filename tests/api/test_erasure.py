@@ -200,7 +200,7 @@ def test_erasure_leaves_nothing_behind(
         evidence=[{"observation_id": obs, "start": start, "end": start + len(sentinel)}],
     )
     unrelated = observe(client, headers, "The weather was fine.")
-    index_until_caught_up(runtime)
+    index_until_caught_up(runtime, tenant.id)
     position = memory["position"]
     assert embedding_rows(runtime, memory["id"]) == 1
     # Every place searched below holds the sentinel now.

@@ -37,7 +37,7 @@ def test_paraphrases_rank_above_unrelated_memories(
         "alice": "The weekly sync with Alice moved to Tuesday",
     }
     ids = {k: remember(client, headers, type="fact", content=t)["id"] for k, t in texts.items()}
-    index_until_caught_up(runtime)
+    index_until_caught_up(runtime, tenant.id)
     for query, expected in (
         ("Which colour theme does the user like in the IDE?", "dark"),
         ("What does she have to drink early in the day?", "tea"),
@@ -59,7 +59,7 @@ def test_recall_stamps_accesses_and_equal_relevance_ranks_by_salience(
     a = remember(client, headers, type="fact", content="The office wifi password is on the fridge")
     b = remember(client, headers, type="fact", content="The office wifi password is on the fridge")
     post(client, f"/v1/memories/{b['id']}/pin", {}, headers)
-    index_until_caught_up(runtime)
+    index_until_caught_up(runtime, tenant.id)
     found = _recall(client, headers, query="where is the wifi password", k=2)["items"]
     assert [i["id"] for i in found] == [b["id"], a["id"]]  # same text: the pin decides
     assert found[1]["rank"]["decided_by"] == "salience"
@@ -80,7 +80,8 @@ def test_filters_hold_inside_the_database_even_when_selective(
         for i in range(3)
     ]
     remember(client, other_tenant.headers(), type="fact", content="Dark mode everywhere")
-    index_until_caught_up(runtime)
+    index_until_caught_up(runtime, tenant.id)
+    index_until_caught_up(runtime, other_tenant.id)
     found = _recall(client, headers, query="dark mode themes", k=3, type="fact", project="apollo")
     assert sorted(i["id"] for i in found["items"]) == sorted(wanted)
     unfiltered = _recall(client, headers, query="dark mode themes", k=10)
@@ -98,7 +99,7 @@ def test_pending_and_archived_memories_in_recall(
     headers = tenant.headers()
     kept = remember(client, headers, type="fact", content="The cat is called Miso")
     gone = remember(client, headers, type="fact", content="The cat's name is Miso")
-    index_until_caught_up(runtime)
+    index_until_caught_up(runtime, tenant.id)
     post(client, f"/v1/memories/{gone['id']}/forget", {"reason": "duplicate"}, headers)
     post(
         client,
@@ -109,11 +110,15 @@ def test_pending_and_archived_memories_in_recall(
     drain_until_caught_up(runtime)  # published, but the new version is not embedded yet
     found = _recall(client, headers, query="what is the cat called", k=5)
     assert [(i["id"], i["status"]) for i in found["items"]] == [(kept["id"], "pending")]
-    assert "content" not in found["items"][0] and found["unindexed"] == 1
+    assert "content" not in found["items"][0]
+    # Both memories' revisions moved (a new version; a forget), so both are due for
+    # the indexing drain; only the new version needs embedding.
+    assert client.get("/v1/revision", headers=headers).json()["unindexed_memories"] == 2
     archived = _recall(client, headers, query="what is the cat called", k=5, include_archived=True)
     flagged = {i["id"]: i for i in archived["items"]}[gone["id"]]
     assert flagged["belief"]["labels"]["archived"]["reason"] == "duplicate"
-    index_until_caught_up(runtime)
+    assert index_until_caught_up(runtime, tenant.id) == 1
+    assert client.get("/v1/revision", headers=headers).json()["unindexed_memories"] == 0
     now = _recall(client, headers, query="how old is the cat", k=1)["items"][0]
     assert now["status"] == "current" and "three years old" in now["content"]
 
@@ -124,7 +129,7 @@ def test_an_opposite_preference_is_a_potential_contradiction_and_nothing_is_writ
     headers = tenant.headers()
 
     def drains() -> None:  # the in-process drain, run inline after each write
-        index_until_caught_up(runtime)
+        index_until_caught_up(runtime, tenant.id)
 
     with TestClient(create_app(ApiSettings(), runtime, wake=drains)) as client:
         dark = remember(client, headers, type="preference", content="I prefer dark mode")
@@ -163,12 +168,12 @@ def test_without_a_drain_the_candidates_come_later(
 ) -> None:
     headers = tenant.headers()
     remember(client, headers, type="decision", content="We use PostgreSQL for the event store")
-    index_until_caught_up(runtime)
+    index_until_caught_up(runtime, tenant.id)
     moved = remember(client, headers, type="decision", content="We moved the event store to SQLite")
     assert moved["potential_contradictions"]["status"] == "pending"
     url = moved["potential_contradictions"]["url"]
     assert client.get(url, headers=headers).json()["status"] == "pending"
-    index_until_caught_up(runtime)
+    index_until_caught_up(runtime, tenant.id)
     ready = client.get(url, headers=headers).json()
     assert ready["status"] == "ready" and len(ready["items"]) == 1
 
@@ -183,7 +188,7 @@ def test_candidate_pairs_follow_the_rules(
     remember(client, headers, type="preference", project="x", content="I prefer light mode")
     remember(client, headers, type=paired, content="I prefer dark mode")
     remember(client, headers, type=paired, content="I prefer dark mode")
-    index_until_caught_up(runtime)
+    index_until_caught_up(runtime, tenant.id)
     pairs = candidate_pairs(runtime.log, tenant.id, floor=runtime.embedding.conflict_floor)
     assert [(str(p.newer), str(p.older)) for p in pairs] == [(newer["id"], older["id"])]
     post(
@@ -192,7 +197,7 @@ def test_candidate_pairs_follow_the_rules(
         {"kind": "supersedes", "target_id": older["id"]},
         headers,
     )
-    index_until_caught_up(runtime)
+    index_until_caught_up(runtime, tenant.id)
     assert candidate_pairs(runtime.log, tenant.id, floor=runtime.embedding.conflict_floor) == []
 
 
@@ -207,7 +212,7 @@ def test_an_observation_is_indexed_once_every_memory_citing_it_is_embedded(
     milestones = client.get(f"/v1/observations/{obs['id']}", headers=headers).json()
     assert milestones["milestones"]["published"] is not None
     assert milestones["milestones"]["indexed"] is None
-    index_until_caught_up(runtime)
+    index_until_caught_up(runtime, tenant.id)
     indexed = client.get(f"/v1/observations/{obs['id']}", headers=headers).json()["milestones"]
     assert indexed["indexed"]["at"] >= indexed["published"]["at"]
     remember(client, headers, type="fact", content="Moved in 2026", evidence=evidence)

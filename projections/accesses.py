@@ -17,7 +17,11 @@ from projections._tenancy import tenant_transaction
 from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE
 
-__all__ = ["salience_of", "stamp_accesses"]
+__all__ = [
+    "salience_from",
+    "salience_of",
+    "stamp_accesses",
+]
 
 
 def stamp_accesses(
@@ -50,24 +54,31 @@ def salience_of(
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            "SELECT m.memory_id, m.memory_type, e.recorded_at, a.accesses, a.last_access"
+            f"SELECT m.memory_id, {SALIENCE_COLUMNS}"
             f' FROM "{schema}".memory_index m'
-            f' JOIN "{schema}"."{EVENTS_TABLE}" e ON e.notification_id = m.position'
+            f' JOIN "{schema}"."{EVENTS_TABLE}" first ON first.notification_id = m.position'
             f' LEFT JOIN "{schema}".memory_access a'
             " ON a.tenant_id = m.tenant_id AND a.memory_id = m.memory_id"
             " WHERE m.memory_id = ANY(%s)",
             (list(beliefs),),
         )
         rows = cur.fetchall()
-    return {
-        row["memory_id"]: salience(
-            base=float(beliefs[row["memory_id"]].get("confidence", 1.0)),
-            memory_type=row["memory_type"],
-            first_recorded=row["recorded_at"],
-            last_access=row["last_access"],
-            accesses=int(row["accesses"] or 0),
-            pinned=bool(beliefs[row["memory_id"]]["labels"]["pinned"]),
-            now=now,
-        )
-        for row in rows
-    }
+    return {row["memory_id"]: salience_from(beliefs[row["memory_id"]], row, now) for row in rows}
+
+
+SALIENCE_COLUMNS = "m.memory_type, first.recorded_at, a.accesses, a.last_access"
+"""The columns :func:`salience_from` reads, for a query joining ``memory_index m``,
+the events table as ``first`` (its creation) and ``memory_access a``."""
+
+
+def salience_from(belief: dict[str, Any], row: dict[str, Any], now: datetime) -> float:
+    """Return a memory's salience from its belief and a row of :data:`SALIENCE_COLUMNS`."""
+    return salience(
+        base=float(belief.get("confidence", 1.0)),
+        memory_type=row["memory_type"],
+        first_recorded=row["recorded_at"],
+        last_access=row["last_access"],
+        accesses=int(row["accesses"] or 0),
+        pinned=bool(belief["labels"]["pinned"]),
+        now=now,
+    )

@@ -26,12 +26,13 @@ from typing import Any
 from uuid import UUID
 
 from projections._tenancy import tenant_transaction
-from projections.accesses import salience_of, stamp_accesses
+from projections.accesses import SALIENCE_COLUMNS, salience_from, stamp_accesses
 from projections.embedders import Embedder
 from projections.eventlog import EventLog
-from projections.migrations import EMBEDDINGS_TABLE
+from projections.migrations import EMBEDDINGS_TABLE, EVENTS_TABLE
 
 __all__ = [
+    "EF_SEARCH",
     "HNSW_OVERFETCH",
     "RecallQuery",
     "RecallResult",
@@ -46,6 +47,11 @@ SIMILARITY_DECIMALS = 3
 
 HNSW_OVERFETCH = 4
 """Candidates asked of the index per memory wanted (archived ones are dropped after)."""
+
+EF_SEARCH = 100
+"""The least ``hnsw.ef_search`` of a recall: the index is built sparse for cheap
+inserts (see :func:`projections.migrations.vector_index_ddl`), so the search looks
+wider; it costs well under a millisecond."""
 
 
 @dataclass(frozen=True)
@@ -118,20 +124,33 @@ def search(
     # An expression the index cannot serve forces the exact plan.
     order = f"{distance} + 0" if exact else distance
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(limit, 1000))}")
+        # One round trip for the settings. The tenant's btree index plus a sort is
+        # an exact search, cheap on a small tenant and linear on a large one: the
+        # index path must walk HNSW, so the planner is not offered the others.
+        scan = "on" if exact else "off"
+        cur.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true),"
+            " set_config('enable_bitmapscan', %s, true),"
+            " set_config('enable_seqscan', %s, true), set_config('enable_sort', %s, true)",
+            (str(max(EF_SEARCH, min(limit, 1000))), scan, scan, scan),
+        )
         cur.execute(
             f"WITH near AS (SELECT e.memory_id, e.version_id, e.content_digest, e.revision,"
             f" e.memory_type, e.scope, e.project, 1 - {distance} AS similarity"
             f' FROM "{schema}".{EMBEDDINGS_TABLE} e WHERE {" AND ".join(clauses)}'
             f" ORDER BY {order} LIMIT %(limit)s)"
             " SELECT n.*, r.requested, r.published, b.belief, b.current_version_id,"
-            " (SELECT count(*) FROM"
+            f" {SALIENCE_COLUMNS}, c.content, (SELECT count(*) FROM"
             f' "{schema}".evidence_links l JOIN "{schema}".observation_deadlines o'
             " USING (tenant_id, observation_id) WHERE l.memory_id = n.memory_id"
             " AND o.expired_position IS NULL AND o.erased_position IS NULL"
             " AND o.deadline <= %(now)s) AS due"
             f' FROM near n JOIN "{schema}".revisions r ON r.memory_id = n.memory_id'
-            f' LEFT JOIN "{schema}".beliefs b ON b.memory_id = n.memory_id',
+            f' LEFT JOIN "{schema}".beliefs b ON b.memory_id = n.memory_id'
+            f' JOIN "{schema}".memory_index m ON m.memory_id = n.memory_id'
+            f' JOIN "{schema}"."{EVENTS_TABLE}" first ON first.notification_id = m.position'
+            f' LEFT JOIN "{schema}".memory_access a ON a.memory_id = n.memory_id'
+            f' LEFT JOIN "{schema}".payloads c ON c.digest = n.content_digest',
             params,
         )
         return [dict(row) for row in cur.fetchall()]
@@ -140,15 +159,6 @@ def search(
 def _archived(row: dict[str, Any]) -> bool:
     belief = row["belief"]
     return belief is not None and belief["labels"].get("archived") is not None
-
-
-def _contents(log: EventLog, tenant_id: UUID, digests: list[str]) -> dict[str, str]:
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            f'SELECT digest, content FROM "{log.datastore.schema}".payloads WHERE digest = ANY(%s)',
-            (digests,),
-        )
-        return {r["digest"]: bytes(r["content"]).decode("utf-8") for r in cur}
 
 
 def recall(
@@ -210,14 +220,13 @@ def _rank(
         and not r["due"]
     ]
     current_ids = {r["memory_id"] for r in current}
-    saliences = salience_of(log, tenant_id, {r["memory_id"]: r["belief"] for r in current}, now)
+    saliences = {r["memory_id"]: salience_from(r["belief"], r, now) for r in current}
     ranked = sorted(
         rows,
         key=lambda r: rank_key(
             r["similarity"], saliences.get(r["memory_id"], 0.0), r["revision"], str(r["memory_id"])
         ),
     )[:k]
-    contents = _contents(log, tenant_id, [r["content_digest"] for r in ranked])
     items: list[dict[str, Any]] = []
     previous: tuple[Any, ...] | None = None
     for r in ranked:
@@ -242,7 +251,7 @@ def _rank(
                 status="current",
                 salience=salience,
                 version_id=str(r["version_id"]),
-                content=contents.get(r["content_digest"]),
+                content=bytes(r["content"]).decode("utf-8") if r["content"] else None,
                 belief=r["belief"],
             )
         else:

@@ -27,6 +27,7 @@ from projections.broker import broker_for, send_drain_hint
 from projections.drain import DrainLoop
 from projections.drain_settings import DrainSettings
 from projections.embedded import ServeLock
+from projections.embedding_settings import EmbeddingSettings
 from projections.errors import DatabaseUnavailableError
 from projections.indexing import reindex
 from projections.migrations import EVENTS_TABLE
@@ -145,10 +146,12 @@ def _uuid(value: str) -> UUID:
 
 def _settings_error(e: ValidationError) -> str:
     first = e.errors()[0]
+    if not first["loc"]:  # a rule across settings: its message names them
+        return f"invalid settings: {first['msg'].removeprefix('Value error, ')}"
     name = "_".join(str(p) for p in first["loc"]).upper()
     variable = name if name == "DATABASE_URL" else f"PALIMPSEST_{name}"
     shown = first.get("input")
-    if "url" in name.lower() or "password" in name.lower():
+    if any(secret in name.lower() for secret in ("url", "password", "key")):
         shown = "<hidden>"
     return f"{variable}={shown!r} is invalid: {first['msg']}"
 
@@ -166,12 +169,15 @@ def _masked_url(settings: DatabaseSettings) -> str | None:
 
 def _print_config(db: DatabaseSettings, api: ApiSettings) -> None:
     drains = DrainSettings()
+    embedding = EmbeddingSettings()
     shown = {
         **db.model_dump(mode="json"),
         **api.model_dump(mode="json"),
         **drains.model_dump(mode="json"),
+        **embedding.model_dump(mode="json"),
     }
     shown["broker_url"] = "********" if drains.broker_url else None
+    shown["embedding_api_key"] = "********" if embedding.embedding_api_key else None
     shown["database_url"] = _masked_url(db)
     shown["embedded"] = db.embedded
     print(json.dumps(shown, indent=2, sort_keys=True))

@@ -17,7 +17,7 @@ from projections._tenancy import tenant_transaction
 from projections.belief_facts import belief_document, facts_of, memory_facts
 from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE
-from projections.reads import erased_memories, erasure_placeholder
+from projections.reads import erased_memories, erasure_placeholder, filter_clauses
 
 __all__ = [
     "belief_as_of",
@@ -126,21 +126,19 @@ def list_beliefs_as_of(
     ``include_archived``) as a placeholder naming the erasure.
     """
     position = write_boundary(log, tenant_id, position)
-    clauses = ["position <= %(position)s"]
-    params: dict[str, Any] = {"position": position, "limit": limit + 1}
-    for column, value in (("memory_type", memory_type), ("scope", scope), ("project", project)):
-        if value is not None:
-            clauses.append(f"{column} = %({column})s")
-            params[column] = value
+    filters, params = filter_clauses("m", memory_type, scope, project)
+    clauses = ["m.position <= %(position)s", *filters]
+    params.update(position=position, limit=limit + 1)
     if after is not None:
         clauses.append(
-            "(position < %(after_p)s OR (position = %(after_p)s AND memory_id > %(after_id)s))"
+            "(m.position < %(after_p)s"
+            " OR (m.position = %(after_p)s AND m.memory_id > %(after_id)s))"
         )
         params.update(after_p=after[0], after_id=after[1])
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             "SELECT memory_id, memory_type, scope, project, position"
-            f' FROM "{log.datastore.schema}".memory_index WHERE {" AND ".join(clauses)}'
+            f' FROM "{log.datastore.schema}".memory_index m WHERE {" AND ".join(clauses)}'
             " ORDER BY position DESC, memory_id LIMIT %(limit)s",
             params,
         )

@@ -21,6 +21,7 @@ from projections.eventlog import EventLog
 from projections.migrations import EVENTS_TABLE
 
 __all__ = [
+    "aggregates_of",
     "belief_document",
     "facts_from",
     "facts_of",
@@ -89,6 +90,31 @@ def _edges(links: list[Any]) -> dict[UUID, list[EdgeFact]]:
     return edges
 
 
+def _aggregates(cur: Any, log: EventLog, aggregate_ids: list[UUID], limit: int) -> dict[UUID, Any]:
+    cur.execute(
+        "SELECT originator_id, originator_version, topic, state"
+        f' FROM "{log.datastore.schema}"."{EVENTS_TABLE}" WHERE originator_id = ANY(%s)'
+        " AND notification_id <= %s ORDER BY originator_id, originator_version",
+        (aggregate_ids, limit),
+    )
+    aggregates: dict[UUID, Any] = {}
+    for r in cur.fetchall():
+        event = log.mapper.to_domain_event(
+            StoredEvent(r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"]))
+        )
+        assert isinstance(event, CanMutateAggregate)
+        key = UUID(str(r["originator_id"]))
+        aggregates[key] = event.mutate(aggregates.get(key))
+    return aggregates
+
+
+def aggregates_of(log: EventLog, tenant_id: UUID, aggregate_ids: list[UUID]) -> dict[UUID, Any]:
+    """Return the tenant's aggregates of ``aggregate_ids``, rebuilt from one query for
+    all their events; ids without events are left out."""
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        return _aggregates(cur, log, aggregate_ids, 2**62)
+
+
 def facts_of(
     log: EventLog, tenant_id: UUID, memory_ids: list[UUID], *, at_position: int | None = None
 ) -> dict[UUID, MemoryFacts]:
@@ -101,23 +127,9 @@ def facts_of(
     schema = log.datastore.schema
     limit = 2**62 if at_position is None else at_position
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            "SELECT originator_id, originator_version, topic, state"
-            f' FROM "{schema}"."{EVENTS_TABLE}" WHERE originator_id = ANY(%s)'
-            " AND notification_id <= %s ORDER BY originator_id, originator_version",
-            (memory_ids, limit),
-        )
-        stored = [
-            StoredEvent(r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"]))
-            for r in cur
-        ]
+        # One snapshot for the events and the links.
+        aggregates = _aggregates(cur, log, memory_ids, limit)
         links = _links(cur, schema, memory_ids, limit)
-    aggregates: dict[UUID, Any] = {}
-    for record in stored:
-        event = log.mapper.to_domain_event(record)
-        assert isinstance(event, CanMutateAggregate)
-        key = UUID(str(record.originator_id))
-        aggregates[key] = event.mutate(aggregates.get(key))
     edges = _edges(links)
     return {
         memory.id: facts_from(memory, edges.get(memory.id, ()))

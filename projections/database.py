@@ -98,7 +98,7 @@ def open_database(settings: DatabaseSettings) -> Database:
     """
     app_password = settings.db_app_password.get_secret_value() if settings.db_app_password else ""
     if settings.database_url is None:
-        server = start_embedded(settings.data_dir)
+        server = start_embedded(settings.data_dir, settings.embedded_shared_buffers_mb)
         database = Database(
             host=server.socket_dir,
             port=server.port,

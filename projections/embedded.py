@@ -45,11 +45,43 @@ def _prune_dead_handles(pgdata: Path) -> None:
         handles.write_text(json.dumps(alive))
 
 
-def start_embedded(data_dir: Path) -> EmbeddedServer:
+_TUNING_FILE = "palimpsest.conf"
+_INCLUDE = f"include_if_exists = '{_TUNING_FILE}'\n"
+
+
+def _tune(pgdata: Path, shared_buffers_mb: int) -> bool:
+    """Write the server settings palimpsest wants; return whether they changed.
+
+    pgserver's initdb leaves PostgreSQL's defaults (128 MB of shared buffers),
+    which recall's HNSW index outgrows at about 30,000 memories: its inserts
+    then cost twice as much. The settings live in their own file, included
+    from ``postgresql.conf``, and take effect when the server (re)starts.
+    """
+    conf = pgdata / "postgresql.conf"
+    if not conf.exists():
+        return False
+    text = conf.read_text()
+    if _INCLUDE not in text:
+        conf.write_text(text + "\n" + _INCLUDE)
+    tuning = pgdata / _TUNING_FILE
+    wanted = (
+        "# Written by palimpsest (PALIMPSEST_EMBEDDED_SHARED_BUFFERS_MB); edits are overwritten.\n"
+        f"shared_buffers = '{shared_buffers_mb}MB'\n"
+        "maintenance_work_mem = '256MB'\n"
+    )
+    if tuning.exists() and tuning.read_text() == wanted:
+        return False
+    tuning.write_text(wanted)
+    return True
+
+
+def start_embedded(data_dir: Path, shared_buffers_mb: int = 512) -> EmbeddedServer:
     """Start (or attach to) the embedded PostgreSQL under ``data_dir/pgdata``.
 
     A second process on the same directory attaches to the running server;
-    the server stops when the last attached process exits.
+    the server stops when the last attached process exits. Settings written
+    for a server that was already running apply at its next start, except
+    right after the data directory is created, when it restarts at once.
 
     Raises:
         DatabaseUnavailableError: pgserver could not initialise or start it.
@@ -59,8 +91,13 @@ def start_embedded(data_dir: Path) -> EmbeddedServer:
     pgdata = data_dir / "pgdata"
     data_dir.mkdir(parents=True, exist_ok=True)
     _prune_dead_handles(pgdata)
+    fresh = not (pgdata / "PG_VERSION").exists()
+    _tune(pgdata, shared_buffers_mb)
     try:
         handle = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+        if fresh and _tune(pgdata, shared_buffers_mb):
+            handle.cleanup()  # stops the server initdb just made: nobody else uses it
+            handle = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
         info = handle.get_postmaster_info()
     except Exception as e:  # pgserver raises bare subprocess and OS errors
         log_file = pgdata / "log"

@@ -28,14 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.domain import CanMutateAggregate
-from eventsourcing.persistence import StoredEvent
-
 from domain.memory import Memory
 from projections._tenancy import known_tenants, tenant_transaction
+from projections.belief_facts import aggregates_of
 from projections.embedders import Embedder
 from projections.eventlog import EventLog
-from projections.migrations import EMBEDDINGS_TABLE, EVENTS_TABLE
+from projections.migrations import EMBEDDINGS_TABLE
 from projections.vectors import VectorValue, binary_vectors
 
 __all__ = [
@@ -92,22 +90,8 @@ def _due(log: EventLog, tenant_id: UUID, model_id: str, limit: int) -> list[dict
 def _contents(log: EventLog, tenant_id: UUID, rows: list[dict[str, Any]]) -> dict[UUID, str]:
     """Return the content of each row's current version, by memory id, and set each
     row's ``content_digest`` (bytes that are gone are left out)."""
-    schema = log.datastore.schema
+    memories = aggregates_of(log, tenant_id, [row["memory_id"] for row in rows])
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            "SELECT originator_id, originator_version, topic, state"
-            f' FROM "{schema}"."{EVENTS_TABLE}" WHERE originator_id = ANY(%s)'
-            " ORDER BY originator_id, originator_version",
-            ([row["memory_id"] for row in rows],),
-        )
-        memories: dict[UUID, Any] = {}
-        for r in cur:
-            event = log.mapper.to_domain_event(
-                StoredEvent(r["originator_id"], r["originator_version"], r["topic"], r["state"])
-            )
-            assert isinstance(event, CanMutateAggregate)
-            key = UUID(str(r["originator_id"]))
-            memories[key] = event.mutate(memories.get(key))
         digests: dict[UUID, str] = {}
         for row in rows:
             memory = memories.get(row["memory_id"])
@@ -116,7 +100,7 @@ def _contents(log: EventLog, tenant_id: UUID, rows: list[dict[str, Any]]) -> dic
                     if version.version_id == row["current_version_id"]:
                         digests[row["memory_id"]] = version.content_digest
         cur.execute(
-            f'SELECT digest, content FROM "{schema}".payloads WHERE digest = ANY(%s)',
+            f'SELECT digest, content FROM "{log.datastore.schema}".payloads WHERE digest = ANY(%s)',
             (sorted(set(digests.values())),),
         )
         contents = {r["digest"]: bytes(r["content"]).decode("utf-8") for r in cur}

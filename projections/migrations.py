@@ -532,6 +532,14 @@ def _m0008_embeddings(cur: psycopg.Cursor[Any], database: Database) -> None:
     _allow_tenant_updates(cur, database, (EMBEDDINGS_TABLE,))
 
 
+def _m0009_recall_filters(cur: psycopg.Cursor[Any], database: Database) -> None:
+    fmt = {"schema": sql.Identifier(database.schema), "t": sql.Identifier(EMBEDDINGS_TABLE)}
+    # A selective filter on scope or project alone falls back to exact search
+    # (docs/recall.md); without these it read every row of the tenant's model.
+    for columns in ("tenant_id, model_id, project", "tenant_id, model_id, scope"):
+        cur.execute(sql.SQL(f"CREATE INDEX ON {{schema}}.{{t}} ({columns})").format(**fmt))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -545,6 +553,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "tenant retention policy", _m0006_tenant_retention),
     Migration(7, "erasure and tenant deletion", _m0007_erasure),
     Migration(8, "memory embeddings for recall", _m0008_embeddings),
+    Migration(9, "recall filter indexes", _m0009_recall_filters),
 )
 
 

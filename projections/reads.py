@@ -31,6 +31,7 @@ __all__ = [
     "erased_memories",
     "erasure_placeholder",
     "event_positions",
+    "filter_clauses",
     "list_beliefs",
     "load_aggregate",
     "memory_versions",
@@ -354,6 +355,20 @@ def current_belief(
         time.sleep(poll_s)
 
 
+def filter_clauses(
+    alias: str, memory_type: str | None, scope: str | None, project: str | None
+) -> tuple[list[str], dict[str, Any]]:
+    """Return the SQL conditions (on table ``alias``) and named parameters of the
+    type, scope and project filters given (None means any)."""
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    for column, value in (("memory_type", memory_type), ("scope", scope), ("project", project)):
+        if value is not None:
+            clauses.append(f"{alias}.{column} = %({column})s")
+            params[column] = value
+    return clauses, params
+
+
 @dataclass(frozen=True)
 class MemoryFilter:
     """Filters of a memory listing; ``None`` means any."""
@@ -391,16 +406,9 @@ def list_beliefs(
         " AND o.expired_position IS NULL AND o.erased_position IS NULL"
         " AND o.deadline <= %(now)s))"
     )
-    clauses: list[str] = ["TRUE"]
-    params: dict[str, Any] = {"now": now, "limit": limit + 1}
-    for column, value in (
-        ("memory_type", where.memory_type),
-        ("scope", where.scope),
-        ("project", where.project),
-    ):
-        if value is not None:
-            clauses.append(f"m.{column} = %({column})s")
-            params[column] = value
+    filters, params = filter_clauses("m", where.memory_type, where.scope, where.project)
+    clauses = ["TRUE", *filters]
+    params.update(now=now, limit=limit + 1)
     if not where.include_archived:
         # A pending memory's labels are not known yet: it is listed, without content.
         clauses.append("(b.belief IS NULL OR b.belief->'labels'->'archived' = 'null'::jsonb)")

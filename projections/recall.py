@@ -30,6 +30,7 @@ from projections.accesses import SALIENCE_COLUMNS, salience_from, stamp_accesses
 from projections.embedders import Embedder
 from projections.eventlog import EventLog
 from projections.migrations import EMBEDDINGS_TABLE, EVENTS_TABLE
+from projections.reads import filter_clauses
 
 __all__ = [
     "EF_SEARCH",
@@ -48,7 +49,7 @@ SIMILARITY_DECIMALS = 3
 HNSW_OVERFETCH = 4
 """Candidates asked of the index per memory wanted (archived ones are dropped after)."""
 
-EF_SEARCH = 100
+EF_SEARCH = 200
 """The least ``hnsw.ef_search`` of a recall: the index is built sparse for cheap
 inserts (see :func:`projections.migrations.vector_index_ddl`), so the search looks
 wider; it costs well under a millisecond."""
@@ -106,16 +107,9 @@ def search(
     """
     schema = log.datastore.schema
     distance = f"(e.embedding::vector({dimension}) <=> %(q)s::vector({dimension}))"
-    clauses = ["e.model_id = %(model)s", f"e.dimension = {dimension}"]
-    params: dict[str, Any] = {"q": _vector(vector), "model": model_id, "limit": limit, "now": now}
-    for column, value in (
-        ("memory_type", where.memory_type),
-        ("scope", where.scope),
-        ("project", where.project),
-    ):
-        if value is not None:
-            clauses.append(f"e.{column} = %({column})s")
-            params[column] = value
+    filters, params = filter_clauses("e", where.memory_type, where.scope, where.project)
+    clauses = ["e.model_id = %(model)s", f"e.dimension = {dimension}", *filters]
+    params.update(q=_vector(vector), model=model_id, limit=limit, now=now)
     if exact and not where.include_archived:
         clauses.append(
             f'NOT EXISTS (SELECT 1 FROM "{schema}".beliefs b WHERE b.memory_id = e.memory_id'

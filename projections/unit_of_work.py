@@ -9,15 +9,14 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
-from eventsourcing.domain import Aggregate, CanMutateAggregate
-from eventsourcing.persistence import StoredEvent
+from eventsourcing.domain import Aggregate
 
 from domain.digest import content_digest
 from domain.errors import InvalidInputError, NotFoundError
 from domain.observation import Observation
 from projections._tenancy import tenant_transaction
+from projections.belief_facts import aggregates_of
 from projections.eventlog import EventLog, WriteContext
-from projections.migrations import EVENTS_TABLE
 
 __all__ = [
     "Caller",
@@ -87,27 +86,7 @@ class UnitOfWork:
         wanted = [i for i in aggregate_ids if i not in self.aggregates]
         if not wanted:
             return
-        schema = self.log.datastore.schema
-        loaded: dict[UUID, Any] = {}
-        with tenant_transaction(self.log.datastore, self.caller.tenant_id, commit=False) as cur:
-            cur.execute(
-                "SELECT originator_id, originator_version, topic, state"
-                f' FROM "{schema}"."{EVENTS_TABLE}" WHERE originator_id = ANY(%s)'
-                " ORDER BY originator_id, originator_version",
-                (wanted,),
-            )
-            for row in cur:
-                event = self.log.mapper.to_domain_event(
-                    StoredEvent(
-                        row["originator_id"],
-                        row["originator_version"],
-                        row["topic"],
-                        bytes(row["state"]),
-                    )
-                )
-                assert isinstance(event, CanMutateAggregate)
-                key = UUID(str(row["originator_id"]))
-                loaded[key] = event.mutate(loaded.get(key))
+        loaded = aggregates_of(self.log, self.caller.tenant_id, wanted)
         for aggregate in loaded.values():
             if isinstance(aggregate, Aggregate):
                 self.aggregates[aggregate.id] = aggregate

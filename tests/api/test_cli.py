@@ -126,9 +126,20 @@ def test_config_masks_the_database_password(
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", "postgresql://owner:hunter2@db.internal:5432/pal")
     monkeypatch.setenv("PALIMPSEST_DB_APP_PASSWORD", "s3cret-app")
+    monkeypatch.setenv("PALIMPSEST_EMBEDDING_API_KEY", "sk-embed")
     code, out, _ = _run(capsys, "config")
     assert code == EXIT_OK
-    assert "hunter2" not in out and "s3cret-app" not in out
+    assert "hunter2" not in out and "s3cret-app" not in out and "sk-embed" not in out
     shown = json.loads(out)
+    assert shown["embedder"] == "local" and shown["conflict_floor"] == 0.5
     assert "db.internal" in shown["database_url"]
     assert shown["embedded"] is False and shown["port"] == 8080
+
+
+def test_an_http_embedder_without_its_endpoint_is_one_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PALIMPSEST_EMBEDDER", "http")
+    code, out, err = _run(capsys, "config")
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "PALIMPSEST_EMBEDDING_URL" in err

@@ -219,3 +219,26 @@ def test_an_observation_is_indexed_once_every_memory_citing_it_is_embedded(
     drain_until_caught_up(runtime)
     again = client.get(f"/v1/observations/{obs['id']}", headers=headers).json()["milestones"]
     assert again["indexed"] is None  # a newer citing memory is not embedded yet
+
+
+def test_bad_recall_requests_are_refused_and_change_nothing(
+    client: TestClient, tenant: Tenant, snapshot: Any
+) -> None:
+    headers = tenant.headers("reader")
+    before = snapshot()
+    for body, status in (
+        ({"query": ""}, 422),
+        ({"query": "x", "k": 0}, 422),
+        ({"query": "x", "k": 101}, 422),
+        ({"query": "x", "type": "feeling"}, 422),
+        ({"query": "x", "surprise": True}, 422),
+        ({}, 422),
+    ):
+        response = client.post("/v1/recall", json=body, headers=headers)
+        assert response.status_code == status, (body, response.text)
+        assert response.headers["content-type"].startswith("application/problem+json")
+    assert client.post("/v1/recall", json={"query": "x"}).status_code == 401
+    assert snapshot() == before
+    # A reader may recall (and a recall of nothing stamps nothing).
+    assert _recall(client, headers, query="anything at all")["items"] == []
+    assert snapshot() == before

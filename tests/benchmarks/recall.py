@@ -9,10 +9,11 @@ knowledge-updates statements split into sentences, and templated ones; no
 random vectors) as memories through the write path, drains revisions, then
 measures, in one run:
 
-- embedding throughput: the raw embedder on a sample of the same sentences
-  (the baseline), and the indexing drain over every memory (read, embed,
-  write with the HNSW index maintained): sentences/s and their ratio
-  (target >= 0.8);
+- embedding throughput: the indexing drain over every memory (read, embed,
+  write with the HNSW index maintained), memories/s, against two baselines:
+  the raw embedder on a sample of the same sentences, before and after the
+  drain (averaged), and the embedder's own rate on the drain's batches
+  (its time inside the drain): the ratios (target >= 0.8);
 - recall@10 of the index query recall uses against exact search, for
   held-out sentences (target >= 0.95);
 - server-side latency of ``POST /v1/recall`` (the ``search`` figure of its
@@ -95,16 +96,35 @@ def _load(runtime: Runtime, caller: Caller, texts: list[str]) -> None:
     print(f"\ndrained in {time.perf_counter() - started:.0f} s", flush=True)
 
 
-def _embedding_throughput(runtime: Runtime, texts: list[str], sample: int) -> tuple[float, float]:
-    """Return (raw embedder sentences/s on a sample, indexing drain memories/s on all)."""
+def _raw_rate(embedder: Any, texts: list[str]) -> float:
+    started = time.perf_counter()
+    for start in range(0, len(texts), 256):
+        embedder.embed(texts[start : start + 256])
+    return len(texts) / (time.perf_counter() - started)
+
+
+def _embedding_throughput(
+    runtime: Runtime, texts: list[str], sample: int
+) -> tuple[float, float, float]:
+    """Return (raw embedder sentences/s on a sample, before and after the drain, averaged;
+    the embedder's own rate inside the drain, on the drain's batches; the indexing
+    drain's memories/s over every memory)."""
     embedder = runtime.embedder
     embedder.embed(texts[:64])  # load the model outside the timings
     chosen = random.Random(5).sample(texts, sample)
-    started = time.perf_counter()
-    for start in range(0, len(chosen), 256):
-        embedder.embed(chosen[start : start + 256])
-    raw = sample / (time.perf_counter() - started)
-    print(f"raw embedder: {raw:,.0f} sentences/s ({sample:,} sentences)", flush=True)
+    before = _raw_rate(embedder, chosen)
+    print(f"raw embedder before the drain: {before:,.0f} sentences/s", flush=True)
+    inside = [0.0, 0]
+    embed = embedder.embed
+
+    def timed(batch: Any) -> Any:
+        started = time.perf_counter()
+        out = embed(batch)
+        inside[0] += time.perf_counter() - started
+        inside[1] += len(batch)
+        return out
+
+    embedder.embed = timed  # type: ignore[method-assign,assignment]
     started = time.perf_counter()
     done = 0
     while (report := index_pending(runtime.log, embedder, limit=256)).embedded:
@@ -112,8 +132,11 @@ def _embedding_throughput(runtime: Runtime, texts: list[str], sample: int) -> tu
         rate = done / (time.perf_counter() - started)
         print(f"\rindexing drain: {done:,} embedded, {rate:,.0f}/s", end="", flush=True)
     drain = done / max(time.perf_counter() - started, 1e-9)
+    embedder.embed = embed  # type: ignore[method-assign]
     print(flush=True)
-    return raw, drain
+    after = _raw_rate(embedder, chosen)
+    print(f"raw embedder after the drain: {after:,.0f} sentences/s", flush=True)
+    return (before + after) / 2, inside[1] / inside[0], drain
 
 
 def _recall_at_10(runtime: Runtime, caller: Caller, queries: list[str]) -> float:
@@ -199,8 +222,11 @@ def main() -> None:
         issued = create_tenant(runtime.log, "recall-bench")
         caller = authenticate(runtime.log, issued.token)
         _load(runtime, caller, corpus)
-        raw, drain = _embedding_throughput(runtime, corpus, args.sample)
-        print(f"embedding: drain {drain:,.0f}/s vs raw {raw:,.0f}/s, ratio {drain / raw:.2f}")
+        raw, inside, drain = _embedding_throughput(runtime, corpus, args.sample)
+        print(
+            f"embedding: drain {drain:,.0f}/s; raw embedder {raw:,.0f}/s (ratio {drain / raw:.2f});"
+            f" the embedder within the drain {inside:,.0f}/s (ratio {drain / inside:.2f})"
+        )
         with runtime.database.owner_connection(autocommit=True) as conn:
             conn.execute("ANALYZE")  # what autovacuum would have done by now
         token = issued.token

@@ -110,11 +110,6 @@ def search(
     filters, params = filter_clauses("e", where.memory_type, where.scope, where.project)
     clauses = ["e.model_id = %(model)s", f"e.dimension = {dimension}", *filters]
     params.update(q=_vector(vector), model=model_id, limit=limit, now=now)
-    if exact and not where.include_archived:
-        clauses.append(
-            f'NOT EXISTS (SELECT 1 FROM "{schema}".beliefs b WHERE b.memory_id = e.memory_id'
-            " AND b.belief->'labels'->'archived' <> 'null'::jsonb)"
-        )
     # An expression the index cannot serve forces the exact plan.
     order = f"{distance} + 0" if exact else distance
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
@@ -181,13 +176,19 @@ def recall(
         where=query,
         now=now,
     )
-    rows = find(exact=False, limit=query.k * HNSW_OVERFETCH)
+    limit = query.k * HNSW_OVERFETCH
+    rows = find(exact=False, limit=limit)
     kept = [r for r in rows if query.include_archived or not _archived(r)]
     strategy = "hnsw"
-    if len(kept) < query.k:
-        rows = find(exact=True, limit=query.k)
-        kept = [r for r in rows if query.include_archived or not _archived(r)]
+    while len(kept) < query.k:
+        # Short: the filters (or archived memories) left fewer than k. Exact search
+        # over what the filters select; asked for more while archived ones crowd it.
         strategy = "exact"
+        rows = find(exact=True, limit=limit)
+        kept = [r for r in rows if query.include_archived or not _archived(r)]
+        if len(rows) < limit:
+            break
+        limit *= HNSW_OVERFETCH
     searched = time.perf_counter()
     items = _rank(log, tenant_id, kept, query.k, now)
     done = time.perf_counter()

@@ -211,7 +211,19 @@ class DrainLoop:
         self._wake.set()
         self._thread.join(timeout_s)
 
+    def _warm_up(self) -> None:
+        """Load the embedding model now, beside the loop (which it must not delay),
+        so the first write after start-up finds it ready: importing torch takes
+        seconds."""
+        if self.embedder is None:
+            return
+        try:
+            self.embedder.embed(["warm up"])
+        except Exception:
+            _log.exception("embedder failed to load; indexing retries at each pass")
+
     def _run(self) -> None:
+        threading.Thread(target=self._warm_up, name="palimpsest-warm-up", daemon=True).start()
         while not self._stop.is_set():
             self._wake.wait(self.sweep_s)
             self._wake.clear()

@@ -1,13 +1,14 @@
 """Recall: the k current memories nearest a query, filtered inside the database.
 
-Search runs on the HNSW index (cosine) first, with the tenant and the
-filters in the same query and the index asked for several times k
-candidates. pgvector before 0.8 (the embedded server has 0.6) stops an
-index scan after ``hnsw.ef_search`` candidates, so a selective filter can
-leave fewer than k: then the same query runs as an exact search, which
-the filter makes small (a btree index on tenant, model, type, scope and
-project narrows it first). Either way the answer holds k memories when k
-exist.
+When the tenant and the filters select few memories (a bounded count,
+at most :data:`EXACT_BELOW`), the search is exact. Otherwise it runs on
+the HNSW index (cosine) first, with the tenant and the filters in the same
+query and the index asked for several times k candidates. pgvector before
+0.8 (the embedded server has 0.6) stops an index scan after
+``hnsw.ef_search`` candidates, so a filter can still leave fewer than k:
+then the same query runs as an exact search, which the filter makes small
+(btree indexes on tenant, model and the filtered columns narrow it first).
+Either way the answer holds k memories when k exist.
 
 Ranking: similarity rounded to :data:`SIMILARITY_DECIMALS` decimals, then
 salience, then recency (the newest write that touched the memory), then id.
@@ -34,6 +35,7 @@ from projections.reads import filter_clauses
 
 __all__ = [
     "EF_SEARCH",
+    "EXACT_BELOW",
     "HNSW_OVERFETCH",
     "RecallQuery",
     "RecallResult",
@@ -49,7 +51,12 @@ SIMILARITY_DECIMALS = 3
 HNSW_OVERFETCH = 4
 """Candidates asked of the index per memory wanted (archived ones are dropped after)."""
 
-EF_SEARCH = 200
+EXACT_BELOW = 2000
+"""Searched exactly, without trying the index, when the tenant and filters select
+at most this many memories: cheaper than an index walk the filters would leave
+short (pgvector 0.6 filters after the walk)."""
+
+EF_SEARCH = 400
 """The least ``hnsw.ef_search`` of a recall: the index is built sparse for cheap
 inserts (see :func:`projections.migrations.vector_index_ddl`), so the search looks
 wider; it costs well under a millisecond."""
@@ -150,6 +157,24 @@ def _archived(row: dict[str, Any]) -> bool:
     return belief is not None and belief["labels"].get("archived") is not None
 
 
+def _selected(
+    log: EventLog, tenant_id: UUID, embedder: Embedder, query: RecallQuery, upto: int
+) -> int:
+    """Return how many embedded memories the tenant and filters select, counting no
+    further than ``upto`` (a few thousand btree entries at most)."""
+    filters, params = filter_clauses("e", query.memory_type, query.scope, query.project)
+    clauses = ["e.model_id = %(model)s", *filters]
+    params.update(model=embedder.model_id, upto=upto)
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT count(*) AS n FROM (SELECT 1 FROM "{log.datastore.schema}".'
+            f"{EMBEDDINGS_TABLE} e WHERE {' AND '.join(clauses)} LIMIT %(upto)s) AS s",
+            params,
+        )
+        row = cur.fetchone()
+    return int(row["n"]) if row else 0
+
+
 def recall(
     log: EventLog,
     embedder: Embedder,
@@ -177,7 +202,8 @@ def recall(
         now=now,
     )
     limit = query.k * HNSW_OVERFETCH
-    rows = find(exact=False, limit=limit)
+    small = _selected(log, tenant_id, embedder, query, EXACT_BELOW + 1) <= EXACT_BELOW
+    rows = [] if small else find(exact=False, limit=limit)
     kept = [r for r in rows if query.include_archived or not _archived(r)]
     strategy = "hnsw"
     while len(kept) < query.k:

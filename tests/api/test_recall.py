@@ -242,3 +242,27 @@ def test_bad_recall_requests_are_refused_and_change_nothing(
     # A reader may recall (and a recall of nothing stamps nothing).
     assert _recall(client, headers, query="anything at all")["items"] == []
     assert snapshot() == before
+
+
+def test_the_index_path_and_its_exact_fallback(
+    client: TestClient, tenant: Tenant, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Tests' tenants are small, so recall searches them exactly; make "small" smaller.
+    monkeypatch.setattr("projections.recall.EXACT_BELOW", 5)
+    headers = tenant.headers()
+    for i in range(30):
+        remember(client, headers, type="note", content=f"Note {i}: the standup moved again")
+    wanted = [
+        remember(client, headers, type="fact", project="apollo", content=f"Apollo launch {i}")["id"]
+        for i in range(3)
+    ]
+    index_until_caught_up(runtime, tenant.id)
+    walked = _recall(client, headers, query="when is the standup", k=10)
+    assert walked["strategy"] == "hnsw" and len(walked["items"]) == 10
+    assert all(i["type"] == "note" for i in walked["items"])
+    # The walk finds too few facts of apollo among its candidates: exact search.
+    short = _recall(
+        client, headers, query="when is the standup", k=5, type="fact", project="apollo"
+    )
+    assert short["strategy"] == "exact"
+    assert sorted(i["id"] for i in short["items"]) == sorted(wanted)

@@ -143,3 +143,24 @@ def test_an_http_embedder_without_its_endpoint_is_one_line_and_exit_2(
     code, out, err = _run(capsys, "config")
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "PALIMPSEST_EMBEDDING_URL" in err
+
+
+def test_reindex_reports_progress_and_stops_cleanly_on_ctrl_c(
+    cli_env: None,
+    client: TestClient,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = _run(capsys, "reindex")
+    assert code == EXIT_OK and "reindex: done" in err
+    assert json.loads(out)["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("projections.indexing.index_pending", interrupted)
+    code, out, err = _run(capsys, "reindex")
+    assert code == 130 and out == ""
+    assert err.strip().splitlines()[-1] == (
+        "palimpsest reindex: interrupted; what was embedded stays"
+    )

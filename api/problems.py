@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from uuid import UUID
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -36,6 +37,7 @@ from projections.errors import (
     PgvectorMissingError,
     SchemaTooNewError,
 )
+from projections.reads import erasure_placeholder
 
 __all__ = [
     "PROBLEMS",
@@ -123,8 +125,7 @@ def _extension(error: PalimpsestError) -> dict[str, Any] | None:
     """Return the problem's extension members: the erasure that removed what was
     asked for, or the token that would confirm a destructive request."""
     if isinstance(error, ContentErasedError | TenantClosedError):
-        erasure = str(error.erasure_id)
-        return {"erasure": {"id": erasure, "receipt": f"/v1/erasures/{erasure}"}}
+        return {"erasure": erasure_placeholder(UUID(str(error.erasure_id)))}
     if isinstance(error, ConfirmationRequiredError):
         return {"confirmation_token": error.token}
     return None

@@ -11,8 +11,9 @@ Two backends share one small interface:
 - :class:`OpenAICompatibleEmbedder`: any ``POST {base}/v1/embeddings``
   endpoint (a self-hosted model server, or a hosted API).
 
-Every vector is L2-normalised here, so cosine similarity is a dot product
-and a backend that does not normalise cannot skew rankings.
+Every vector leaves here L2-normalised (the local model normalises its own;
+an endpoint's are normalised on arrival), so cosine similarity is a dot
+product and a backend that does not normalise cannot skew rankings.
 """
 
 from __future__ import annotations
@@ -117,7 +118,9 @@ class LocalMiniLM:
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        return [normalised(v) for v in vectors.tolist()]
+        # sentence-transformers normalised them already (normalize_embeddings).
+        result: list[list[float]] = vectors.tolist()
+        return result
 
 
 class OpenAICompatibleEmbedder:

@@ -212,13 +212,22 @@ def _m0001_event_log(cur: psycopg.Cursor[Any], database: Database) -> None:
     _isolate_tenants(cur, database, (EVENTS_TABLE, "payloads", "tokens", "idempotency_keys"))
 
 
+def _ddl(cur: psycopg.Cursor[Any], database: Database, t: str | None = None) -> Callable[..., None]:
+    """Return ``run(statement, **tables)``: executes DDL with ``{schema}``, ``{app}``
+    and ``{t}`` (or the tables named in the call) filled in as identifiers."""
+    names = {"schema": sql.Identifier(database.schema), "app": sql.Identifier(database.app_user)}
+    if t is not None:
+        names["t"] = sql.Identifier(t)
+
+    def run(statement: str, **tables: str) -> None:
+        more = {k: sql.Identifier(v) for k, v in tables.items()}
+        cur.execute(sql.SQL(statement).format(**names, **more))
+
+    return run
+
+
 def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> None:
-    schema = sql.Identifier(database.schema)
-    fmt = {"schema": schema, "app": sql.Identifier(database.app_user)}
-
-    def run(statement: str) -> None:
-        cur.execute(sql.SQL(statement).format(**fmt))
-
+    run = _ddl(cur, database)
     tenant = " tenant_id uuid NOT NULL DEFAULT {schema}.current_tenant(),"
     # requested: the highest log position of an accepted event that can change
     # the memory's labels; published: the requested revision the last finished
@@ -316,8 +325,7 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
         "memory_index",
         "version_digests",
     ):
-        fmt["t"] = sql.Identifier(table)
-        run("GRANT SELECT, INSERT ON {schema}.{t} TO {app}")
+        run("GRANT SELECT, INSERT ON {schema}.{t} TO {app}", t=table)
     run("GRANT SELECT, INSERT, UPDATE ON {schema}.observation_deadlines TO {app}")
     # Raw expiry deletes payload bytes (never events): the one DELETE the role has.
     run("GRANT DELETE ON {schema}.payloads TO {app}")
@@ -343,11 +351,7 @@ def _m0002_revision_watermark(cur: psycopg.Cursor[Any], database: Database) -> N
 
 
 def _m0003_decisions(cur: psycopg.Cursor[Any], database: Database) -> None:
-    fmt = {"schema": sql.Identifier(database.schema), "app": sql.Identifier(database.app_user)}
-
-    def run(statement: str) -> None:
-        cur.execute(sql.SQL(statement).format(**fmt))
-
+    run = _ddl(cur, database)
     # Each decision's logical key, so a replayed decision finds the original.
     run(
         "CREATE TABLE {schema}.decision_index ("
@@ -361,15 +365,7 @@ def _m0003_decisions(cur: psycopg.Cursor[Any], database: Database) -> None:
 
 
 def _m0004_snapshots(cur: psycopg.Cursor[Any], database: Database) -> None:
-    fmt = {
-        "schema": sql.Identifier(database.schema),
-        "app": sql.Identifier(database.app_user),
-        "t": sql.Identifier(SNAPSHOTS_TABLE),
-    }
-
-    def run(statement: str) -> None:
-        cur.execute(sql.SQL(statement).format(**fmt))
-
+    run = _ddl(cur, database, SNAPSHOTS_TABLE)
     # The library's snapshot table layout, with the tenant of each row. Snapshots
     # are derived from the log (rebuild rewrites them, verify checks them).
     run(
@@ -384,11 +380,7 @@ def _m0004_snapshots(cur: psycopg.Cursor[Any], database: Database) -> None:
 
 
 def _m0005_memory_access(cur: psycopg.Cursor[Any], database: Database) -> None:
-    fmt = {"schema": sql.Identifier(database.schema), "app": sql.Identifier(database.app_user)}
-
-    def run(statement: str) -> None:
-        cur.execute(sql.SQL(statement).format(**fmt))
-
+    run = _ddl(cur, database)
     # Tuning state for salience: how often and when reads returned each memory.
     # Never an event, never a label; losing it only resets ranking.
     run(
@@ -403,11 +395,7 @@ def _m0005_memory_access(cur: psycopg.Cursor[Any], database: Database) -> None:
 
 
 def _m0006_tenant_retention(cur: psycopg.Cursor[Any], database: Database) -> None:
-    fmt = {"schema": sql.Identifier(database.schema), "app": sql.Identifier(database.app_user)}
-
-    def run(statement: str) -> None:
-        cur.execute(sql.SQL(statement).format(**fmt))
-
+    run = _ddl(cur, database)
     # Which retention applies to an observation (raw or transient) decides how a
     # tenant's shorter policy moves its deadline.
     run(
@@ -427,11 +415,7 @@ def _m0006_tenant_retention(cur: psycopg.Cursor[Any], database: Database) -> Non
 
 
 def _m0007_erasure(cur: psycopg.Cursor[Any], database: Database) -> None:
-    fmt = {"schema": sql.Identifier(database.schema), "app": sql.Identifier(database.app_user)}
-
-    def run(statement: str) -> None:
-        cur.execute(sql.SQL(statement).format(**fmt))
-
+    run = _ddl(cur, database)
     # The write that erased an observation's content (its bytes went with it).
     run("ALTER TABLE {schema}.observation_deadlines ADD COLUMN erased_position bigint")
     # The write that erased a memory, so lists skip it and tenant deletion finds
@@ -489,15 +473,7 @@ def vector_index_ddl(schema: str, dimension: int) -> sql.Composed:
 
 
 def _m0008_embeddings(cur: psycopg.Cursor[Any], database: Database) -> None:
-    fmt = {
-        "schema": sql.Identifier(database.schema),
-        "app": sql.Identifier(database.app_user),
-        "t": sql.Identifier(EMBEDDINGS_TABLE),
-    }
-
-    def run(statement: str) -> None:
-        cur.execute(sql.SQL(statement).format(**fmt))
-
+    run = _ddl(cur, database, EMBEDDINGS_TABLE)
     # Derived, like a cache: the indexing drain writes it from the payload store
     # and a model; erasure deletes rows in the erasing transaction. It is not a
     # read model of the log (rebuild cannot recompute it without the model).
@@ -533,11 +509,11 @@ def _m0008_embeddings(cur: psycopg.Cursor[Any], database: Database) -> None:
 
 
 def _m0009_recall_filters(cur: psycopg.Cursor[Any], database: Database) -> None:
-    fmt = {"schema": sql.Identifier(database.schema), "t": sql.Identifier(EMBEDDINGS_TABLE)}
+    run = _ddl(cur, database, EMBEDDINGS_TABLE)
     # A selective filter on scope or project alone falls back to exact search
     # (docs/recall.md); without these it read every row of the tenant's model.
     for columns in ("tenant_id, model_id, project", "tenant_id, model_id, scope"):
-        cur.execute(sql.SQL(f"CREATE INDEX ON {{schema}}.{{t}} ({columns})").format(**fmt))
+        run(f"CREATE INDEX ON {{schema}}.{{t}} ({columns})")
 
 
 MIGRATIONS: tuple[Migration, ...] = (

@@ -412,3 +412,24 @@ def test_the_same_erasure_again_returns_its_receipt(
     assert count_events(runtime, tenant, "ObservationErased") == 1
     different = erase(client, headers, observation_ids=[obs], reason="another reason")
     assert different.status_code == 409 and problem_slug(different) == "conflict"
+
+
+def test_receipts_and_tenant_deletion_refuse_bad_input(
+    client: TestClient, tenant: Tenant, snapshot: Any
+) -> None:
+    headers = tenant.headers()
+    memory = remember(client, headers)
+    forgot = post(client, f"/v1/memories/{memory['id']}/forget", {"reason": "old"}, headers)
+    before = snapshot()
+    for path, status in (
+        ("/v1/erasures/not-a-uuid", 422),
+        (f"/v1/erasures/{uuid.uuid4()}", 404),
+        (f"/v1/erasures/{forgot.json()['id']}", 404),  # a decision, but not an erasure
+    ):
+        response = client.get(path, headers=headers)
+        assert response.status_code == status, (path, response.text)
+        assert response.headers["content-type"].startswith("application/problem+json")
+    for query, status in (("?reason=", 422), ("?reason=" + "x" * 1001, 422)):
+        response = client.delete("/v1/tenant" + query, headers=headers)
+        assert response.status_code == status, (query, response.text)
+    assert snapshot() == before

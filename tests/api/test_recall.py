@@ -7,6 +7,7 @@ potential contradiction is reported without anything being written.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from api.app import create_app
 from api.settings import ApiSettings
 from projections.candidates import candidate_pairs
 from projections.runtime import Runtime
-from tests.api.helpers import post, remember
+from tests.api.helpers import post, problem_slug, remember
 from tests.conftest import Tenant, drain_until_caught_up, index_until_caught_up
 
 
@@ -266,3 +267,14 @@ def test_the_index_path_and_its_exact_fallback(
     )
     assert short["strategy"] == "exact"
     assert sorted(i["id"] for i in short["items"]) == sorted(wanted)
+
+
+def test_candidates_of_unknown_or_malformed_memories_are_refused(
+    client: TestClient, tenant: Tenant
+) -> None:
+    headers = tenant.headers("reader")
+    missing = client.get(f"/v1/memories/{uuid.uuid4()}/candidates", headers=headers)
+    assert missing.status_code == 404 and problem_slug(missing) == "not-found"
+    malformed = client.get("/v1/memories/nope/candidates", headers=headers)
+    assert malformed.status_code == 422
+    assert client.get(f"/v1/memories/{uuid.uuid4()}/candidates").status_code == 401

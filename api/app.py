@@ -25,9 +25,9 @@ from api.routers import (
     tenant,
 )
 from api.settings import ApiSettings
-from projections.reads import revision_totals
+from projections.commands.writer import CapturePolicy, Writer
 from projections.runtime import Runtime
-from projections.writes import CapturePolicy, Writer
+from projections.views.beliefs import revision_totals
 
 __all__ = [
     "create_app",
@@ -68,8 +68,8 @@ def create_app(
     )
     app.state.metrics = Metrics()
     app.state.metrics.watch_revision(lambda: revision_totals(runtime.log))
-    runtime.log.version_cache.resize(settings.cache_entries)
-    app.state.metrics.watch_cache(lambda: asdict(runtime.log.version_cache.stats()))
+    runtime.version_cache.resize(settings.cache_entries)
+    app.state.metrics.watch_cache(lambda: asdict(runtime.version_cache.stats()))
     install_problem_handlers(app)
     for module in (
         observations,

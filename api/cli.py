@@ -22,20 +22,20 @@ from api.logformat import configure_logging
 from api.settings import ApiSettings
 from domain.errors import ConfigurationError, InvalidInputError, NotFoundError, PalimpsestError
 from domain.role import ROLES
-from projections.access import create_tenant, issue_token
-from projections.broker import broker_for, send_drain_hint
-from projections.drain import DrainLoop
-from projections.drain_settings import DrainSettings
-from projections.embedded import ServeLock
-from projections.embedding_settings import EmbeddingSettings
-from projections.errors import DatabaseUnavailableError
-from projections.indexing import reindex
-from projections.migrations import EVENTS_TABLE
-from projections.rebuild import rebuild
-from projections.replay import replay_beliefs
+from projections.commands.tokens import create_tenant, issue_token
+from projections.drains.hints import broker_for, send_drain_hint
+from projections.drains.loop import DrainLoop
+from projections.drains.settings import DrainSettings
+from projections.history.rebuild import rebuild
+from projections.history.replay import replay_beliefs
+from projections.history.verify import verify
+from projections.recall.indexing import reindex
+from projections.recall.settings import EmbeddingSettings
 from projections.runtime import Runtime, start_runtime
-from projections.settings import DatabaseSettings
-from projections.verify import verify
+from projections.store.embedded import ServeLock
+from projections.store.errors import DatabaseUnavailableError
+from projections.store.migrations import EVENTS_TABLE
+from projections.store.settings import DatabaseSettings
 
 __all__ = [
     "EXIT_DATABASE",

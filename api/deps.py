@@ -16,9 +16,10 @@ from pydantic import BaseModel
 from api.specs import to_specs
 from domain.errors import AuthenticationError, InvalidInputError, TenantClosedError
 from domain.limits import MAX_IDEMPOTENCY_KEY_CHARS
-from projections.access import authenticate
+from projections.commands.caller import Caller
+from projections.commands.tokens import authenticate
+from projections.commands.writer import Writer
 from projections.runtime import Runtime
-from projections.writes import Caller, Writer
 
 __all__ = [
     "AnyCallerDep",

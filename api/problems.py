@@ -29,7 +29,7 @@ from domain.errors import (
     PermissionDeniedError,
     TenantClosedError,
 )
-from projections.errors import (
+from projections.store.errors import (
     ConcurrentWriteError,
     DatabaseUnavailableError,
     DataDirectoryInUseError,
@@ -37,7 +37,7 @@ from projections.errors import (
     PgvectorMissingError,
     SchemaTooNewError,
 )
-from projections.reads import erasure_placeholder
+from projections.views.beliefs import erasure_placeholder
 
 __all__ = [
     "PROBLEMS",

@@ -22,7 +22,7 @@ from api.schemas import (
     VersionCreate,
     WithdrawCreate,
 )
-from projections.writes import (
+from projections.commands.writer import (
     EdgeSpec,
     EraseSpec,
     EvidenceSpec,

@@ -19,7 +19,7 @@ Every exception palimpsest defines descends from :class:`PalimpsestError`::
     ├── PermissionDeniedError        the token's role may not do this
     └── ConfigurationError           a setting is missing or invalid
 
-Persistence errors subclass these in ``projections/errors.py``.
+Persistence errors subclass these in ``projections/store/errors.py``.
 """
 
 from __future__ import annotations

@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 
 from eventsourcing.persistence import PersistenceError
 
-from projections.database import Database, open_database
-from projections.embedders import Embedder
-from projections.embedding_settings import EmbeddingSettings
-from projections.errors import DatabaseUnavailableError
-from projections.eventlog import EventLog
-from projections.migrations import migrate, vector_index_ddl
-from projections.settings import DatabaseSettings
+from projections.recall.embedders import Embedder
+from projections.recall.settings import EmbeddingSettings
+from projections.store.database import Database, open_database
+from projections.store.errors import DatabaseUnavailableError
+from projections.store.eventlog import EventLog
+from projections.store.migrations import migrate, vector_index_ddl
+from projections.store.settings import DatabaseSettings
+from projections.views.version_cache import VersionCache, cache_for
 
 __all__ = [
     "Runtime",
@@ -38,6 +39,11 @@ class Runtime:
         if self._embedder is None:
             self._embedder = self.embedding.make_embedder()
         return self._embedder
+
+    @property
+    def version_cache(self) -> VersionCache:
+        """Decoded memories by version, for as-of reads (``create_app`` sizes it)."""
+        return cache_for(self.log)
 
     def use_embedder(self, embedder: Embedder) -> None:
         """Use ``embedder`` from now on, and make sure its dimension has an index."""

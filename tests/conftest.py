@@ -23,12 +23,12 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from api.app import create_app
 from api.settings import ApiSettings
 from domain.errors import PalimpsestError
-from projections.access import IssuedToken, create_tenant, issue_token
-from projections.drain import drain_revisions
-from projections.indexing import index_pending
-from projections.migrations import EVENTS_TABLE
+from projections.commands.tokens import IssuedToken, create_tenant, issue_token
+from projections.drains.revision import drain_revisions
+from projections.recall.indexing import index_pending
 from projections.runtime import Runtime, start_runtime
-from projections.settings import DatabaseSettings
+from projections.store.migrations import EVENTS_TABLE
+from projections.store.settings import DatabaseSettings
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ import threading
 
 import dramatiq
 
-from projections.broker import broker_for
-from projections.database import open_database
-from projections.drain_settings import DrainSettings
-from projections.embedding_settings import EmbeddingSettings
-from projections.eventlog import EventLog
-from projections.settings import DatabaseSettings
+from projections.drains.hints import broker_for
+from projections.drains.settings import DrainSettings
+from projections.recall.settings import EmbeddingSettings
+from projections.store.database import open_database
+from projections.store.eventlog import EventLog
+from projections.store.settings import DatabaseSettings
 from workers.erasure import register_erasure_actor
 from workers.expiry import register_expiry_actor
 from workers.indexing import register_index_actor

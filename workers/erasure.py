@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
-from projections.tenant_deletion import erase_deleted_tenants
+from projections.drains.tenant_erasure import erase_deleted_tenants
 from workers.hints import hinted_drain
 
 if TYPE_CHECKING:
-    from projections.eventlog import EventLog
+    from projections.store.eventlog import EventLog
 
 __all__ = ["ERASURE_ACTOR", "register_erasure_actor"]
 

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
-from projections.expiry import expire_due
-from projections.retention import apply_retention
+from projections.drains.expiry import expire_due
+from projections.drains.retention import apply_retention
 from workers.hints import hinted_drain
 
 if TYPE_CHECKING:
-    from projections.eventlog import EventLog
+    from projections.store.eventlog import EventLog
 
 __all__ = ["EXPIRY_ACTOR", "register_expiry_actor"]
 

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
-from projections.indexing import index_pending
+from projections.recall.indexing import index_pending
 from workers.hints import hinted_drain
 
 if TYPE_CHECKING:
-    from projections.embedders import Embedder
-    from projections.eventlog import EventLog
+    from projections.recall.embedders import Embedder
+    from projections.store.eventlog import EventLog
 
 __all__ = [
     "INDEX_ACTOR",

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
-from projections.broker import DRAIN_ACTOR, DRAIN_QUEUE
-from projections.drain import LEASE_SECONDS, drain_revisions
+from projections.drains.hints import DRAIN_ACTOR, DRAIN_QUEUE
+from projections.drains.revision import LEASE_SECONDS, drain_revisions
 from workers.hints import hinted_drain
 
 if TYPE_CHECKING:
-    from projections.eventlog import EventLog
+    from projections.store.eventlog import EventLog
 
 __all__ = ["register_drain_actor"]
 

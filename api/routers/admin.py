@@ -11,6 +11,11 @@ from api.schemas import CacheEvicted
 from domain.errors import PermissionDeniedError
 from domain.role import can_administer
 
+__all__ = [
+    "evict_cache",
+    "router",
+]
+
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
 
 
@@ -22,7 +27,7 @@ def evict_cache(caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
     if not can_administer(caller.role):
         msg = f"role {caller.role!r} cannot evict caches; an admin token is required"
         raise PermissionDeniedError(msg)
-    cache = runtime.log.version_cache
+    cache = runtime.version_cache
     evicted = cache.evict(caller.tenant_id)
     stats = cache.stats()
     return {"evicted": evicted, "entries": stats.entries, "max_entries": stats.max_entries}

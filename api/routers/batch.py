@@ -9,6 +9,11 @@ from fastapi import APIRouter, Request, Response
 from api.deps import CallerDep, IdempotencyKeyDep, WriterDep, perform_write
 from api.schemas import BatchCreate, BatchPublic
 
+__all__ = [
+    "create_batch",
+    "router",
+]
+
 router = APIRouter(prefix="/v1/batch", tags=["batch"])
 
 

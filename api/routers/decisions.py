@@ -9,7 +9,12 @@ from fastapi import APIRouter
 
 from api.deps import CallerDep, RuntimeDep
 from api.schemas import DecisionPublic
-from projections.decisions import decision_record
+from projections.views.decision_records import decision_record
+
+__all__ = [
+    "read_decision",
+    "router",
+]
 
 router = APIRouter(prefix="/v1/decisions", tags=["decisions"])
 

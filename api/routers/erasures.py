@@ -18,7 +18,13 @@ from api.deps import (
 from api.schemas import ErasureCreate, ErasureReceipt
 from domain.errors import PermissionDeniedError
 from domain.role import can_administer
-from projections.erasure import erasure_receipt
+from projections.views.receipts import erasure_receipt
+
+__all__ = [
+    "erase",
+    "read_receipt",
+    "router",
+]
 
 router = APIRouter(prefix="/v1/erasures", tags=["erasures"])
 
@@ -50,7 +56,7 @@ def erase(
     memories = set(body.memory_ids) | {
         UUID(op["memory_id"]) for op in result.get("accepted", []) if "memory_id" in op
     }
-    runtime.log.version_cache.evict(caller.tenant_id, memories)
+    runtime.version_cache.evict(caller.tenant_id, memories)
     return erasure_receipt(runtime.log, caller.tenant_id, UUID(result["id"]))
 
 

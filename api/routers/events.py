@@ -12,7 +12,13 @@ from fastapi.responses import StreamingResponse
 
 from api.deps import CallerDep, RuntimeDep
 from api.schemas import EventPagePublic
-from projections.history import event_feed
+from projections.views.timeline import event_feed
+
+__all__ = [
+    "list_events",
+    "router",
+    "stream_events",
+]
 
 router = APIRouter(prefix="/v1/events", tags=["events"])
 

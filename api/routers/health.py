@@ -9,7 +9,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from api.deps import RuntimeDep
 from domain.errors import PalimpsestError
-from projections.errors import DatabaseUnavailableError
+from projections.store.errors import DatabaseUnavailableError
+
+__all__ = [
+    "healthz",
+    "metrics",
+    "router",
+]
 
 router = APIRouter(tags=["operations"])
 

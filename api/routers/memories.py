@@ -30,14 +30,30 @@ from api.schemas import (
 )
 from domain.errors import ContentErasedError, InvalidInputError
 from domain.memory import MemoryType
-from projections.accesses import salience_of, stamp_accesses
-from projections.as_of import belief_as_of, list_beliefs_as_of, position_at
-from projections.candidates import potential_contradictions
-from projections.history import memory_history
-from projections.reads import MemoryFilter, current_belief, list_beliefs, memory_versions
+from projections.commands.caller import Caller
+from projections.commands.writer import Writer
 from projections.runtime import Runtime
-from projections.unit_of_work import Caller
-from projections.writes import Writer
+from projections.views.access_stamps import salience_of, stamp_accesses
+from projections.views.as_of import belief_as_of, list_beliefs_as_of, position_at
+from projections.views.beliefs import MemoryFilter, current_belief, list_beliefs, memory_versions
+from projections.views.candidates import potential_contradictions
+from projections.views.timeline import memory_history
+
+__all__ = [
+    "create_edge",
+    "create_memory",
+    "create_version",
+    "forget_memory",
+    "list_memories",
+    "pin_memory",
+    "read_candidates",
+    "read_history",
+    "read_memory",
+    "read_versions",
+    "restore_memory",
+    "router",
+    "unpin_memory",
+]
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 

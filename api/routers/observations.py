@@ -15,7 +15,15 @@ from api.schemas import (
     ObservationPublic,
     RetractCreate,
 )
-from projections.reads import observation_content, observation_metadata
+from projections.views.beliefs import observation_content, observation_metadata
+
+__all__ = [
+    "create_observation",
+    "read_observation",
+    "read_observation_content",
+    "retract_observation",
+    "router",
+]
 
 router = APIRouter(prefix="/v1/observations", tags=["observations"])
 

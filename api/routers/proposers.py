@@ -11,6 +11,11 @@ from api.deps import CallerDep, IdempotencyKeyDep, WriterDep, perform_write
 from api.schemas import DecisionOutcome, WithdrawCreate
 from domain.errors import InvalidInputError
 
+__all__ = [
+    "router",
+    "withdraw_proposer",
+]
+
 router = APIRouter(prefix="/v1/proposers", tags=["decisions"])
 
 _MODEL_PREFIX = "model="

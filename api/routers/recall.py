@@ -8,7 +8,12 @@ from fastapi import APIRouter, Response
 
 from api.deps import CallerDep, ClockDep, RuntimeDep
 from api.schemas import RecallCreate, RecallPublic
-from projections.recall import RecallQuery, recall
+from projections.recall.search import RecallQuery, recall
+
+__all__ = [
+    "recall_memories",
+    "router",
+]
 
 router = APIRouter(prefix="/v1/recall", tags=["recall"])
 

@@ -8,7 +8,12 @@ from fastapi import APIRouter
 
 from api.deps import CallerDep, RuntimeDep
 from api.schemas import RevisionStatusPublic
-from projections.reads import revision_status
+from projections.views.beliefs import revision_status
+
+__all__ = [
+    "read_revision_status",
+    "router",
+]
 
 router = APIRouter(prefix="/v1/revision", tags=["revision"])
 

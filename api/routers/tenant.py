@@ -16,9 +16,17 @@ from api.schemas import ErasureReceipt, RetentionPublic, RetentionUpdate, Tenant
 from domain.errors import ConfirmationRequiredError, PermissionDeniedError
 from domain.limits import MAX_REASON_CHARS
 from domain.role import can_administer
-from projections.erasure import erasure_receipt
-from projections.export import export_tenant
-from projections.tenant_deletion import confirmation_token
+from projections.commands.tenant_deletion import confirmation_token
+from projections.views.export import export_tenant
+from projections.views.receipts import erasure_receipt
+
+__all__ = [
+    "delete_tenant",
+    "export",
+    "read_retention",
+    "router",
+    "update_retention",
+]
 
 router = APIRouter(prefix="/v1/tenant", tags=["tenant"])
 

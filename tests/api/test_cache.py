@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from domain.belief import MemoryFacts
 from projections.runtime import Runtime
-from projections.version_cache import VersionCache
+from projections.views.version_cache import VersionCache
 from tests.api.helpers import post, problem_slug, remember
 from tests.conftest import Tenant
 
@@ -42,7 +42,7 @@ def test_eviction_changes_no_row_and_no_answer(
         headers=other_tenant.headers(),
         params={"at_position": other["position"]},
     )
-    cache = runtime.log.version_cache
+    cache = runtime.version_cache
     hits = cache.stats().hits
     assert answers() == cold  # warm: served from the cache, the same
     assert cache.stats().hits >= hits + len(positions)

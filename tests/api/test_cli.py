@@ -158,7 +158,7 @@ def test_reindex_reports_progress_and_stops_cleanly_on_ctrl_c(
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("projections.indexing.index_pending", interrupted)
+    monkeypatch.setattr("projections.recall.indexing.index_pending", interrupted)
     code, out, err = _run(capsys, "reindex")
     assert code == 130 and out == ""
     assert err.strip().splitlines()[-1] == (

@@ -20,11 +20,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.cli import main
-from projections.expiry import expire_due
-from projections.rebuild import rebuild
-from projections.retention import apply_retention
+from projections.drains.expiry import expire_due
+from projections.drains.retention import apply_retention
+from projections.drains.tenant_erasure import erase_deleted_tenants
+from projections.history.rebuild import rebuild
 from projections.runtime import Runtime
-from projections.tenant_deletion import erase_deleted_tenants
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import (
     RunDatabase,

@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
-from projections.expiry import expire_due
+from projections.drains.expiry import expire_due
 from projections.runtime import Runtime
 from tests.api.helpers import observe, post, remember
 from tests.conftest import Tenant, drain_until_caught_up

@@ -7,7 +7,7 @@ import inspect
 from fastapi.testclient import TestClient
 
 import domain.errors
-import projections.errors
+import projections.store.errors
 from api.problems import PROBLEMS
 from domain.errors import PalimpsestError
 from tests.api.helpers import remember
@@ -51,7 +51,7 @@ def test_openapi_documents_every_route_with_typed_bodies(client: TestClient) -> 
 def test_every_error_class_has_a_problem_type() -> None:
     classes = [
         c
-        for module in (domain.errors, projections.errors)
+        for module in (domain.errors, projections.store.errors)
         for _, c in inspect.getmembers(module, inspect.isclass)
         if issubclass(c, PalimpsestError)
     ]

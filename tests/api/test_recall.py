@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
-from projections.candidates import candidate_pairs
 from projections.runtime import Runtime
+from projections.views.candidates import candidate_pairs
 from tests.api.helpers import post, problem_slug, remember
 from tests.conftest import Tenant, drain_until_caught_up, index_until_caught_up
 
@@ -249,7 +249,7 @@ def test_the_index_path_and_its_exact_fallback(
     client: TestClient, tenant: Tenant, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Tests' tenants are small, so recall searches them exactly; make "small" smaller.
-    monkeypatch.setattr("projections.recall.EXACT_BELOW", 5)
+    monkeypatch.setattr("projections.recall.search.EXACT_BELOW", 5)
     headers = tenant.headers()
     for i in range(30):
         remember(client, headers, type="note", content=f"Note {i}: the standup moved again")

@@ -12,10 +12,10 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
-from projections.expiry import expire_due
-from projections.retention import apply_retention
+from projections.drains.expiry import expire_due
+from projections.drains.retention import apply_retention
+from projections.history.verify import verify
 from projections.runtime import Runtime
-from projections.verify import verify
 from tests.api.helpers import observe, post, problem_slug
 from tests.conftest import Tenant, count_events
 

@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
+from projections.history.verify import verify
 from projections.runtime import Runtime
-from projections.verify import verify
 from tests.api.helpers import post, remember
 from tests.conftest import Tenant, drain_until_caught_up
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from projections.drains.tenant_erasure import erase_deleted_tenants
 from projections.runtime import Runtime
-from projections.tenant_deletion import erase_deleted_tenants
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.api.test_erasure import database_hits
 from tests.conftest import Tenant, count_events, drain_until_caught_up

@@ -39,11 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from api.app import create_app
 from api.settings import ApiSettings
-from projections.access import authenticate, create_tenant
-from projections.migrations import EVENTS_TABLE
+from projections.commands.tokens import authenticate, create_tenant
+from projections.commands.writer import CapturePolicy, MemorySpec, Writer
 from projections.runtime import Runtime, start_runtime
-from projections.settings import DatabaseSettings
-from projections.writes import CapturePolicy, MemorySpec, Writer
+from projections.store.migrations import EVENTS_TABLE
+from projections.store.settings import DatabaseSettings
 
 EVENTS_PER_MEMORY = 2
 STATE = json.dumps(

@@ -34,17 +34,10 @@ from uuid import UUID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from projections.access import authenticate, create_tenant, issue_token
-from projections.as_of import belief_as_of
-from projections.decisions import LabelSpec, WithdrawSpec
-from projections.drain import drain_revisions
-from projections.migrations import EVENTS_TABLE
-from projections.rebuild import rebuild
-from projections.runtime import Runtime, start_runtime
-from projections.settings import DatabaseSettings
-from projections.unit_of_work import Caller
-from projections.verify import verify
-from projections.writes import (
+from projections.commands.caller import Caller
+from projections.commands.decisions import LabelSpec, WithdrawSpec
+from projections.commands.tokens import authenticate, create_tenant, issue_token
+from projections.commands.writer import (
     CapturePolicy,
     EdgeSpec,
     EvidenceSpec,
@@ -55,6 +48,13 @@ from projections.writes import (
     Writer,
     WriteSpec,
 )
+from projections.drains.revision import drain_revisions
+from projections.history.rebuild import rebuild
+from projections.history.verify import verify
+from projections.runtime import Runtime, start_runtime
+from projections.store.migrations import EVENTS_TABLE
+from projections.store.settings import DatabaseSettings
+from projections.views.as_of import belief_as_of
 
 _BATCH_ITEMS = 400
 
@@ -284,7 +284,7 @@ def main() -> None:
     gc.freeze()  # as `palimpsest serve` does once started
     own = len(_events_of(runtime, memory))
     for label, cache_entries in (("cold, cache off", 0), ("version cache on", 10_000)):
-        runtime.log.version_cache.resize(cache_entries)
+        runtime.version_cache.resize(cache_entries)
         rng = random.Random(7)
         latencies = []
         for _ in range(args.reads):

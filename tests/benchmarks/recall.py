@@ -44,14 +44,14 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
-from projections.access import authenticate, issue_token
-from projections.drain import drain_revisions
-from projections.indexing import index_pending
-from projections.recall import HNSW_OVERFETCH, RecallQuery, search
+from projections.commands.caller import Caller
+from projections.commands.tokens import authenticate, issue_token
+from projections.commands.writer import CapturePolicy, MemorySpec, Writer
+from projections.drains.revision import drain_revisions
+from projections.recall.indexing import index_pending
+from projections.recall.search import HNSW_OVERFETCH, RecallQuery, search
 from projections.runtime import Runtime, start_runtime
-from projections.settings import DatabaseSettings
-from projections.unit_of_work import Caller
-from projections.writes import CapturePolicy, MemorySpec, Writer
+from projections.store.settings import DatabaseSettings
 from tests.benchmarks.sentences import dataset_sentences, sentences
 
 _TYPES = ("fact", "preference", "decision", "note", "event")
@@ -213,7 +213,7 @@ def main() -> None:
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="palimpsest-recall-"))
     fresh = args.data_dir is None or not (data_dir / "pgdata").exists()
     runtime = start_runtime(DatabaseSettings(data_dir=data_dir))
-    from projections.access import create_tenant
+    from projections.commands.tokens import create_tenant
 
     words = list(dataset_sentences())
     corpus = (words + sentences(args.memories + args.queries, seed=11))[: args.memories]

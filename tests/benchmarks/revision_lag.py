@@ -30,12 +30,14 @@ from psycopg.conninfo import make_conninfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import projections.drain as drain_module
-from projections.access import authenticate, create_tenant
-from projections.drain import DrainLoop, drain_revisions
+import projections.drains.revision as drain_module
+from projections.commands.caller import Caller
+from projections.commands.tokens import authenticate, create_tenant
+from projections.commands.writer import CapturePolicy, MemorySpec, Writer
+from projections.drains.loop import DrainLoop
+from projections.drains.revision import drain_revisions
 from projections.runtime import Runtime, start_runtime
-from projections.settings import DatabaseSettings
-from projections.writes import Caller, CapturePolicy, MemorySpec, Writer
+from projections.store.settings import DatabaseSettings
 
 
 def _instrument_publish() -> dict[Any, float]:

@@ -9,9 +9,9 @@ from uuid import UUID
 
 from fastapi.testclient import TestClient
 
-from projections.belief_facts import memory_facts
-from projections.drain import _publish, drain_revisions
+from projections.drains.revision import _publish, drain_revisions
 from projections.runtime import Runtime
+from projections.views.belief_facts import memory_facts
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant, drain_until_caught_up
 

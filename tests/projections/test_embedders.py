@@ -20,11 +20,11 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from api.cli import main
 from api.settings import ApiSettings
-from projections.access import create_tenant
-from projections.embedders import LocalMiniLM, OpenAICompatibleEmbedder
-from projections.errors import EmbedderUnavailableError
-from projections.indexing import index_pending, unindexed_count
+from projections.commands.tokens import create_tenant
+from projections.recall.embedders import LocalMiniLM, OpenAICompatibleEmbedder
+from projections.recall.indexing import index_pending, unindexed_count
 from projections.runtime import Runtime, start_runtime
+from projections.store.errors import EmbedderUnavailableError
 from tests.api.helpers import post, remember
 from tests.conftest import RunDatabase, Tenant, fresh_database, index_until_caught_up
 

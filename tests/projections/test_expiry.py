@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
-from projections.expiry import expire_due
-from projections.migrations import EVENTS_TABLE
+from projections.drains.expiry import expire_due
 from projections.runtime import Runtime
+from projections.store.migrations import EVENTS_TABLE
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant, count_events, drain_until_caught_up
 
@@ -153,7 +153,7 @@ def test_expiry_events_name_the_system_principal(
     client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:
     from domain.tenant import principal_id_for
-    from projections.expiry import EXPIRY_PRINCIPAL
+    from projections.drains.expiry import EXPIRY_PRINCIPAL
 
     observe(client, tenant.headers(), "soon gone")
     _expire_all(runtime)

@@ -15,13 +15,13 @@ from fastapi.testclient import TestClient
 from psycopg import sql
 
 from api.cli import main
-from projections._tenancy import set_tenant
-from projections.read_models import TABLES, TableSpec
-from projections.rebuild import rebuild
-from projections.replay import replay_beliefs
+from projections.drains.tenant_erasure import erase_deleted_tenants
+from projections.history.rebuild import rebuild
+from projections.history.replay import replay_beliefs
+from projections.history.verify import verify
 from projections.runtime import Runtime
-from projections.tenant_deletion import erase_deleted_tenants
-from projections.verify import verify
+from projections.store.tenancy import set_tenant
+from projections.views.read_models import TABLES, TableSpec
 from tests.api.helpers import observe, post, remember
 from tests.conftest import RunDatabase, Tenant, drain_until_caught_up
 

@@ -6,14 +6,8 @@ from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from domain.belief import project_belief
-from projections._tenancy import tenant_transaction
-from projections.access import authenticate
-from projections.belief_facts import facts_of, memory_facts
-from projections.migrations import SNAPSHOTS_TABLE
-from projections.rebuild import rebuild
-from projections.runtime import Runtime
-from projections.verify import verify
-from projections.writes import (
+from projections.commands.tokens import authenticate
+from projections.commands.writer import (
     CapturePolicy,
     EdgeSpec,
     EvidenceSpec,
@@ -22,6 +16,12 @@ from projections.writes import (
     VersionSpec,
     Writer,
 )
+from projections.history.rebuild import rebuild
+from projections.history.verify import verify
+from projections.runtime import Runtime
+from projections.store.migrations import SNAPSHOTS_TABLE
+from projections.store.tenancy import tenant_transaction
+from projections.views.belief_facts import facts_of, memory_facts
 from tests.conftest import Tenant
 
 

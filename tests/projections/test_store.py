@@ -13,15 +13,19 @@ import pytest
 from eventsourcing.persistence import PersistenceError
 
 from domain.tenant import Tenant
-from projections._tenancy import tenant_scope
-from projections.access import create_tenant, issue_token
-from projections.database import open_database
-from projections.embedded import ServeLock, _prune_dead_handles
-from projections.errors import DataDirectoryInUseError, PgvectorMissingError, SchemaTooNewError
-from projections.eventlog import EventLog
-from projections.migrations import EVENTS_TABLE, MIGRATIONS, migrate
+from projections.commands.tokens import create_tenant, issue_token
 from projections.runtime import Runtime
-from projections.settings import DatabaseSettings
+from projections.store.database import open_database
+from projections.store.embedded import ServeLock, _prune_dead_handles
+from projections.store.errors import (
+    DataDirectoryInUseError,
+    PgvectorMissingError,
+    SchemaTooNewError,
+)
+from projections.store.eventlog import EventLog
+from projections.store.migrations import EVENTS_TABLE, MIGRATIONS, migrate
+from projections.store.settings import DatabaseSettings
+from projections.store.tenancy import tenant_scope
 from tests.conftest import Tenant as TenantFixture
 
 

@@ -25,13 +25,8 @@ from hypothesis.stateful import (
 
 from domain.belief import project_belief
 from domain.errors import ConflictError, InvalidInputError
-from projections.access import authenticate, create_tenant
-from projections.belief_facts import belief_document, memory_facts
-from projections.drain import _claim, drain_revisions
-from projections.migrations import EVENTS_TABLE
-from projections.reads import current_belief
-from projections.runtime import Runtime
-from projections.writes import (
+from projections.commands.tokens import authenticate, create_tenant
+from projections.commands.writer import (
     CapturePolicy,
     EdgeSpec,
     EvidenceSpec,
@@ -42,6 +37,11 @@ from projections.writes import (
     WithdrawSpec,
     Writer,
 )
+from projections.drains.revision import _claim, drain_revisions
+from projections.runtime import Runtime
+from projections.store.migrations import EVENTS_TABLE
+from projections.views.belief_facts import belief_document, memory_facts
+from projections.views.beliefs import current_belief
 
 TYPES = ("fact", "preference", "decision")
 MODELS = ("judge-1.4", "judge-2.0")

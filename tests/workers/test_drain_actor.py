@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
-from projections.broker import DRAIN_QUEUE, broker_for, send_drain_hint
+from projections.drains.hints import DRAIN_QUEUE, broker_for, send_drain_hint
 from projections.runtime import Runtime
 from tests.api.helpers import post, remember
 from tests.conftest import Tenant

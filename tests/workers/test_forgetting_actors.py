@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
-from projections.broker import broker_for
+from projections.drains.hints import broker_for
 from projections.runtime import Runtime
 from tests.api.helpers import observe, remember
 from tests.conftest import Tenant, count_events

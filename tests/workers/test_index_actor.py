@@ -9,7 +9,7 @@ import pytest
 from dramatiq.brokers.stub import StubBroker
 from fastapi.testclient import TestClient
 
-from projections.indexing import unindexed_count
+from projections.recall.indexing import unindexed_count
 from projections.runtime import Runtime
 from tests.api.helpers import post, remember
 from tests.conftest import Tenant, drain_until_caught_up

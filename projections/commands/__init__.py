@@ -1,0 +1,5 @@
+"""commands"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

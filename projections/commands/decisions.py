@@ -1,0 +1,310 @@
+"""Taking decisions: operations that change labels on someone's behalf.
+
+Each decision request is evaluated on the aggregates it affects (loaded
+from the log, never from a read model); its effects and its
+``DecisionRecorded`` event are recorded in the request's one transaction.
+A request that would apply nothing, and repeats the logical decision (see
+:func:`domain.decision.logical_key`) that last produced that state, is a
+replay: it records nothing and returns the original outcome.
+
+Which memories a withdrawal affects is found through the dependency rows
+(``evidence_links``, ``proposer_links``), which are written in the same
+transaction as the events they index, then each memory is loaded and
+decided on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+from uuid import UUID, uuid4
+
+from domain.decision import POLICY_VERSION, Decision, logical_key
+from domain.errors import ConflictError, InvalidInputError
+from domain.memory import Memory
+from domain.observation import Observation
+from projections.commands.unit_of_work import Item, UnitOfWork
+from projections.store.eventlog import EventLog
+from projections.store.tenancy import tenant_transaction
+
+__all__ = [
+    "LabelSpec",
+    "Operations",
+    "RetractSpec",
+    "WithdrawSpec",
+    "decide_label",
+    "decide_retract",
+    "decide_withdraw",
+    "find_decision",
+    "record_decision",
+    "seen_version",
+]
+
+LabelOp = Literal["forget", "restore", "pin", "unpin"]
+
+
+@dataclass(frozen=True)
+class RetractSpec:
+    """Retract an observation as evidence: its contributions stop counting."""
+
+    observation_id: UUID
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class WithdrawSpec:
+    """Withdraw a proposer's contributions, or a model's (by any proposer), or a
+    proposer's made with one model."""
+
+    proposer_id: UUID | None
+    model_id: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class LabelSpec:
+    """Forget, restore, pin or unpin one memory."""
+
+    memory_id: UUID
+    op: LabelOp
+    reason: str | None
+
+
+Operations = tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]
+"""What a decision did: accepted operations, refused operations, what it saw."""
+
+
+def find_decision(log: EventLog, tenant_id: UUID, key: str) -> tuple[UUID, int] | None:
+    """Return the newest decision with logical ``key`` and its log position, if any."""
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT decision_id, position FROM "{log.datastore.schema}".decision_index'
+            " WHERE logical_key = %s ORDER BY position DESC LIMIT 1",
+            (key,),
+        )
+        row = cur.fetchone()
+    return None if row is None else (row["decision_id"], row["position"])
+
+
+def record_decision(
+    uow: UnitOfWork,
+    *,
+    kind: str,
+    subject: str,
+    params: dict[str, str],
+    inputs: list[dict[str, str]],
+    take: Callable[[UUID], Operations],
+    nothing_to_do: ConflictError | None,
+) -> Item:
+    """Evaluate a decision with ``take`` and record it, or replay the original.
+
+    ``take`` receives the new decision's id, applies the accepted operations
+    to the unit of work's aggregates, and returns what it accepted, refused
+    and saw.
+
+    Raises:
+        ConflictError: ``nothing_to_do``, raised when nothing would be applied
+            and no earlier identical decision exists; when it is None, such a
+            decision is recorded with no operations.
+    """
+    key = logical_key(kind, subject, params)
+    decision_id = uuid4()
+    accepted, refused, seen = take(decision_id)
+    if not accepted:
+        prior = find_decision(uow.log, uow.caller.tenant_id, key)
+        if prior is not None:
+            decision = uow.load(prior[0], Decision, "decision")
+            return Item(
+                decision.id,
+                None,
+                {**decision.outcome(), "replayed": True},
+                position=prior[1],
+            )
+        if nothing_to_do is not None:
+            raise nothing_to_do
+    decision = Decision(
+        id=decision_id,
+        tenant_id=uow.caller.tenant_id,
+        kind=kind,
+        subject=subject,
+        params=params,
+        logical_key=key,
+        inputs=inputs,
+        seen=seen,
+        accepted=accepted,
+        refused=refused,
+        proposer_id=uow.caller.principal_id,
+        policy_version=POLICY_VERSION,
+        principal_id=uow.caller.principal_id,
+    )
+    uow.add(decision)
+    return Item(
+        decision.id, (decision.id, decision.version), {**decision.outcome(), "replayed": False}
+    )
+
+
+def seen_version(memory: Memory) -> dict[str, str]:
+    """Return the version and content digest a decision saw of ``memory``."""
+    version = memory.current_version
+    return {
+        "memory_id": str(memory.id),
+        "version_id": str(version.version_id),
+        "content_digest": version.content_digest,
+    }
+
+
+def _linked_memories(uow: UnitOfWork, sql: str, params: tuple[Any, ...]) -> list[UUID]:
+    with tenant_transaction(uow.log.datastore, uow.caller.tenant_id, commit=False) as cur:
+        cur.execute(sql.replace("{s}", f'"{uow.log.datastore.schema}"'), params)
+        return sorted({row["memory_id"] for row in cur}, key=str)
+
+
+def _deactivate(
+    uow: UnitOfWork,
+    memory_ids: list[UUID],
+    matches: Callable[[Any], bool],
+    decision_id: UUID,
+) -> Operations:
+    accepted: list[dict[str, str]] = []
+    seen: list[dict[str, str]] = []
+    uow.preload(memory_ids)
+    for memory_id in memory_ids:
+        memory = uow.load(memory_id, Memory, "memory")
+        hits = [c for c in memory.contributions if c.active and matches(c)]
+        if hits:
+            seen.append(seen_version(memory))
+        for c in hits:
+            memory.deactivate_contribution(
+                c.contribution_id, decision_id=decision_id, principal_id=uow.caller.principal_id
+            )
+            accepted.append(
+                {
+                    "op": "deactivate_contribution",
+                    "memory_id": str(memory.id),
+                    "contribution_id": str(c.contribution_id),
+                }
+            )
+    return accepted, [], seen
+
+
+def decide_retract(uow: UnitOfWork, spec: RetractSpec) -> Item:
+    """Retract an observation and deactivate every active contribution citing it."""
+    observation = uow.load(spec.observation_id, Observation, "observation")
+    memory_ids = _linked_memories(
+        uow,
+        "SELECT memory_id FROM {s}.evidence_links WHERE observation_id = %s",
+        (observation.id,),
+    )
+
+    def take(decision_id: UUID) -> Operations:
+        if not observation.retract(decision_id=decision_id, principal_id=uow.caller.principal_id):
+            return [], [], []
+        accepted, refused, seen = _deactivate(
+            uow, memory_ids, lambda c: c.observation_id == observation.id, decision_id
+        )
+        return (
+            [{"op": "retract_observation", "observation_id": str(observation.id)}, *accepted],
+            refused,
+            seen,
+        )
+
+    return record_decision(
+        uow,
+        kind="retract_observation",
+        subject=f"observation:{observation.id}",
+        params={},
+        inputs=[{"kind": "observation", "id": str(observation.id)}],
+        take=take,
+        nothing_to_do=ConflictError(f"observation {observation.id} is already retracted"),
+    )
+
+
+def decide_withdraw(uow: UnitOfWork, spec: WithdrawSpec) -> Item:
+    """Deactivate every active contribution of a proposer, a model, or both."""
+    if spec.proposer_id is None and spec.model_id is None:
+        msg = "a withdrawal names a proposer, a model, or both"
+        raise InvalidInputError(msg)
+    conditions: list[str] = []
+    params: list[Any] = []
+    inputs: list[dict[str, str]] = []
+    if spec.proposer_id is not None:
+        conditions.append("proposer_id = %s")
+        params.append(spec.proposer_id)
+        inputs.append({"kind": "proposer", "id": str(spec.proposer_id)})
+    if spec.model_id is not None:
+        conditions.append("model_id = %s")
+        params.append(spec.model_id)
+        inputs.append({"kind": "model", "id": spec.model_id})
+    memory_ids = _linked_memories(
+        uow,
+        "SELECT memory_id FROM {s}.proposer_links WHERE " + " AND ".join(conditions),
+        tuple(params),
+    )
+
+    def matches(c: Any) -> bool:
+        return (spec.proposer_id is None or c.proposer_id == spec.proposer_id) and (
+            spec.model_id is None or c.model_id == spec.model_id
+        )
+
+    subject = (
+        f"proposer:{spec.proposer_id}" if spec.proposer_id is not None else f"model:{spec.model_id}"
+    )
+    return record_decision(
+        uow,
+        kind="withdraw_proposer",
+        subject=subject,
+        params={}
+        if spec.proposer_id is None or spec.model_id is None
+        else {"model": spec.model_id},
+        inputs=inputs,
+        take=lambda decision_id: _deactivate(uow, memory_ids, matches, decision_id),
+        nothing_to_do=None,
+    )
+
+
+def decide_label(uow: UnitOfWork, spec: LabelSpec) -> Item:
+    """Forget, restore, pin or unpin one memory."""
+    memory = uow.load(spec.memory_id, Memory, "memory")
+    principal_id = uow.caller.principal_id
+    reason = (spec.reason or "").strip()
+    if spec.op == "forget" and not reason:
+        msg = "forget requires a non-blank reason"
+        raise InvalidInputError(msg)
+
+    def take(decision_id: UUID) -> Operations:
+        if spec.op == "forget":
+            done = memory.forget(reason, decision_id=decision_id, principal_id=principal_id)
+        elif spec.op == "restore":
+            done = memory.restore(decision_id=decision_id, principal_id=principal_id)
+        elif spec.op == "pin":
+            done = memory.pin(decision_id=decision_id, principal_id=principal_id)
+        else:
+            done = memory.unpin(decision_id=decision_id, principal_id=principal_id)
+        if not done:
+            return [], [], []
+        return [{"op": spec.op, "memory_id": str(memory.id)}], [], [seen_version(memory)]
+
+    return record_decision(
+        uow,
+        kind=spec.op,
+        subject=f"memory:{memory.id}",
+        params={"reason": reason} if spec.op == "forget" else {},
+        inputs=[{"kind": "memory", "id": str(memory.id)}],
+        take=take,
+        nothing_to_do=ConflictError(_why_not(memory, spec.op)),
+    )
+
+
+def _why_not(memory: Memory, op: LabelOp) -> str:
+    if op == "forget":
+        decision = memory.archived.decision_id if memory.archived else None
+        return f"memory {memory.id} is already forgotten (decision {decision})"
+    if op == "restore":
+        return (
+            f"memory {memory.id} is not forgotten; restore reverses only a forget "
+            "(a structural archival, such as being superseded, is not restorable)"
+        )
+    if op == "pin":
+        return f"memory {memory.id} is already pinned"
+    return f"memory {memory.id} is not pinned"

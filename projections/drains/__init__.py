@@ -1,0 +1,5 @@
+"""drains"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

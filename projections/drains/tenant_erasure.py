@@ -1,0 +1,94 @@
+"""The tenant erasure drain: erase a deleted tenant in bounded batches, then complete it.
+
+A batch is whatever is not erased yet, so a killed pass loses nothing and the
+next pass goes on (``projections.commands.tenant_deletion`` closes the tenant).
+"""
+
+from __future__ import annotations
+
+import logging
+from uuid import UUID
+
+from eventsourcing.persistence import IntegrityError
+
+from domain.tenant import Tenant, principal_id_for
+from projections.commands.caller import Caller
+from projections.commands.erasure import EraseSpec, decide_erase
+from projections.commands.tenant_deletion import DELETION_PRINCIPAL
+from projections.commands.unit_of_work import UnitOfWork
+from projections.store.eventlog import EventLog
+from projections.store.tenancy import known_tenants, tenant_scope, tenant_transaction
+
+__all__ = ["erase_deleted_tenants"]
+
+_log = logging.getLogger(__name__)
+
+
+def _open_deletion(log: EventLog, tenant_id: UUID) -> UUID | None:
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT decision_id FROM "{log.datastore.schema}".tenant_deletions'
+            " WHERE completed_position IS NULL"
+        )
+        row = cur.fetchone()
+    return None if row is None else UUID(str(row["decision_id"]))
+
+
+def _remaining(log: EventLog, tenant_id: UUID, limit: int) -> tuple[list[UUID], list[UUID]]:
+    """Return up to ``limit`` observations and memories of the tenant not erased yet."""
+    schema = log.datastore.schema
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT observation_id FROM "{schema}".observation_deadlines'
+            " WHERE erased_position IS NULL ORDER BY observation_id LIMIT %s",
+            (limit,),
+        )
+        observations = [row["observation_id"] for row in cur]
+        cur.execute(
+            f'SELECT memory_id FROM "{schema}".memory_index'
+            " WHERE erased_position IS NULL ORDER BY memory_id LIMIT %s",
+            (limit,),
+        )
+        memories = [row["memory_id"] for row in cur]
+    return observations, memories
+
+
+def erase_deleted_tenants(log: EventLog, *, limit: int = 200) -> int:
+    """Erase one batch (up to ``limit`` observations and ``limit`` memories) of each
+    tenant being deleted, or complete its deletion when nothing is left.
+
+    Returns:
+        How many observations and memories this pass erased.
+    """
+    erased = 0
+    for tenant_id in known_tenants(log.datastore):
+        deletion = _open_deletion(log, tenant_id)
+        if deletion is None:
+            continue
+        principal_id = principal_id_for(tenant_id, DELETION_PRINCIPAL)
+        caller = Caller(tenant_id, principal_id, DELETION_PRINCIPAL, "admin")
+        observations, memories = _remaining(log, tenant_id, limit)
+        with tenant_scope(tenant_id):
+            uow = UnitOfWork(log, caller)
+            if observations or memories:
+                spec = EraseSpec(
+                    tuple(observations), tuple(memories), "tenant deletion", part_of=deletion
+                )
+                decide_erase(uow, spec)
+            else:
+                tenant = uow.load(tenant_id, Tenant, "tenant")
+                tenant.complete_deletion(principal_id=principal_id)
+            try:
+                log.record(uow.aggregates.values(), uow.context)
+            except IntegrityError:
+                continue  # a concurrent pass took this batch; the next finds what is left
+        erased += len(observations) + len(memories)
+        _log.info(
+            "tenant deletion batch",
+            extra={
+                "tenant_id": str(tenant_id),
+                "erased": len(observations) + len(memories),
+                "completed": not (observations or memories),
+            },
+        )
+    return erased

@@ -1,0 +1,5 @@
+"""history"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,144 @@
+"""Reading the log in order, one write at a time, for rebuild, verify and replay.
+
+Events of one write share a transaction, hence an ``xmin``, and take
+consecutive positions (the library locks the table while inserting), so
+consecutive events with the same ``xmin`` are one write, whose position
+for readers is its last event's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from eventsourcing.persistence import Mapper, StoredEvent
+
+from projections.store.migrations import EVENTS_TABLE
+from projections.store.tenancy import set_tenant
+from projections.views.read_models import TenantReadModels
+
+__all__ = [
+    "Progress",
+    "log_head",
+    "replay_tenant",
+    "tenant_ids",
+]
+
+_FETCH_ROWS = 5000
+
+
+@dataclass
+class Progress:
+    """Counts events processed and reports rows, events/s and an ETA, at most once a second."""
+
+    what: str
+    total: int
+    report: Callable[[str], None]
+    done: int = 0
+    started: float = field(default_factory=time.monotonic)
+    _last: float = 0.0
+
+    def advance(self, events: int) -> None:
+        """Count ``events`` more processed events and report if a second has passed."""
+        self.done += events
+        now = time.monotonic()
+        if now - self._last >= 1.0:
+            self._last = now
+            self.report(self.line())
+
+    def line(self) -> str:
+        """Return the current progress line."""
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        rate = self.done / elapsed
+        left = max(self.total - self.done, 0)
+        eta = f"{left / rate:,.0f} s" if rate > 0 else "?"
+        share = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
+        return (
+            f"{self.what}: {self.done:,}/{self.total:,} events{share}, "
+            f"{rate:,.0f} events/s, ETA {eta}"
+        )
+
+    @property
+    def rate(self) -> float:
+        """Return events processed per second so far."""
+        return self.done / max(time.monotonic() - self.started, 1e-9)
+
+
+def log_head(cur: psycopg.Cursor[Any], schema: str) -> int:
+    """Return the newest log position the cursor's snapshot sees (all tenants, or the
+    tenant set on the transaction)."""
+    cur.execute(f'SELECT coalesce(max(notification_id), 0) FROM "{schema}"."{EVENTS_TABLE}"')
+    row = cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+def tenant_ids(cur: psycopg.Cursor[Any], schema: str) -> list[UUID]:
+    """Return every tenant that has written (``revision_tenants`` has no RLS)."""
+    cur.execute(f'SELECT tenant_id FROM "{schema}".revision_tenants ORDER BY tenant_id')
+    return [row[0] for row in cur.fetchall()]
+
+
+def replay_tenant(
+    conn: psycopg.Connection[Any],
+    schema: str,
+    mapper: Mapper[UUID],
+    models: TenantReadModels,
+    *,
+    upto: int,
+    progress: Progress | None = None,
+) -> set[UUID]:
+    """Apply the tenant's writes after ``models.position`` up to ``upto`` to ``models``.
+
+    Runs in the connection's current transaction (whose snapshot decides what
+    is seen) and sets the tenant for it. Returns the memories whose requested
+    revision rose.
+    """
+    marked: set[UUID] = set()
+    with conn.cursor() as cur:
+        set_tenant(cur, models.tenant_id)
+    for position, events in _writes(conn, schema, mapper, models.tenant_id, models.position, upto):
+        marked |= models.apply_write(events, position)
+        if progress is not None:
+            progress.advance(len(events))
+    return marked
+
+
+def _writes(
+    conn: psycopg.Connection[Any],
+    schema: str,
+    mapper: Mapper[UUID],
+    tenant_id: UUID,
+    after: int,
+    upto: int,
+) -> Iterator[tuple[int, list[Any]]]:
+    """Yield ``(position, events)`` per write of one tenant, in log order.
+
+    The tenant is named in the query as well as set for row-level security:
+    a superuser owner (the embedded default's) bypasses row-level security.
+    """
+    name = f"scan_{time.monotonic_ns()}"
+    with conn.cursor(name=name) as cur:
+        cur.itersize = _FETCH_ROWS
+        cur.execute(
+            "SELECT notification_id, xmin::text, originator_id, originator_version, topic, state"
+            f' FROM "{schema}"."{EVENTS_TABLE}"'
+            " WHERE tenant_id = %s AND notification_id > %s AND notification_id <= %s"
+            " ORDER BY notification_id",
+            (tenant_id, after, upto),
+        )
+        write: list[Any] = []
+        transaction: str | None = None
+        position = after
+        for notification_id, xmin, originator_id, version, topic, state in cur:
+            if xmin != transaction and write:
+                yield position, write
+                write = []
+            transaction = xmin
+            position = notification_id
+            write.append(mapper.to_domain_event(StoredEvent(originator_id, version, topic, state)))
+        if write:
+            yield position, write

@@ -1,0 +1,443 @@
+"""Rebuild every read model from position 0, while the service keeps serving.
+
+1. Create shadow tables (``rebuild_<table>``) shaped exactly like the live
+   ones: columns, defaults, constraints, indexes, row-level security,
+   policies and grants. Then, in one exported snapshot, worker processes
+   replay every tenant's log into memory
+   (:class:`~projections.views.read_models.TenantReadModels`) and copy the rows
+   into the shadows. Reads and writes go on meanwhile.
+2. In one short transaction, lock the log against writers (``SHARE``:
+   readers go on) and the read models against drains, let the workers
+   replay what was written since the snapshot (re-copying the shadow rows of
+   the tenants that wrote), then drop each live table and rename its shadow
+   into its place. Readers see the old tables until the commit and the new
+   ones after it; a read waiting on the swap's lock resolves the table by
+   name again and reads the new one. There is no moment with half.
+
+Every rebuilt memory is published at its requested revision, so the
+watermark is exact after the swap. An interrupted rebuild drops its shadow
+tables (or the next run does): the live tables are replaced by the final
+transaction or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from eventsourcing.domain import Snapshot
+from eventsourcing.persistence import Mapper
+from eventsourcing.utils import get_topic
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from domain.memory import Memory
+from projections.history.log_scan import Progress, log_head, tenant_ids
+from projections.history.replay_workers import (
+    WorkerPlan,
+    WorkerPool,
+    default_workers,
+    split_tenants,
+)
+from projections.store.database import Database
+from projections.store.migrations import EVENTS_TABLE, SNAPSHOTS_TABLE
+from projections.views.read_models import TABLES, TenantReadModels
+
+__all__ = ["RebuildReport", "rebuild", "tenant_sizes"]
+
+_log = logging.getLogger(__name__)
+_LIVE_TABLES = (*(t.name for t in TABLES), SNAPSHOTS_TABLE)
+
+
+@dataclass(frozen=True)
+class RebuildReport:
+    """What a rebuild did."""
+
+    tenants: int
+    events: int
+    position: int
+    caught_up: int
+    """Tenants that wrote while the snapshot was replayed, caught up under the swap lock."""
+    seconds: float
+    swap_seconds: float
+    workers: int
+
+
+def _shadow(table: str) -> str:
+    return f"rebuild_{table}"
+
+
+def _ident(schema: str, table: str) -> sql.Composed:
+    return sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(table))
+
+
+def _create_shadows(cur: psycopg.Cursor[Any], schema: str) -> None:
+    """Create each shadow like its live table, with its security as well."""
+    for table in _LIVE_TABLES:
+        live, shadow = _ident(schema, table), _ident(schema, _shadow(table))
+        cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(shadow))
+        # Indexes come after the copy (_index_shadows): building one is cheaper
+        # than maintaining it row by row.
+        cur.execute(
+            sql.SQL("CREATE TABLE {} (LIKE {} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)").format(
+                shadow, live
+            )
+        )
+        cur.execute(
+            "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE oid = %s::regclass",
+            (live.as_string(cur),),
+        )
+        row = cur.fetchone()
+        assert row is not None
+        if row[0]:
+            cur.execute(sql.SQL("ALTER TABLE {} ENABLE ROW LEVEL SECURITY").format(shadow))
+        if row[1]:
+            cur.execute(sql.SQL("ALTER TABLE {} FORCE ROW LEVEL SECURITY").format(shadow))
+        cur.execute(
+            "SELECT policyname, permissive, roles, cmd, qual, with_check FROM pg_policies"
+            " WHERE schemaname = %s AND tablename = %s",
+            (schema, table),
+        )
+        for name, permissive, roles, command, qual, check in cur.fetchall():
+            statement = sql.SQL("CREATE POLICY {} ON {} AS {} FOR {} TO {}").format(
+                sql.Identifier(name),
+                shadow,
+                sql.SQL(permissive),
+                sql.SQL(command),
+                sql.SQL(", ").join(
+                    sql.SQL("public") if r == "public" else sql.Identifier(r) for r in roles
+                ),
+            )
+            if qual is not None:
+                statement += sql.SQL(" USING ({})").format(sql.SQL(qual))
+            if check is not None:
+                statement += sql.SQL(" WITH CHECK ({})").format(sql.SQL(check))
+            cur.execute(statement)
+        cur.execute(
+            "SELECT grantee, privilege_type FROM information_schema.role_table_grants"
+            " WHERE table_schema = %s AND table_name = %s AND grantee <> current_user",
+            (schema, table),
+        )
+        for grantee, privilege in cur.fetchall():
+            cur.execute(
+                sql.SQL("GRANT {} ON {} TO {}").format(
+                    sql.SQL(privilege), shadow, sql.Identifier(grantee)
+                )
+            )
+
+
+def _index_shadows(cur: psycopg.Cursor[Any], schema: str) -> None:
+    """Give each shadow its live table's keys and indexes, then statistics."""
+    for table in _LIVE_TABLES:
+        live, shadow = _ident(schema, table), _ident(schema, _shadow(table))
+        cur.execute(
+            "SELECT pg_get_indexdef(i.indexrelid), pg_get_constraintdef(c.oid) FROM pg_index i"
+            " LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.contype IN ('p', 'u')"
+            " WHERE i.indrelid = %s::regclass",
+            (live.as_string(cur),),
+        )
+        for index, constraint in cur.fetchall():
+            if constraint is not None:
+                cur.execute(sql.SQL("ALTER TABLE {} ADD {}").format(shadow, sql.SQL(constraint)))
+            else:
+                unique = "UNIQUE " if index.startswith("CREATE UNIQUE ") else ""
+                cur.execute(
+                    sql.SQL("CREATE {}INDEX ON {} USING {}").format(
+                        sql.SQL(unique), shadow, sql.SQL(index.split(" USING ", 1)[1])
+                    )
+                )
+        cur.execute(sql.SQL("ANALYZE {}").format(shadow))
+
+
+def _drop_shadows(cur: psycopg.Cursor[Any], schema: str) -> None:
+    for table in _LIVE_TABLES:
+        cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(_ident(schema, _shadow(table))))
+
+
+def _index_shapes(cur: psycopg.Cursor[Any], schema: str, table: str) -> dict[str, str]:
+    """Return each index's name by its shape (uniqueness, method, columns, predicate)."""
+    cur.execute(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = %s",
+        (schema, table),
+    )
+    return {
+        ("UNIQUE " if " UNIQUE " in f" {d} " else "") + d.split(" USING ", 1)[1]: name
+        for name, d in cur.fetchall()
+    }
+
+
+def _swap_tables(cur: psycopg.Cursor[Any], schema: str) -> None:
+    """Replace every live read-model table with its shadow, keeping index names."""
+    for table in _LIVE_TABLES:
+        names = _index_shapes(cur, schema, table)
+        cur.execute(sql.SQL("DROP TABLE {}").format(_ident(schema, table)))
+        cur.execute(
+            sql.SQL("ALTER TABLE {} RENAME TO {}").format(
+                _ident(schema, _shadow(table)), sql.Identifier(table)
+            )
+        )
+        for shape, name in _index_shapes(cur, schema, table).items():
+            if shape in names and names[shape] != name:
+                cur.execute(
+                    sql.SQL("ALTER INDEX {} RENAME TO {}").format(
+                        _ident(schema, name), sql.Identifier(names[shape])
+                    )
+                )
+    cur.execute(
+        sql.SQL("UPDATE {} SET drained_position = marked_position").format(
+            _ident(schema, "revision_tenants")
+        )
+    )
+
+
+_SWAP_LOCK_TIMEOUT = "200ms"
+"""How long the swap waits for readers before stepping back and trying again.
+
+Well below ``deadlock_timeout`` (1 s by default): a reader that holds one
+table and waits for another the swap holds is let through (the swap gives
+way) before the deadlock detector could cancel the reader instead."""
+
+
+def _lock_out_writers_and_drains(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Lock the log against writers and the read models against drains; reads go on.
+
+    The log first: a writer takes it before any read model, so none is left
+    holding one. Then beliefs before revisions, the order drains take them.
+    A short lock timeout (retried) keeps the rebuild from ever being the
+    reason a drain deadlocks.
+    """
+    order = (EVENTS_TABLE, "beliefs", "revisions", *_LIVE_TABLES, "revision_tenants")
+    tables = list(dict.fromkeys(order))
+    while True:
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute(
+                    sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(_SWAP_LOCK_TIMEOUT))
+                )
+                for table in tables:
+                    mode = "SHARE" if table == EVENTS_TABLE else "EXCLUSIVE"
+                    cur.execute(
+                        sql.SQL("LOCK TABLE {} IN {} MODE").format(
+                            _ident(schema, table), sql.SQL(mode)
+                        )
+                    )
+                return
+        except psycopg.errors.LockNotAvailable:
+            time.sleep(0.05)
+
+
+def _swap_when_readers_allow(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Take every live table exclusively (briefly blocking reads) and swap.
+
+    Readers take their tables one statement at a time, in their own order,
+    so the swap takes all of them in one savepoint with a short lock timeout
+    and retries until it gets them all at once.
+    """
+    tables = sql.SQL(", ").join(_ident(schema, t) for t in _LIVE_TABLES)
+    while True:
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute(
+                    sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(_SWAP_LOCK_TIMEOUT))
+                )
+                cur.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(tables))
+                _swap_tables(cur, schema)
+                return
+        except psycopg.errors.LockNotAvailable:
+            time.sleep(0.05)
+
+
+def _adapt(value: Any) -> Any:
+    return Jsonb(value) if isinstance(value, dict) else value
+
+
+def _copy_tenant(
+    cur: psycopg.Cursor[Any], schema: str, mapper: Mapper[UUID], models: TenantReadModels
+) -> None:
+    """Write a tenant's rebuilt rows, and its memories' snapshots, into the shadow tables."""
+    statement = sql.SQL(
+        "COPY {} (tenant_id, originator_id, originator_version, topic, state) FROM STDIN"
+    ).format(_ident(schema, _shadow(SNAPSHOTS_TABLE)))
+    with cur.copy(statement) as copy:
+        for (memory_id, version), state in models.snapshots.items():
+            snapshot = Snapshot(
+                originator_id=memory_id,
+                originator_version=version,
+                timestamp=Snapshot.create_timestamp(),
+                topic=get_topic(Memory),
+                state=state,
+            )
+            stored = mapper.to_stored_event(snapshot)
+            copy.write_row((models.tenant_id, memory_id, version, stored.topic, stored.state))
+    for spec in TABLES:
+        columns = ("tenant_id", *spec.columns)
+        shadow = _ident(schema, _shadow(spec.name))
+        statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+            shadow, sql.SQL(", ").join(map(sql.Identifier, columns))
+        )
+        types = _column_types(cur, shadow, columns)
+        with cur.copy(statement) as copy:
+            copy.set_types(types)
+            for key, values in models.table_rows(spec.name):
+                copy.write_row((models.tenant_id, *key, *map(_adapt, values)))
+
+
+def _column_types(
+    cur: psycopg.Cursor[Any], table: sql.Composed, columns: tuple[str, ...]
+) -> list[str]:
+    """Return the types of ``columns`` of ``table``, for a binary COPY."""
+    cur.execute(
+        "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute"
+        " WHERE attrelid = %s::regclass AND attnum > 0",
+        (table.as_string(cur),),
+    )
+    types = dict(cur.fetchall())
+    return [types[c] for c in columns]
+
+
+@dataclass(frozen=True)
+class _RebuildTask:
+    """A worker's part of a rebuild: copy its tenants' rows into the shadows."""
+
+    schema: str
+
+    def after_replay(
+        self, conn: psycopg.Connection[Any], mapper: Mapper[UUID], models: list[TenantReadModels]
+    ) -> int:
+        with conn.cursor() as cur:
+            for tenant in models:
+                _copy_tenant(cur, self.schema, mapper, tenant)
+        return len(models)
+
+    def after_catch_up(
+        self, conn: psycopg.Connection[Any], mapper: Mapper[UUID], changed: list[TenantReadModels]
+    ) -> int:
+        with conn.cursor() as cur:
+            for tenant in changed:
+                for table in _LIVE_TABLES:
+                    cur.execute(
+                        sql.SQL("DELETE FROM {} WHERE tenant_id = %s").format(
+                            _ident(self.schema, _shadow(table))
+                        ),
+                        (tenant.tenant_id,),
+                    )
+                _copy_tenant(cur, self.schema, mapper, tenant)
+        return len(changed)
+
+
+def tenant_sizes(cur: psycopg.Cursor[Any], schema: str) -> dict[UUID, int]:
+    """Return every tenant that has written, with its number of events (in the snapshot)."""
+    sizes = dict.fromkeys(tenant_ids(cur, schema), 0)
+    cur.execute(
+        sql.SQL("SELECT tenant_id, count(*) FROM {} GROUP BY tenant_id").format(
+            _ident(schema, EVENTS_TABLE)
+        )
+    )
+    sizes.update({row[0]: row[1] for row in cur.fetchall() if row[0] in sizes})
+    return sizes
+
+
+def _replay_into_shadows(
+    conn: psycopg.Connection[Any],
+    database: Database,
+    pool: WorkerPool,
+    progress: Progress,
+) -> set[UUID]:
+    """In one exported snapshot, have the workers replay every tenant into the
+    shadows (``progress.total`` becomes the snapshot's head). Returns the tenants
+    replayed."""
+    schema = database.schema
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        cur.execute("SELECT pg_export_snapshot()")
+        exported = cur.fetchone()
+        assert exported is not None
+        head = log_head(cur, schema)
+        progress.total = head
+        groups = split_tenants(tenant_sizes(cur, schema), pool.workers)
+        groups += [()] * (pool.workers - len(groups))
+        pool.assign(
+            [
+                WorkerPlan(
+                    database.owner_conninfo(), schema, exported[0], group, _RebuildTask(schema)
+                )
+                for group in groups
+            ]
+        )
+        # The snapshot must outlive the workers' SET TRANSACTION SNAPSHOT: this
+        # transaction stays open until they have replayed.
+        pool.run([("replay", head)] * pool.workers, "replayed", progress.advance)
+    return {t for group in groups for t in group}
+
+
+def rebuild(
+    database: Database,
+    *,
+    workers: int | None = None,
+    report: Callable[[str], None] = lambda _: None,
+) -> RebuildReport:
+    """Rebuild every read model of every tenant from the log and swap them in.
+
+    ``workers`` processes replay tenants in parallel (default: one per core;
+    one runs in this process).
+
+    Raises:
+        KeyboardInterrupt: passed on after dropping the shadow tables; the live
+            read models are untouched unless the swap had committed.
+    """
+    started = time.monotonic()
+    schema = database.schema
+    progress = Progress("rebuild", 0, report)
+    with database.owner_connection(autocommit=True) as conn:
+        with conn.transaction(), conn.cursor() as cur:
+            tenants_now = len(tenant_ids(cur, schema))
+        # Workers start first: their imports overlap the preparation below.
+        pool = WorkerPool(max(1, min(workers or default_workers(), tenants_now)))
+        pool.start()
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                _create_shadows(cur, schema)
+            known = _replay_into_shadows(conn, database, pool, progress)
+            report(progress.line())
+            report(f"rebuild: replayed and copied in {time.monotonic() - started:.1f} s")
+            with conn.transaction(), conn.cursor() as cur:
+                # Sorting for the index builds in memory rather than on disk.
+                cur.execute("SET LOCAL maintenance_work_mem = '256MB'")
+                _index_shadows(cur, schema)
+            report(f"rebuild: keys, indexes and statistics at {time.monotonic() - started:.1f} s")
+            swap_started = time.monotonic()
+            with conn.transaction(), conn.cursor() as cur:
+                _lock_out_writers_and_drains(conn, schema)
+                final = log_head(cur, schema)
+                new = [t for t in tenant_ids(cur, schema) if t not in known]
+                commands = [("catch_up", final, new if i == 0 else []) for i in range(pool.workers)]
+                caught_up = sum(pool.run(commands, "caught_up"))
+                _swap_when_readers_allow(conn, schema)
+            swap_seconds = time.monotonic() - swap_started
+        except BaseException:
+            # Interrupted (Ctrl-C) or failed: the live tables were not touched unless
+            # the swap committed; the shadows go, so the next run starts clean. The
+            # workers go first: one still copying would hold a shadow's lock.
+            pool.stop(at_once=True)
+            try:
+                with conn.transaction(), conn.cursor() as cur:
+                    _drop_shadows(cur, schema)
+            except psycopg.Error as e:  # the next run drops them
+                _log.warning("rebuild left its shadow tables", extra={"error": str(e)})
+            raise
+        finally:
+            pool.stop()
+    return RebuildReport(
+        tenants=len(known) + len(new),
+        events=progress.done,
+        position=final,
+        caught_up=caught_up,
+        seconds=time.monotonic() - started,
+        swap_seconds=swap_seconds,
+        workers=pool.workers,
+    )

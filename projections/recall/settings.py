@@ -1,0 +1,58 @@
+"""Settings of embeddings, recall and contradiction candidates."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from projections.recall.embedders import Embedder, LocalMiniLM, OpenAICompatibleEmbedder
+
+__all__ = [
+    "DEFAULT_CONFLICT_FLOOR",
+    "EmbeddingSettings",
+]
+
+DEFAULT_CONFLICT_FLOOR = 0.50
+"""Similarity at or above which a same-type, same-scope memory is a potential
+contradiction (docs/candidates.md says why this value)."""
+
+
+class EmbeddingSettings(BaseSettings):
+    """Which embedder to use, and the thresholds that read its similarities."""
+
+    model_config = SettingsConfigDict(env_prefix="PALIMPSEST_", frozen=True, extra="ignore")
+
+    embedder: Literal["local", "http"] = "local"
+    embedding_url: str | None = None
+    """Base URL of an OpenAI-compatible endpoint (``embedder=http``)."""
+    embedding_model: str | None = None
+    embedding_dimension: int = Field(default=384, ge=2, le=2000)
+    embedding_api_key: SecretStr | None = None
+    embedding_batch: int = Field(default=64, ge=1, le=2048)
+    conflict_floor: float = Field(default=DEFAULT_CONFLICT_FLOOR, ge=0.0, le=1.0)
+    candidate_wait_s: float = Field(default=1.0, ge=0.0, le=30.0)
+    """How long a write waits for its version's embedding before answering that
+    its potential contradictions are pending."""
+
+    @model_validator(mode="after")
+    def _http_needs_an_endpoint(self) -> EmbeddingSettings:
+        if self.embedder == "http" and not (self.embedding_url and self.embedding_model):
+            msg = "PALIMPSEST_EMBEDDER=http needs PALIMPSEST_EMBEDDING_URL and _MODEL"
+            raise ValueError(msg)
+        return self
+
+    def make_embedder(self) -> Embedder:
+        """Return the configured embedder (the local model loads on first use)."""
+        if self.embedder == "http":
+            assert self.embedding_url is not None and self.embedding_model is not None
+            key = self.embedding_api_key
+            return OpenAICompatibleEmbedder(
+                self.embedding_url,
+                self.embedding_model,
+                self.embedding_dimension,
+                api_key=key.get_secret_value() if key else None,
+                batch_size=self.embedding_batch,
+            )
+        return LocalMiniLM(batch_size=self.embedding_batch)

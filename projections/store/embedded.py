@@ -1,0 +1,153 @@
+"""The embedded PostgreSQL (pgserver: PostgreSQL 16 + pgvector) in a data directory."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import psutil
+
+from projections.store.errors import DatabaseUnavailableError, DataDirectoryInUseError
+
+__all__ = ["EmbeddedServer", "ServeLock", "start_embedded"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EmbeddedServer:
+    """A running embedded PostgreSQL: where its socket is, and the handle keeping it up."""
+
+    socket_dir: str
+    port: int
+    handle: Any
+
+
+def _prune_dead_handles(pgdata: Path) -> None:
+    """Forget handles of processes that died without cleaning up.
+
+    pgserver stops the server when the last attached process exits, but a
+    process killed by SIGKILL never removes its pid from ``.handle_pids.json``,
+    and then nobody ever stops the server (research/stack.md §1.1).
+    """
+    handles = pgdata / ".handle_pids.json"
+    try:
+        pids = json.loads(handles.read_text())
+    except (FileNotFoundError, ValueError):
+        return
+    alive = [pid for pid in pids if isinstance(pid, int) and psutil.pid_exists(pid)]
+    if alive != pids:
+        handles.write_text(json.dumps(alive))
+
+
+_TUNING_FILE = "palimpsest.conf"
+_INCLUDE = f"include_if_exists = '{_TUNING_FILE}'\n"
+
+
+def _tune(pgdata: Path, shared_buffers_mb: int) -> bool:
+    """Write the server settings palimpsest wants; return whether they changed.
+
+    pgserver's initdb leaves PostgreSQL's defaults (128 MB of shared buffers),
+    which recall's HNSW index outgrows at about 30,000 memories: its inserts
+    then cost twice as much. The settings live in their own file, included
+    from ``postgresql.conf``, and take effect when the server (re)starts.
+    """
+    conf = pgdata / "postgresql.conf"
+    if not conf.exists():
+        return False
+    text = conf.read_text()
+    if _INCLUDE not in text:
+        conf.write_text(text + "\n" + _INCLUDE)
+    tuning = pgdata / _TUNING_FILE
+    wanted = (
+        "# Written by palimpsest (PALIMPSEST_EMBEDDED_SHARED_BUFFERS_MB); edits are overwritten.\n"
+        f"shared_buffers = '{shared_buffers_mb}MB'\n"
+        "maintenance_work_mem = '256MB'\n"
+    )
+    if tuning.exists() and tuning.read_text() == wanted:
+        return False
+    tuning.write_text(wanted)
+    return True
+
+
+def start_embedded(data_dir: Path, shared_buffers_mb: int = 512) -> EmbeddedServer:
+    """Start (or attach to) the embedded PostgreSQL under ``data_dir/pgdata``.
+
+    A second process on the same directory attaches to the running server;
+    the server stops when the last attached process exits. Settings written
+    for a server that was already running apply at its next start, except
+    right after the data directory is created, when it restarts at once.
+
+    Raises:
+        DatabaseUnavailableError: pgserver could not initialise or start it.
+    """
+    import pgserver  # imported here: it starts nothing, but it is slow to import
+
+    pgdata = data_dir / "pgdata"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    _prune_dead_handles(pgdata)
+    fresh = not (pgdata / "PG_VERSION").exists()
+    _tune(pgdata, shared_buffers_mb)
+    try:
+        handle = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+        if fresh and _tune(pgdata, shared_buffers_mb):
+            handle.cleanup()  # stops the server initdb just made: nobody else uses it
+            handle = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+        info = handle.get_postmaster_info()
+    except Exception as e:  # pgserver raises bare subprocess and OS errors
+        log_file = pgdata / "log"
+        msg = f"could not start the embedded PostgreSQL in {pgdata} ({e}); see {log_file}"
+        raise DatabaseUnavailableError(msg) from e
+    _log.info("embedded postgres ready", extra={"pgdata": str(pgdata), "port": info.port})
+    return EmbeddedServer(socket_dir=str(info.socket_dir), port=int(info.port), handle=handle)
+
+
+class ServeLock:
+    """An exclusive claim on a data directory by one ``palimpsest serve``.
+
+    Two servers on one directory would both run in-process drains and fight
+    over the HTTP port; the second is refused. Other commands (``migrate``,
+    ``tenant create``) attach to the running database without this lock.
+    The lock is an ``flock``, so the kernel releases it when the process dies.
+    """
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / "serve.lock"
+        self._file: IO[str] | None = None
+
+    def acquire(self) -> None:
+        """Take the lock.
+
+        Raises:
+            DataDirectoryInUseError: another process holds it.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.path.open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            msg = (
+                f"data directory {self.path.parent} is in use by another palimpsest serve "
+                f"(pid {holder}); stop it, or pass a different --data-dir"
+            )
+            raise DataDirectoryInUseError(msg) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._file = handle
+
+    def release(self) -> None:
+        """Release the lock if held."""
+        if self._file is not None:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None

@@ -1,0 +1,374 @@
+"""Every table the service owns, defined once (SQLAlchemy Core).
+
+Table and column names have this one home: migrations (Alembic) create
+them, queries assembled from request filters are built on these ``Table``
+objects, and a test compares this metadata with a migrated database so that
+a table changed without a migration fails CI.
+
+The tables carry no schema: the schema is a deployment setting
+(``DatabaseSettings.schema``), applied when a statement is compiled
+(:func:`projections.store.sql.compile_query`) and named as an identifier in
+hand-written SQL. The eventsourcing library's own events table
+(:data:`EVENTS_TABLE`) stays the library's: its DDL comes from the library.
+
+Every tenant-scoped table's ``tenant_id`` defaults to the transaction's
+tenant (``current_tenant()``); row-level security, its policies and the
+grants to the runtime role are migration DDL with no Core construct.
+"""
+
+from __future__ import annotations
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    UniqueConstraint,
+    Uuid,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+__all__ = [
+    "EMBEDDINGS_TABLE",
+    "EVENTS_TABLE",
+    "SNAPSHOTS_TABLE",
+    "beliefs",
+    "decision_index",
+    "evidence_links",
+    "idempotency_keys",
+    "memory_access",
+    "memory_embeddings",
+    "memory_index",
+    "memory_links",
+    "metadata",
+    "observation_deadlines",
+    "payloads",
+    "proposer_links",
+    "revision_tenants",
+    "revisions",
+    "snapshots",
+    "tenant_deletions",
+    "tenant_retention",
+    "tokens",
+    "version_digests",
+]
+
+EVENTS_TABLE = "palimpsest_events"
+"""The eventsourcing application's events table (application name ``palimpsest``)."""
+
+SNAPSHOTS_TABLE = "palimpsest_snapshots"
+"""The library's snapshots of aggregates: a cache of the log, never part of it."""
+
+EMBEDDINGS_TABLE = "memory_embeddings"
+"""Recall's index: one vector per memory and embedding model, of its current version."""
+
+metadata = MetaData()
+"""The service's tables, without a schema (see the module docstring)."""
+
+_NOW = text("clock_timestamp()")
+
+
+def _tenant(*, primary_key: bool = False) -> Column[object]:
+    """The owning tenant's column: the transaction's tenant unless given."""
+    return Column(
+        "tenant_id",
+        Uuid,
+        primary_key=primary_key,
+        nullable=False,
+        server_default=text("current_tenant()"),
+    )
+
+
+payloads = Table(
+    "payloads",
+    metadata,
+    _tenant(),
+    Column("digest", Text, nullable=False),
+    Column("content", LargeBinary, nullable=False),
+    Column("size_bytes", Integer, nullable=False),
+    Column("stored_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+    PrimaryKeyConstraint("tenant_id", "digest"),
+)
+"""Observation bytes and version texts by digest: the one store content lives in."""
+
+tokens = Table(
+    "tokens",
+    metadata,
+    _tenant(),
+    Column("token_digest", Text, primary_key=True),
+    Column("token_id", Uuid, nullable=False),
+    Column("principal_id", Uuid, nullable=False),
+    Column("principal_name", Text, nullable=False),
+    Column("role", Text, nullable=False),
+    UniqueConstraint("token_id"),
+    CheckConstraint("role IN ('reader', 'writer', 'admin')"),
+)
+"""Bearer tokens by digest (the secret is never stored)."""
+
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    _tenant(),
+    Column("principal_id", Uuid, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("request_digest", Text, nullable=False),
+    Column("status_code", Integer, nullable=False),
+    Column("response", JSONB, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+    PrimaryKeyConstraint("tenant_id", "principal_id", "key"),
+)
+"""The recorded response of each principal's ``Idempotency-Key``."""
+
+revisions = Table(
+    "revisions",
+    metadata,
+    _tenant(),
+    Column("memory_id", Uuid, nullable=False),
+    Column("requested", BigInteger, nullable=False),
+    Column("published", BigInteger, nullable=False, server_default=text("0")),
+    Column("requested_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+    Column("claimed_until", DateTime(timezone=True)),
+    Column("published_at", DateTime(timezone=True)),
+    Column("indexed", BigInteger, nullable=False, server_default=text("0")),
+    PrimaryKeyConstraint("tenant_id", "memory_id"),
+    CheckConstraint("published <= requested"),
+    Index("revisions_dirty", "requested", postgresql_where=text("published < requested")),
+    Index("revisions_tenant_id_published_at_idx", "tenant_id", "published_at"),
+    Index(
+        "revisions_unindexed",
+        "tenant_id",
+        "published",
+        postgresql_where=text("indexed < published"),
+    ),
+)
+"""The watermark: each memory's requested and published revision (and indexed one)."""
+
+memory_links = Table(
+    "memory_links",
+    metadata,
+    _tenant(),
+    Column("memory_id", Uuid, nullable=False),
+    Column("linked_id", Uuid, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("outgoing", Boolean, nullable=False),
+    Column("edge_id", Uuid, nullable=False),
+    Column("position", BigInteger, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "memory_id", "edge_id"),
+)
+"""Edges between memories, once from each end (a dependency row)."""
+
+evidence_links = Table(
+    "evidence_links",
+    metadata,
+    _tenant(),
+    Column("observation_id", Uuid, nullable=False),
+    Column("memory_id", Uuid, nullable=False),
+    Column("position", BigInteger, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "observation_id", "memory_id"),
+    Index("evidence_links_tenant_id_memory_id_idx", "tenant_id", "memory_id"),
+)
+"""Which memories cite which observations (a dependency row)."""
+
+memory_index = Table(
+    "memory_index",
+    metadata,
+    _tenant(),
+    Column("memory_id", Uuid, nullable=False),
+    Column("memory_type", Text, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("project", Text),
+    Column("topic", Text),
+    Column("position", BigInteger, nullable=False),
+    Column("erased_position", BigInteger),
+    PrimaryKeyConstraint("tenant_id", "memory_id"),
+    Index("memory_index_tenant_id_position_idx", "tenant_id", text("position DESC")),
+)
+"""A memory's immutable attributes, written with ``MemoryCreated``, for listings."""
+
+observation_deadlines = Table(
+    "observation_deadlines",
+    metadata,
+    _tenant(),
+    Column("observation_id", Uuid, nullable=False),
+    Column("digest", Text, nullable=False),
+    Column("deadline", DateTime(timezone=True), nullable=False),
+    Column("expired_position", BigInteger),
+    Column("transient", Boolean, nullable=False, server_default=text("false")),
+    Column("erased_position", BigInteger),
+    PrimaryKeyConstraint("tenant_id", "observation_id"),
+    Index(
+        "observation_deadlines_due",
+        "tenant_id",
+        "deadline",
+        postgresql_where=text("expired_position IS NULL"),
+    ),
+    Index("observation_deadlines_tenant_id_digest_idx", "tenant_id", "digest"),
+)
+"""Retention deadlines fixed at capture, and the writes that expired or erased bytes."""
+
+version_digests = Table(
+    "version_digests",
+    metadata,
+    _tenant(),
+    Column("digest", Text, nullable=False),
+    Column("memory_id", Uuid, nullable=False),
+    Column("released_position", BigInteger),
+    PrimaryKeyConstraint("tenant_id", "digest", "memory_id"),
+)
+"""Digests that memory versions hold, so expiry never deletes shared bytes."""
+
+proposer_links = Table(
+    "proposer_links",
+    metadata,
+    _tenant(),
+    Column("proposer_id", Uuid, nullable=False),
+    Column("model_id", Text, nullable=False),
+    Column("memory_id", Uuid, nullable=False),
+    Column("position", BigInteger, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "proposer_id", "model_id", "memory_id"),
+)
+"""Which proposers (and models) support which memories (a dependency row)."""
+
+beliefs = Table(
+    "beliefs",
+    metadata,
+    _tenant(),
+    Column("memory_id", Uuid, nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("memory_type", Text, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("project", Text),
+    Column("topic", Text),
+    Column("current_version_id", Uuid),
+    Column("grade", Text, nullable=False),
+    Column("belief", JSONB, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "memory_id"),
+    Index(
+        "beliefs_tenant_id_memory_type_scope_project_memory_id_idx",
+        "tenant_id",
+        "memory_type",
+        "scope",
+        "project",
+        "memory_id",
+    ),
+)
+"""The read model of current beliefs, written only by drains."""
+
+revision_tenants = Table(
+    "revision_tenants",
+    metadata,
+    Column("tenant_id", Uuid, primary_key=True),
+    Column("marked_position", BigInteger, nullable=False),
+    Column("drained_position", BigInteger, nullable=False, server_default=text("0")),
+)
+"""Which tenants may have dirty memories: ids and positions only, no tenant data."""
+
+decision_index = Table(
+    "decision_index",
+    metadata,
+    _tenant(),
+    Column("decision_id", Uuid, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("logical_key", Text, nullable=False),
+    Column("position", BigInteger, nullable=False),
+    Column("part_of", Uuid),
+    PrimaryKeyConstraint("tenant_id", "decision_id"),
+    Index(
+        "decision_index_tenant_id_logical_key_position_idx",
+        "tenant_id",
+        "logical_key",
+        text("position DESC"),
+    ),
+    Index(
+        "decision_index_tenant_id_part_of_idx",
+        "tenant_id",
+        "part_of",
+        postgresql_where=text("part_of IS NOT NULL"),
+    ),
+)
+"""Each decision's logical key, so a replayed decision finds the original."""
+
+snapshots = Table(
+    SNAPSHOTS_TABLE,
+    metadata,
+    _tenant(),
+    Column("originator_id", Uuid, nullable=False),
+    Column("originator_version", BigInteger, nullable=False),
+    Column("topic", Text, nullable=False),
+    Column("state", LargeBinary, nullable=False),
+    PrimaryKeyConstraint("originator_id", "originator_version"),
+)
+"""The library's snapshot layout with each row's tenant (derived from the log)."""
+
+memory_access = Table(
+    "memory_access",
+    metadata,
+    _tenant(),
+    Column("memory_id", Uuid, nullable=False),
+    Column("accesses", BigInteger, nullable=False),
+    Column("last_access", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("tenant_id", "memory_id"),
+)
+"""Tuning state for salience: how often and when reads returned each memory."""
+
+tenant_retention = Table(
+    "tenant_retention",
+    metadata,
+    _tenant(primary_key=True),
+    Column("raw_hours", Integer, nullable=False),
+    Column("transient_hours", Integer, nullable=False),
+    Column("position", BigInteger, nullable=False),
+)
+"""The retention a tenant set (``RetentionSet``), as of the write that set it."""
+
+tenant_deletions = Table(
+    "tenant_deletions",
+    metadata,
+    _tenant(primary_key=True),
+    Column("decision_id", Uuid, nullable=False),
+    Column("requested_position", BigInteger, nullable=False),
+    Column("completed_position", BigInteger),
+)
+"""A tenant deletion in progress (``completed_position`` NULL) or done."""
+
+memory_embeddings = Table(
+    EMBEDDINGS_TABLE,
+    metadata,
+    _tenant(),
+    Column("memory_id", Uuid, nullable=False),
+    Column("model_id", Text, nullable=False),
+    Column("dimension", Integer, nullable=False),
+    Column("version_id", Uuid, nullable=False),
+    Column("content_digest", Text, nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("memory_type", Text, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("project", Text),
+    Column("embedding", Vector(), nullable=False),
+    Column("embedded_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+    PrimaryKeyConstraint("tenant_id", "memory_id", "model_id"),
+    CheckConstraint("vector_dims(embedding) = dimension"),
+    Index(
+        "memory_embeddings_tenant_id_model_id_memory_type_scope_proj_idx",
+        "tenant_id",
+        "model_id",
+        "memory_type",
+        "scope",
+        "project",
+    ),
+    Index("memory_embeddings_version_id_idx", "version_id"),
+    Index("memory_embeddings_tenant_id_model_id_project_idx", "tenant_id", "model_id", "project"),
+    Index("memory_embeddings_tenant_id_model_id_scope_idx", "tenant_id", "model_id", "scope"),
+)
+"""Recall's vectors (derived, like a cache). The HNSW index per dimension is made by
+``vector_index_ddl`` (one partial expression index per model dimension)."""

@@ -1,0 +1,5 @@
+"""views"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

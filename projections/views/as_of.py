@@ -1,0 +1,167 @@
+"""As-of reads: what was believed at a log position, or at a time.
+
+The same projection function as live reads, applied to the log prefix up to
+a position. A time resolves to a position first, and every answer says which
+position it used, so it is repeatable. As-of answers are never ``pending``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from domain.belief import project_belief
+from domain.errors import NotFoundError
+from projections.store.eventlog import EventLog
+from projections.store.migrations import EVENTS_TABLE
+from projections.store.tenancy import tenant_transaction
+from projections.views.belief_facts import belief_document, facts_of, memory_facts
+from projections.views.beliefs import erased_memories, erasure_placeholder, filter_clauses
+
+__all__ = [
+    "belief_as_of",
+    "list_beliefs_as_of",
+    "position_at",
+    "write_boundary",
+]
+
+
+def position_at(log: EventLog, tenant_id: UUID, when: datetime) -> int:
+    """Return the tenant's last log position recorded at or before ``when`` (0 if none).
+
+    ``recorded_at`` is the database's clock at insert, and rises with the
+    position because inserts are serialised, so the answer is repeatable.
+    """
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT coalesce(max(notification_id), 0) AS position FROM "{log.datastore.schema}"'
+            f'."{EVENTS_TABLE}" WHERE recorded_at <= %s',
+            (when,),
+        )
+        row = cur.fetchone()
+    return int(row["position"]) if row else 0
+
+
+def write_boundary(log: EventLog, tenant_id: UUID, position: int) -> int:
+    """Return ``position``, or the position before the write it falls inside.
+
+    One write's events take consecutive positions in one transaction (the
+    library locks the table while inserting), so a position in the middle of
+    a write names a state no reader ever saw. Events of one transaction share
+    its ``xmin``: the next event tells whether the write goes on after the
+    position, and a backward index scan finds where it began, so the cost
+    follows the write's size, not the log's.
+    """
+    schema = log.datastore.schema
+    events = f'"{schema}"."{EVENTS_TABLE}"'
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        # Two lookups by position, not a self-join: under row-level security the
+        # planner will not push the join into the index and scans the log.
+        cur.execute(
+            f"SELECT notification_id, xmin::text AS tx FROM {events}"
+            " WHERE notification_id IN (%s, %s)",
+            (position, position + 1),
+        )
+        found = {row["notification_id"]: row["tx"] for row in cur}
+        if position not in found or found.get(position + 1) != found[position]:
+            return position
+        cur.execute(
+            f"SELECT notification_id FROM {events} WHERE notification_id < %s"
+            " AND xmin::text <> %s ORDER BY notification_id DESC LIMIT 1",
+            (position, found[position]),
+        )
+        before = cur.fetchone()
+    return 0 if before is None else int(before["notification_id"])
+
+
+def belief_as_of(log: EventLog, tenant_id: UUID, memory_id: UUID, position: int) -> dict[str, Any]:
+    """Return what was believed about a memory at a log position (never pending).
+
+    A position inside a write is read as the moment before that write; the
+    answer says which position it used. A memory erased since answers
+    ``erased`` with the erasure: erasure is the one thing that reaches back.
+
+    Raises:
+        NotFoundError: the memory did not exist in the tenant at that position.
+    """
+    position = write_boundary(log, tenant_id, position)
+    facts = memory_facts(log, tenant_id, memory_id, at_position=position)
+    if facts is None:
+        msg = f"memory {memory_id} did not exist at position {position}"
+        raise NotFoundError(msg)
+    erased = erased_memories(log, tenant_id, [memory_id])
+    if memory_id in erased:
+        return {
+            "status": "erased",
+            "position": position,
+            "erasure": erasure_placeholder(erased[memory_id]),
+        }
+    return {
+        "status": "as_of",
+        "position": position,
+        "belief": belief_document(project_belief(facts)),
+    }
+
+
+def list_beliefs_as_of(
+    log: EventLog,
+    tenant_id: UUID,
+    position: int,
+    *,
+    memory_type: str | None,
+    scope: str | None,
+    project: str | None,
+    limit: int,
+    after: tuple[int, UUID] | None,
+    include_archived: bool = False,
+) -> tuple[int, list[dict[str, Any]], tuple[int, UUID] | None]:
+    """List what was believed at ``position``: memories created by then, newest first.
+
+    Returns the position used (aligned to a write boundary), the page, and
+    the next cursor (None on the last page). Each item is computed from the
+    log prefix, so labels (archived, pinned, superseded) are as they stood;
+    memories forgotten then are left out unless ``include_archived``. Erasure
+    reaches back: a memory erased since is left out too, or shown (with
+    ``include_archived``) as a placeholder naming the erasure.
+    """
+    position = write_boundary(log, tenant_id, position)
+    filters, params = filter_clauses("m", memory_type, scope, project)
+    clauses = ["m.position <= %(position)s", *filters]
+    params.update(position=position, limit=limit + 1)
+    if after is not None:
+        clauses.append(
+            "(m.position < %(after_p)s"
+            " OR (m.position = %(after_p)s AND m.memory_id > %(after_id)s))"
+        )
+        params.update(after_p=after[0], after_id=after[1])
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            "SELECT memory_id, memory_type, scope, project, position"
+            f' FROM "{log.datastore.schema}".memory_index m WHERE {" AND ".join(clauses)}'
+            " ORDER BY position DESC, memory_id LIMIT %(limit)s",
+            params,
+        )
+        rows = cur.fetchall()
+    page = rows[:limit]
+    ids = [r["memory_id"] for r in page]
+    facts = facts_of(log, tenant_id, ids, at_position=position)
+    erased = erased_memories(log, tenant_id, ids)
+    items = []
+    for row in page:
+        memory_id = row["memory_id"]
+        if not include_archived and (memory_id in erased or facts[memory_id].archived is not None):
+            continue
+        item = {
+            "id": str(memory_id),
+            "type": row["memory_type"],
+            "scope": row["scope"],
+            "project": row["project"],
+        }
+        if memory_id in erased:
+            item.update(status="erased", erasure=erasure_placeholder(erased[memory_id]))
+        else:
+            item.update(status="as_of", belief=belief_document(project_belief(facts[memory_id])))
+        items.append(item)
+    next_cursor = (page[-1]["position"], page[-1]["memory_id"]) if len(rows) > limit else None
+    return position, items, next_cursor

@@ -1,0 +1,157 @@
+"""What the log records about memories, as the projection function takes it.
+
+Live drains, as-of reads and (later) rebuild and verify all read facts here
+and hand them to ``domain.belief.project_belief``, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+from uuid import UUID
+
+from domain.belief import Belief, EdgeFact, MemoryFacts
+from domain.memory import Memory
+from projections.store.aggregates import aggregates_at
+from projections.store.eventlog import EventLog
+from projections.store.migrations import EVENTS_TABLE
+from projections.store.tenancy import tenant_scope, tenant_transaction
+from projections.views.version_cache import cache_for
+
+__all__ = [
+    "belief_document",
+    "facts_from",
+    "facts_of",
+    "memory_facts",
+]
+
+
+def memory_facts(
+    log: EventLog, tenant_id: UUID, memory_id: UUID, *, at_position: int | None = None
+) -> MemoryFacts | None:
+    """Return what the log records about a memory, up to ``at_position`` when given
+    (None if the tenant had no such memory then).
+
+    As of a position, the memory is loaded at its version then through the
+    repository, which starts from the newest snapshot at or below it: the
+    cost is bounded by the snapshot interval, not by the memory's history.
+    What a memory was at a version never changes, so it is kept in the
+    log's :class:`~projections.views.version_cache.VersionCache` (:func:`cache_for`).
+    """
+    if at_position is None:
+        return facts_of(log, tenant_id, [memory_id]).get(memory_id)
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            f'SELECT max(originator_version) AS version FROM "{log.datastore.schema}"'
+            f'."{EVENTS_TABLE}" WHERE originator_id = %s AND notification_id <= %s',
+            (memory_id, at_position),
+        )
+        row = cur.fetchone()
+        links = _links(cur, log.datastore.schema, [memory_id], at_position)
+    if row is None or row["version"] is None:
+        return None
+    key = (tenant_id, memory_id, int(row["version"]))
+    facts = cache_for(log).get(key)
+    if facts is None:
+        with tenant_scope(tenant_id):
+            memory: object = log.repository.get(memory_id, version=row["version"])
+        if not isinstance(memory, Memory):
+            return None
+        facts = facts_from(memory, ())
+        cache_for(log).put(key, facts)
+    return replace(facts, edges=tuple(_edges(links).get(memory_id, ())))
+
+
+def _links(cur: Any, schema: str, memory_ids: list[UUID], limit: int) -> list[Any]:
+    cur.execute(
+        f'SELECT memory_id, linked_id, kind, outgoing, edge_id, position FROM "{schema}"'
+        ".memory_links WHERE memory_id = ANY(%s) AND position <= %s",
+        (memory_ids, limit),
+    )
+    return list(cur.fetchall())
+
+
+def _edges(links: list[Any]) -> dict[UUID, list[EdgeFact]]:
+    edges: dict[UUID, list[EdgeFact]] = {}
+    for row in links:
+        memory_id = row["memory_id"]
+        edges.setdefault(memory_id, []).append(
+            EdgeFact(
+                edge_id=row["edge_id"],
+                kind=row["kind"],
+                source_id=memory_id if row["outgoing"] else row["linked_id"],
+                target_id=row["linked_id"] if row["outgoing"] else memory_id,
+                position=row["position"],
+            )
+        )
+    return edges
+
+
+def facts_of(
+    log: EventLog, tenant_id: UUID, memory_ids: list[UUID], *, at_position: int | None = None
+) -> dict[UUID, MemoryFacts]:
+    """Return the facts of several memories, reading the log and the links once each.
+
+    With ``at_position``, only events and links recorded at or before it count:
+    the same function then answers what was believed at that point. The reads
+    use the per-memory index, so their cost follows the memories, not the log.
+    """
+    schema = log.datastore.schema
+    limit = 2**62 if at_position is None else at_position
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        # One snapshot for the events and the links.
+        aggregates = aggregates_at(cur, log, memory_ids, limit)
+        links = _links(cur, schema, memory_ids, limit)
+    edges = _edges(links)
+    return {
+        memory.id: facts_from(memory, edges.get(memory.id, ()))
+        for memory in aggregates.values()
+        if isinstance(memory, Memory)
+    }
+
+
+def facts_from(memory: Memory, edges: Iterable[EdgeFact]) -> MemoryFacts:
+    """Return the projection's input for a memory rebuilt from its events, and the
+    edges that touch it (from the dependency rows, or a replay's own)."""
+    return MemoryFacts(
+        memory_id=memory.id,
+        memory_type=memory.memory_type,
+        scope=memory.scope,
+        project=memory.project,
+        topic=memory.topic,
+        version_ids=tuple(v.version_id for v in memory.versions),
+        contributions=tuple(memory.contributions),
+        edges=tuple(edges),
+        archived=memory.archived,
+        pinned=memory.pinned,
+        erased_versions=tuple(v.version_id for v in memory.versions if v.erased_by is not None),
+        erased_by=memory.erased_by,
+    )
+
+
+def belief_document(belief: Belief) -> dict[str, Any]:
+    """Return the JSON form of a belief, as stored in the read model and served."""
+    return {
+        "memory_id": str(belief.memory_id),
+        "current_version_id": None
+        if belief.current_version_id is None
+        else str(belief.current_version_id),
+        "grade": belief.grade,
+        "confidence": belief.confidence,
+        "support": [str(c) for c in belief.support],
+        "alternatives": [str(m) for m in belief.alternatives],
+        "labels": {
+            "superseded_by": [str(m) for m in belief.superseded_by],
+            "archived": None
+            if belief.archived is None
+            else {
+                "reason": belief.archived.reason,
+                "decision_id": str(belief.archived.decision_id),
+            },
+            "pinned": belief.pinned,
+            "erased": None if belief.erased_by is None else {"decision_id": str(belief.erased_by)},
+        },
+        "applicability": {"scope": belief.scope, "project": belief.project},
+        "reasons": [r.as_dict() for r in belief.reasons],
+    }

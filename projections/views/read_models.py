@@ -1,0 +1,260 @@
+"""Every read model, recomputed from the log in memory.
+
+``TenantReadModels`` replays one tenant's writes in log order and holds the
+rows each read-model table must contain: the dependency rows, the requested
+revision of each memory, the decision index, and each memory's belief
+computed by the projection function. Rebuild writes these rows; verify
+compares them with the live tables; replay prints the beliefs.
+
+It takes the same domain events and the same ``dependencies_of`` as the
+write path, and re-implements in Python only what the recorder's marking
+SQL does with them (insert-if-absent rows, the closure). That makes verify
+a check of two implementations against each other, not of one with itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from copy import deepcopy
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import CanMutateAggregate, Snapshot
+
+from domain.belief import EdgeFact, project_belief
+from domain.dependency import Dependencies, dependencies_of
+from domain.memory import Memory
+from projections.store.eventlog import SNAPSHOT_INTERVAL
+from projections.views.belief_facts import belief_document, facts_from
+
+__all__ = [
+    "TABLES",
+    "TableSpec",
+    "TenantReadModels",
+]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A read-model table: its key columns and the log-derived value columns."""
+
+    name: str
+    key: tuple[str, ...]
+    values: tuple[str, ...]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Return the key columns followed by the value columns."""
+        return self.key + self.values
+
+
+TABLES: tuple[TableSpec, ...] = (
+    TableSpec(
+        "memory_index",
+        ("memory_id",),
+        ("memory_type", "scope", "project", "topic", "position", "erased_position"),
+    ),
+    TableSpec(
+        "memory_links", ("memory_id", "edge_id"), ("linked_id", "kind", "outgoing", "position")
+    ),
+    TableSpec("evidence_links", ("observation_id", "memory_id"), ("position",)),
+    TableSpec("proposer_links", ("proposer_id", "model_id", "memory_id"), ("position",)),
+    TableSpec(
+        "observation_deadlines",
+        ("observation_id",),
+        ("digest", "deadline", "expired_position", "transient", "erased_position"),
+    ),
+    TableSpec("version_digests", ("digest", "memory_id"), ("released_position",)),
+    TableSpec("decision_index", ("decision_id",), ("kind", "logical_key", "position", "part_of")),
+    TableSpec("tenant_retention", (), ("raw_hours", "transient_hours", "position")),
+    TableSpec("tenant_deletions", (), ("decision_id", "requested_position", "completed_position")),
+    TableSpec("revisions", ("memory_id",), ("requested", "published")),
+    TableSpec(
+        "beliefs",
+        ("memory_id",),
+        (
+            "revision",
+            "memory_type",
+            "scope",
+            "project",
+            "topic",
+            "current_version_id",
+            "grade",
+            "belief",
+        ),
+    ),
+)
+"""Every per-tenant read model. Operational columns (``requested_at``,
+``claimed_until``, ``published_at``) say when work happened, not what the log
+holds, and are neither rebuilt from nor compared with it."""
+
+Row = tuple[Any, ...]
+
+
+@dataclass
+class TenantReadModels:
+    """One tenant's read models, as the log up to :attr:`position` determines them."""
+
+    tenant_id: UUID
+    position: int = 0
+    marked: int = 0
+    memories: dict[UUID, Memory] = field(default_factory=dict)
+    linked: dict[UUID, set[UUID]] = field(default_factory=dict)
+    citing: dict[UUID, set[UUID]] = field(default_factory=dict)
+    edges: dict[UUID, list[EdgeFact]] = field(default_factory=dict)
+    rows: dict[str, dict[Row, Row]] = field(
+        default_factory=lambda: {
+            t.name: {} for t in TABLES if t.name not in {"revisions", "beliefs"}
+        }
+    )
+    requested: dict[UUID, int] = field(default_factory=dict)
+    snapshots: dict[tuple[UUID, int], dict[str, Any]] = field(default_factory=dict)
+    """Snapshot state by (memory id, version): the snapshots the live write path
+    takes, at the same versions (after each write that crosses a multiple of
+    :data:`~projections.store.eventlog.SNAPSHOT_INTERVAL`)."""
+
+    def apply_write(self, events: Sequence[Any], position: int) -> set[UUID]:
+        """Apply one write (the events of one transaction; ``position`` is its last)
+        and return the memories whose requested revision it raised."""
+        recorded: dict[UUID, int] = {}
+        for event in events:
+            key = event.originator_id
+            if isinstance(event, Memory.Created) or key in self.memories:
+                assert isinstance(event, CanMutateAggregate)
+                memory = event.mutate(self.memories.get(key))
+                assert isinstance(memory, Memory)
+                self.memories[key] = memory
+                recorded[key] = recorded.get(key, 0) + 1
+        for key, count in recorded.items():
+            version = self.memories[key].version
+            if version // SNAPSHOT_INTERVAL > (version - count) // SNAPSHOT_INTERVAL:
+                # A deep copy: the memory's lists keep growing as the replay goes on.
+                state = deepcopy(Snapshot.take(self.memories[key]).state)
+                self.snapshots[(key, version)] = state
+        found = dependencies_of(events)
+        self._record_rows(found, position)
+        closure = self._closure(found)
+        for memory_id in closure:
+            self.requested[memory_id] = max(self.requested.get(memory_id, 0), position)
+        self.marked = position
+        self.position = position
+        return closure
+
+    def _record_rows(self, found: Dependencies, position: int) -> None:
+        """Insert the write's dependency rows as the recorder does (first one wins)."""
+        rows = self.rows
+        for link in found.links:
+            if (link.memory_id, link.edge_id) not in rows["memory_links"]:
+                rows["memory_links"][(link.memory_id, link.edge_id)] = (
+                    link.linked_id,
+                    link.kind,
+                    link.outgoing,
+                    position,
+                )
+                self.linked.setdefault(link.memory_id, set()).add(link.linked_id)
+                source, target = (
+                    (link.memory_id, link.linked_id)
+                    if link.outgoing
+                    else (link.linked_id, link.memory_id)
+                )
+                self.edges.setdefault(link.memory_id, []).append(
+                    EdgeFact(link.edge_id, link.kind, source, target, position)
+                )
+        for observation_id, memory_id in found.evidence:
+            rows["evidence_links"].setdefault((observation_id, memory_id), (position,))
+            self.citing.setdefault(observation_id, set()).add(memory_id)
+        for proposer_id, model_id, memory_id in found.proposers:
+            rows["proposer_links"].setdefault((proposer_id, model_id, memory_id), (position,))
+        for memory_id, memory_type, scope, project, topic in found.created:
+            rows["memory_index"][(memory_id,)] = (
+                memory_type,
+                scope,
+                project,
+                topic,
+                position,
+                None,
+            )
+        for observation_id, digest, deadline, transient in found.captured:
+            rows["observation_deadlines"][(observation_id,)] = (
+                digest,
+                deadline,
+                None,
+                transient,
+                None,
+            )
+        for digest, memory_id in found.version_digests:
+            rows["version_digests"][(digest, memory_id)] = (None,)
+        for decision_id, kind, logical_key, part_of in found.decisions:
+            rows["decision_index"][(decision_id,)] = (kind, logical_key, position, part_of)
+        if found.retention is not None:
+            rows["tenant_retention"][()] = (*found.retention, position)
+        self._record_removals(found, position)
+
+    def _record_removals(self, found: Dependencies, position: int) -> None:
+        """Apply deadline changes, expiries, erasures and tenant deletions as the
+        recorder does."""
+        rows = self.rows
+        for memory_id in found.memories_erased:
+            rows["memory_index"][(memory_id,)] = (*rows["memory_index"][(memory_id,)][:5], position)
+        for digest, memory_id in found.released:
+            rows["version_digests"][(digest, memory_id)] = (position,)
+        if found.deletion_requested is not None:
+            rows["tenant_deletions"][()] = (found.deletion_requested, position, None)
+        if found.deletion_completed is not None:
+            decision_id, requested, _ = rows["tenant_deletions"][()]
+            rows["tenant_deletions"][()] = (decision_id, requested, position)
+        deadlines = rows["observation_deadlines"]
+        for observation_id, deadline in found.shortened:
+            digest, _, expired, transient, erased = deadlines[(observation_id,)]
+            deadlines[(observation_id,)] = (digest, deadline, expired, transient, erased)
+        for observation_id in found.expired:
+            if (observation_id,) in deadlines:
+                digest, deadline, _, transient, erased = deadlines[(observation_id,)]
+                deadlines[(observation_id,)] = (digest, deadline, position, transient, erased)
+        for observation_id in found.erased:
+            if (observation_id,) in deadlines:
+                digest, deadline, expired, transient, _ = deadlines[(observation_id,)]
+                deadlines[(observation_id,)] = (digest, deadline, expired, transient, position)
+
+    def _closure(self, found: Dependencies) -> set[UUID]:
+        """Return the memories a write marks: touched, citing what it cites, and linked
+        to those, transitively (the recorder's recursive query)."""
+        cited = {o for o, _ in found.evidence} | set(found.expired) | set(found.erased)
+        closure = set(found.touched)
+        for observation_id in cited:
+            closure |= self.citing.get(observation_id, set())
+        frontier = list(closure)
+        while frontier:
+            for other in self.linked.get(frontier.pop(), ()):
+                if other not in closure:
+                    closure.add(other)
+                    frontier.append(other)
+        return closure
+
+    def belief_row(self, memory_id: UUID) -> Row:
+        """Return the ``beliefs`` value columns for a memory, at its requested revision."""
+        memory = self.memories[memory_id]
+        belief = project_belief(facts_from(memory, self.edges.get(memory_id, ())))
+        return (
+            self.requested[memory_id],
+            memory.memory_type,
+            memory.scope,
+            memory.project,
+            memory.topic,
+            belief.current_version_id,
+            belief.grade,
+            belief_document(belief),
+        )
+
+    def table_rows(self, name: str) -> Iterator[tuple[Row, Row]]:
+        """Yield ``(key, values)`` of every row table ``name`` must hold, caught up."""
+        if name == "revisions":
+            for memory_id, requested in self.requested.items():
+                yield (memory_id,), (requested, requested)
+        elif name == "beliefs":
+            for memory_id in self.requested:
+                if memory_id in self.memories:
+                    yield (memory_id,), self.belief_row(memory_id)
+        else:
+            yield from self.rows[name].items()

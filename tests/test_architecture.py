@@ -1,0 +1,187 @@
+"""The house's rules: which room may import which, no circles, complete package faces.
+
+docs/architecture.md draws the rooms; this test keeps that picture true. Every
+``import`` counts, including those inside functions and under
+``TYPE_CHECKING``: a deferred import is still a dependency a reader must follow.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("domain", "projections", "workers", "api")
+
+# Each room, and the rooms (besides itself) it may import. Rooms are listed
+# from the bottom of the house up; a room never imports one that sits above it.
+ALLOWED: dict[str, set[str]] = {
+    "domain": set(),
+    "projections.store": {"domain"},
+    "projections.commands": {"domain", "projections.store"},
+    "projections.views": {"domain", "projections.store"},
+    "projections.recall": {"domain", "projections.store", "projections.views"},
+    "projections.drains": {
+        "domain",
+        "projections.store",
+        "projections.commands",
+        "projections.views",
+        "projections.recall",
+    },
+    "projections.history": {"domain", "projections.store", "projections.views"},
+    "projections.runtime": {
+        "domain",
+        "projections.store",
+        "projections.views",
+        "projections.recall",
+    },
+    "workers": {"domain", "projections"},
+    "api": {"domain", "projections"},
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> Iterator[tuple[str, Path]]:
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            yield _module_name(path), path
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module of ours that ``path`` imports, anywhere in the file."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            # ``from projections.views import beliefs`` imports a module too.
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    known = {name for name, _ in _modules()}
+    return {name for name in found if name in known}
+
+
+def _room(module: str) -> str:
+    """The most specific room of ALLOWED that holds ``module``."""
+    candidates = [room for room in ALLOWED if module == room or module.startswith(room + ".")]
+    if not candidates:
+        return module.split(".", maxsplit=1)[0]
+    return max(candidates, key=len)
+
+
+def _graph() -> dict[str, set[str]]:
+    return {name: _imports(path) for name, path in _modules()}
+
+
+def test_every_module_lives_in_a_room() -> None:
+    homeless = [
+        name for name, _ in _modules() if _room(name) not in ALLOWED and name != "projections"
+    ]
+    assert homeless == []
+
+
+def test_rooms_import_only_the_rooms_below_them() -> None:
+    breaches = []
+    for module, imported in _graph().items():
+        room = _room(module)
+        if room not in ALLOWED:
+            continue
+        for target in imported:
+            other = _room(target)
+            if other == room or target == "projections":
+                continue
+            allowed = ALLOWED[room]
+            if other not in allowed and not any(other.startswith(a + ".") for a in allowed):
+                breaches.append(f"{module} -> {target}")
+    assert breaches == []
+
+
+def test_commands_and_views_never_import_each_other() -> None:
+    graph = _graph()
+    crossing = [
+        f"{module} -> {target}"
+        for module, imported in graph.items()
+        for target in imported
+        if {_room(module), _room(target)} == {"projections.commands", "projections.views"}
+    ]
+    assert crossing == []
+
+
+def test_there_are_no_import_circles() -> None:
+    graph = _graph()
+    # A package imports its own modules to present its face; that is not a circle.
+    edges = {
+        module: {t for t in targets if not t.startswith(module + ".")}
+        for module, targets in graph.items()
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges.get(node, set()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    assert circles == []
+
+
+def test_nothing_imports_the_api_or_the_workers_from_below() -> None:
+    upward = [
+        f"{module} -> {target}"
+        for module, imported in _graph().items()
+        if module.split(".")[0] in ("domain", "projections")
+        for target in imported
+        if target.split(".")[0] in ("api", "workers")
+    ]
+    assert upward == []
+
+
+@pytest.mark.parametrize("module_name", [name for name, _ in _modules() if name != "workers.boot"])
+def test_every_module_lists_its_public_names_sorted_in_all(module_name: str) -> None:
+    # workers.boot is dramatiq's entry point: importing it connects to a broker.
+    path = dict(_modules())[module_name]
+    module = importlib.import_module(module_name)
+    exported = getattr(module, "__all__", None)
+    assert exported is not None, f"{module_name} has no __all__"
+    assert list(exported) == sorted(exported), module_name
+    tree = ast.parse(path.read_text())
+    public = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.name.startswith("_")
+    }
+    assert public <= set(exported), (module_name, public - set(exported))
+    missing = [name for name in exported if not hasattr(module, name)]
+    assert missing == [], (module_name, missing)

@@ -1,5 +1,38 @@
-"""HTTP (FastAPI) and the ``palimpsest`` command line."""
+"""The places people and programs meet palimpsest: HTTP (FastAPI) and the
+``palimpsest`` command line.
+
+Modules:
+
+- :mod:`api.app`: The FastAPI application factory.
+- :mod:`api.cli`: The ``palimpsest`` command line.
+- :mod:`api.cursor`: Opaque pagination cursors: a listing's
+  :class:`ListingCursor`, base64url-encoded.
+- :mod:`api.deps`: Dependencies shared by the routers: the runtime, the caller,
+  its role, writes.
+- :mod:`api.logformat`: Structured logs: one JSON object per line.
+- :mod:`api.metrics`: Prometheus metrics of one app instance, and the
+  middleware that records them.
+- :mod:`api.problems`: RFC 9457 problem details: one mapping from error class
+  to type and status.
+- :mod:`api.routers`:
+- :mod:`api.schemas`: Typed request and response bodies of the HTTP API, one
+  module per resource.
+- :mod:`api.settings`: HTTP and write-path settings of the service.
+- :mod:`api.specs`: Translation of validated request bodies into write specs.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = [
+    "app",
+    "cli",
+    "cursor",
+    "deps",
+    "logformat",
+    "metrics",
+    "problems",
+    "routers",
+    "schemas",
+    "settings",
+    "specs",
+]

@@ -27,7 +27,7 @@ from api.routers import (
 from api.settings import ApiSettings
 from projections.commands.writer import CapturePolicy, Writer
 from projections.runtime import Runtime
-from projections.views.beliefs import revision_totals
+from projections.views.revision_status import revision_totals
 
 __all__ = [
     "create_app",

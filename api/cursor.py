@@ -1,4 +1,4 @@
-"""Opaque pagination cursors."""
+"""Opaque pagination cursors: a listing's :class:`ListingCursor`, base64url-encoded."""
 
 from __future__ import annotations
 
@@ -6,18 +6,19 @@ import base64
 from uuid import UUID
 
 from domain.errors import InvalidInputError
+from projections.views.listing import ListingCursor
 
 __all__ = ["decode_cursor", "encode_cursor"]
 
 
-def encode_cursor(after: tuple[int, UUID]) -> str:
-    """Return the opaque cursor for a (position, id) pair."""
-    raw = f"{after[0]}:{after[1]}".encode()
+def encode_cursor(after: ListingCursor) -> str:
+    """Return the opaque cursor for where a page ended."""
+    raw = f"{after.position}:{after.memory_id}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> tuple[int, UUID]:
-    """Return the (position, id) pair of a cursor.
+def decode_cursor(cursor: str) -> ListingCursor:
+    """Return where the page a cursor was made for ended.
 
     Raises:
         InvalidInputError: the cursor was not made by :func:`encode_cursor`.
@@ -25,7 +26,7 @@ def decode_cursor(cursor: str) -> tuple[int, UUID]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         position, memory_id = raw.split(":", 1)
-        return int(position), UUID(memory_id)
+        return ListingCursor(int(position), UUID(memory_id))
     except (ValueError, UnicodeDecodeError) as e:
         msg = f"cursor {cursor!r} is not valid; pass back a next_cursor from a listing"
         raise InvalidInputError(msg) from e

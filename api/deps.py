@@ -1,11 +1,12 @@
-"""Dependencies shared by the routers: the runtime, the caller, idempotent writes."""
+"""Dependencies shared by the routers: the runtime, the caller, its role, writes."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -13,28 +14,35 @@ from fastapi import Depends, Header, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
-from api.specs import to_specs
 from domain.errors import AuthenticationError, InvalidInputError, TenantClosedError
 from domain.limits import MAX_IDEMPOTENCY_KEY_CHARS
 from projections.commands.caller import Caller
 from projections.commands.tokens import authenticate
-from projections.commands.writer import Writer
+from projections.commands.writer import Writer, WriteSpec
 from projections.runtime import Runtime
 
 __all__ = [
+    "AdminDep",
+    "AnyAdminDep",
     "AnyCallerDep",
     "CallerDep",
     "ClockDep",
     "IdempotencyKeyDep",
     "RuntimeDep",
+    "UnkeyedWriteDep",
+    "WriteDep",
+    "WriteRequest",
     "WriterDep",
+    "get_admin",
+    "get_any_admin",
     "get_any_caller",
     "get_caller",
     "get_clock",
     "get_idempotency_key",
     "get_runtime",
+    "get_unkeyed_write",
+    "get_write",
     "get_writer",
-    "perform_write",
 ]
 
 _bearer = HTTPBearer(auto_error=False, description="A token from `palimpsest token create`.")
@@ -126,33 +134,119 @@ AnyCallerDep = Annotated[Caller, Depends(get_any_caller)]
 IdempotencyKeyDep = Annotated[str | None, Depends(get_idempotency_key)]
 
 
-def perform_write(
-    request: Request,
-    response: Response,
-    writer: Writer,
-    caller: Caller,
-    key: str | None,
-    body: BaseModel,
-    *,
-    path_ids: dict[str, Any] | None = None,
-    batch: bool = False,
-) -> dict[str, Any]:
-    """Apply one write request (or batch) and return its response body.
+def _admin(request: Request, caller: Caller) -> Caller:
+    # The command layer checks each write's role itself; this guards what is
+    # not a write (reads, caches) or must be refused before a write is prepared.
+    caller.require("admin", f"{request.method} {request.url.path}")
+    return caller
 
-    The idempotency digest covers the method, the path and the validated
-    body, so reformatting JSON does not make a retry look like a new request.
+
+def get_admin(request: Request, caller: CallerDep) -> Caller:
+    """Authenticate an administrator of a tenant that is open.
+
+    Raises:
+        AuthenticationError, TenantClosedError: as for any caller.
+        PermissionDeniedError: the token's role is not admin.
     """
-    specs = to_specs(body, path_ids or {})
-    idempotency = None
-    if key is not None:
+    return _admin(request, caller)
+
+
+def get_any_admin(request: Request, caller: AnyCallerDep) -> Caller:
+    """Authenticate an administrator, whether or not the tenant is being deleted.
+
+    Raises:
+        AuthenticationError: as for any caller.
+        PermissionDeniedError: the token's role is not admin.
+    """
+    return _admin(request, caller)
+
+
+AdminDep = Annotated[Caller, Depends(get_admin)]
+AnyAdminDep = Annotated[Caller, Depends(get_any_admin)]
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """A write as a route hands it to the command layer: who asks, with which
+    ``Idempotency-Key``, through which writer, and the response it shapes."""
+
+    caller: Caller
+    writer: Writer
+    runtime: Runtime
+    key: str | None
+    method: str
+    path: str
+    response: Response
+    drains: bool
+    """Whether a drain is known to run (then a write may wait for its embedding)."""
+    wake: Callable[[], None]
+
+    def digest(self, body: BaseModel) -> str:
+        """Return the request's digest for its idempotency record.
+
+        It covers the method, the path and the validated body, so reformatting
+        JSON does not make a retry look like a new request.
+        """
         canonical = json.dumps(
-            [request.method, request.url.path, body.model_dump(mode="json")], sort_keys=True
+            [self.method, self.path, body.model_dump(mode="json")], sort_keys=True
         )
-        idempotency = (key, "sha256:" + hashlib.sha256(canonical.encode()).hexdigest())
-    outcome = writer.write(caller, specs, batch=batch, idempotency=idempotency)
-    response.status_code = outcome.status_code
-    if outcome.replayed:
-        response.headers["Idempotent-Replayed"] = "true"
-    else:
-        request.app.state.wake()  # after commit: a hint, never inside the transaction
-    return outcome.body
+        return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+    def perform(self, body: BaseModel, spec: WriteSpec) -> dict[str, Any]:
+        """Apply one write and return its response body.
+
+        The outcome's status goes on the response, with ``Idempotent-Replayed``
+        when an earlier identical request is replayed; a write that committed
+        wakes the drains.
+        """
+        return self._perform(body, [spec], batch=False)
+
+    def perform_batch(self, body: BaseModel, specs: Sequence[WriteSpec]) -> dict[str, Any]:
+        """Apply a batch all-or-nothing and return ``{"results": [...]}``."""
+        return self._perform(body, specs, batch=True)
+
+    def _perform(
+        self, body: BaseModel, specs: Sequence[WriteSpec], *, batch: bool
+    ) -> dict[str, Any]:
+        idempotency = None if self.key is None else (self.key, self.digest(body))
+        outcome = self.writer.write(self.caller, specs, batch=batch, idempotency=idempotency)
+        self.response.status_code = outcome.status_code
+        if outcome.replayed:
+            self.response.headers["Idempotent-Replayed"] = "true"
+        else:
+            self.wake()  # after commit: a hint, never inside the transaction
+        return outcome.body
+
+
+def _write_request(
+    request: Request, response: Response, caller: Caller, key: str | None
+) -> WriteRequest:
+    state = request.app.state
+    return WriteRequest(
+        caller=caller,
+        writer=state.writer,
+        runtime=state.runtime,
+        key=key,
+        method=request.method,
+        path=request.url.path,
+        response=response,
+        drains=state.drains,
+        wake=state.wake,
+    )
+
+
+def get_write(
+    request: Request, response: Response, caller: CallerDep, key: IdempotencyKeyDep
+) -> WriteRequest:
+    """Return the write a route performs, with its ``Idempotency-Key`` if given."""
+    return _write_request(request, response, caller, key)
+
+
+def get_unkeyed_write(request: Request, response: Response, caller: CallerDep) -> WriteRequest:
+    """Return a write that takes no ``Idempotency-Key`` (a confirmation token, or
+    the state it leaves, makes repeating it safe)."""
+    return _write_request(request, response, caller, None)
+
+
+WriteDep = Annotated[WriteRequest, Depends(get_write)]
+UnkeyedWriteDep = Annotated[WriteRequest, Depends(get_unkeyed_write)]

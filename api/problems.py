@@ -37,7 +37,7 @@ from projections.store.errors import (
     PgvectorMissingError,
     SchemaTooNewError,
 )
-from projections.views.beliefs import erasure_placeholder
+from projections.views.erasures import erasure_placeholder
 
 __all__ = [
     "PROBLEMS",
@@ -125,7 +125,8 @@ def _extension(error: PalimpsestError) -> dict[str, Any] | None:
     """Return the problem's extension members: the erasure that removed what was
     asked for, or the token that would confirm a destructive request."""
     if isinstance(error, ContentErasedError | TenantClosedError):
-        return {"erasure": erasure_placeholder(UUID(str(error.erasure_id)))}
+        placeholder = erasure_placeholder(UUID(str(error.erasure_id)))
+        return {"erasure": placeholder.model_dump(mode="json")}
     if isinstance(error, ConfirmationRequiredError):
         return {"confirmation_token": error.token}
     return None

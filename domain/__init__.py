@@ -1,5 +1,51 @@
-"""Events, aggregates and pure policies. No I/O, no framework imports."""
+"""Events, aggregates and pure policies. No I/O, no framework imports.
+
+Modules:
+
+- :mod:`domain.belief`: The projection function: what palimpsest currently
+  believes about one memory.
+- :mod:`domain.decision`: The ``Decision`` aggregate: one recorded judgment
+  that changed labels.
+- :mod:`domain.dependency`: What a write's events make other memories depend
+  on.
+- :mod:`domain.digest`: Content digests: the only trace of content that events
+  may carry.
+- :mod:`domain.edge`: Which edges may join two memories.
+- :mod:`domain.erasure`: Which versions an erasure removes: the lineage rule,
+  as a pure function.
+- :mod:`domain.errors`: Errors raised by palimpsest.
+- :mod:`domain.evidence`: Evidence excerpts: exact spans of an observation that
+  a version cites.
+- :mod:`domain.limits`: Documented input limits, and the pure checks that
+  enforce them.
+- :mod:`domain.memory`: The ``Memory`` aggregate: a focused claim, its
+  versions, support and edges.
+- :mod:`domain.observation`: The ``Observation`` aggregate: a raw report whose
+  bytes live in the payload store.
+- :mod:`domain.retention`: Retention deadlines, fixed once at capture.
+- :mod:`domain.role`: Roles a principal's token grants within a tenant.
+- :mod:`domain.salience`: Salience: how prominently a memory ranks. Demotion
+  changes rank, nothing else.
+- :mod:`domain.tenant`: The ``Tenant`` aggregate: an isolated account, its
+  principals and their tokens.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = [
+    "belief",
+    "decision",
+    "dependency",
+    "digest",
+    "edge",
+    "erasure",
+    "errors",
+    "evidence",
+    "limits",
+    "memory",
+    "observation",
+    "retention",
+    "role",
+    "salience",
+    "tenant",
+]

@@ -1,5 +1,31 @@
-"""The event log, the payload store, migrations, and the read and write paths."""
+"""The read and write paths over the event log, one room a concern.
+
+Which room may import which is drawn in ``docs/architecture.md`` and enforced
+by ``tests/test_architecture.py``: ``store`` sits at the bottom, ``commands``
+and ``views`` are siblings that never import each other, ``recall``,
+``drains`` and ``history`` sit above them, and :mod:`projections.runtime`
+ties one process's connections together.
+
+Modules:
+
+- :mod:`projections.commands`: commands
+- :mod:`projections.drains`: drains
+- :mod:`projections.history`: history
+- :mod:`projections.recall`: recall
+- :mod:`projections.runtime`: One process's connection to palimpsest's database
+  and event log.
+- :mod:`projections.store`: store
+- :mod:`projections.views`: views
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = [
+    "commands",
+    "drains",
+    "history",
+    "recall",
+    "runtime",
+    "store",
+    "views",
+]

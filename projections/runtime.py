@@ -12,7 +12,8 @@ from projections.recall.settings import EmbeddingSettings
 from projections.store.database import Database, open_database
 from projections.store.errors import DatabaseUnavailableError
 from projections.store.eventlog import EventLog
-from projections.store.migrations import migrate, vector_index_ddl
+from projections.store.migrations import migrate
+from projections.store.schema import vector_index_ddl
 from projections.store.settings import DatabaseSettings
 from projections.views.version_cache import VersionCache, cache_for
 

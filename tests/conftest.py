@@ -27,7 +27,7 @@ from projections.commands.tokens import IssuedToken, create_tenant, issue_token
 from projections.drains.revision import drain_revisions
 from projections.recall.indexing import index_pending
 from projections.runtime import Runtime, start_runtime
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.schema import EVENTS_TABLE
 from projections.store.settings import DatabaseSettings
 
 

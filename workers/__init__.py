@@ -1,5 +1,28 @@
-"""Dramatiq drain workers for distributed deployments (``dramatiq workers.boot``)."""
+"""Dramatiq drain workers for distributed deployments (``dramatiq workers.boot``).
+
+Each actor wraps a drain of :mod:`projections.drains` or :mod:`projections.recall`.
+
+Modules:
+
+- :mod:`workers.boot`: Entry point of distributed drain workers: ``dramatiq
+  workers.boot``.
+- :mod:`workers.erasure`: The ``drain_erasure`` dramatiq actor: tenant
+  deletions, a batch at a time.
+- :mod:`workers.expiry`: The ``drain_raw_expiry`` dramatiq actor.
+- :mod:`workers.hints`: Drain actors: a message is a hint, the work is found in
+  the database.
+- :mod:`workers.indexing`: The ``drain_index`` dramatiq actor: embed current
+  versions for recall.
+- :mod:`workers.revision`: The ``drain_revisions`` dramatiq actor.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+# ``boot`` is left out: importing it connects to the broker.
+__all__ = [
+    "erasure",
+    "expiry",
+    "hints",
+    "indexing",
+    "revision",
+]

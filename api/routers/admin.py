@@ -6,10 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from api.deps import CallerDep, RuntimeDep
+from api.deps import AdminDep, RuntimeDep
 from api.schemas import CacheEvicted
-from domain.errors import PermissionDeniedError
-from domain.role import can_administer
 
 __all__ = [
     "evict_cache",
@@ -20,13 +18,10 @@ router = APIRouter(prefix="/v1/admin", tags=["admin"])
 
 
 @router.post("/cache/evict", response_model=CacheEvicted)
-def evict_cache(caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+def evict_cache(caller: AdminDep, runtime: RuntimeDep) -> dict[str, Any]:
     """Evict this process's cached copies of the tenant's memories (the decoded
     versions as-of reads reuse). Nothing durable changes and no answer changes: the
     next read decodes again. Admin only."""
-    if not can_administer(caller.role):
-        msg = f"role {caller.role!r} cannot evict caches; an admin token is required"
-        raise PermissionDeniedError(msg)
     cache = runtime.version_cache
     evicted = cache.evict(caller.tenant_id)
     stats = cache.stats()

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
 from fastapi import APIRouter
 
 from api.deps import CallerDep, RuntimeDep
 from api.schemas import DecisionPublic
-from projections.views.decision_records import decision_record
+from projections.views.decision_records import DecisionRecord, decision_record
 
 __all__ = [
     "read_decision",
@@ -20,7 +19,7 @@ router = APIRouter(prefix="/v1/decisions", tags=["decisions"])
 
 
 @router.get("/{decision_id}", response_model=DecisionPublic)
-def read_decision(decision_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+def read_decision(decision_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> DecisionRecord:
     """Explain a decision: what it was asked to do (kind, subject, parameters, inputs),
     the versions and content digests it saw, who proposed and who recorded it, under
     which policy version, and which operations it accepted or refused."""

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Response
 
-from api.deps import (
-    AnyCallerDep,
-    CallerDep,
-    IdempotencyKeyDep,
-    RuntimeDep,
-    WriterDep,
-    perform_write,
-)
+from api.deps import AnyAdminDep, RuntimeDep, WriteDep
 from api.schemas import ErasureCreate, ErasureReceipt
-from domain.errors import PermissionDeniedError
-from domain.role import can_administer
-from projections.views.receipts import erasure_receipt
+from api.specs import erase_spec
+from projections.views.receipts import Receipt, erasure_receipt
 
 __all__ = [
     "erase",
@@ -30,15 +21,7 @@ router = APIRouter(prefix="/v1/erasures", tags=["erasures"])
 
 
 @router.post("", response_model=ErasureReceipt, status_code=201)
-def erase(
-    body: ErasureCreate,
-    request: Request,
-    response: Response,
-    caller: CallerDep,
-    runtime: RuntimeDep,
-    writer: WriterDep,
-    key: IdempotencyKeyDep,
-) -> dict[str, Any]:
+def erase(body: ErasureCreate, response: Response, write: WriteDep) -> Receipt:
     """Erase observations and memories (admin). In one transaction: the named
     observations' bytes and the named memories' versions are deleted, with every
     version formed only from erased observations and the excerpts cut from them;
@@ -47,25 +30,19 @@ def erase(
     Reads of erased content answer a placeholder naming this erasure; the log keeps its
     events, which never held content. Not undoable. Returns the receipt; the same
     request again returns it unchanged (200)."""
-    if not can_administer(caller.role):
-        msg = f"role {caller.role!r} cannot erase; an admin token is required"
-        raise PermissionDeniedError(msg)
-    result = perform_write(request, response, writer, caller, key, body)
+    result = write.perform(body, erase_spec(body))
     if result.get("replayed"):
         response.status_code = 200
     memories = set(body.memory_ids) | {
         UUID(op["memory_id"]) for op in result.get("accepted", []) if "memory_id" in op
     }
-    runtime.version_cache.evict(caller.tenant_id, memories)
-    return erasure_receipt(runtime.log, caller.tenant_id, UUID(result["id"]))
+    write.runtime.version_cache.evict(write.caller.tenant_id, memories)
+    return erasure_receipt(write.runtime.log, write.caller.tenant_id, UUID(result["id"]))
 
 
 @router.get("/{erasure_id}", response_model=ErasureReceipt)
-def read_receipt(erasure_id: UUID, caller: AnyCallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+def read_receipt(erasure_id: UUID, caller: AnyAdminDep, runtime: RuntimeDep) -> Receipt:
     """Return an erasure's (or a tenant deletion's) receipt: the decision, counts and
     digests of what was removed, the memories recomputed, and whether it is complete.
     Readable by the tenant's admins even after the tenant is deleted."""
-    if not can_administer(caller.role):
-        msg = f"role {caller.role!r} cannot read erasure receipts; an admin token is required"
-        raise PermissionDeniedError(msg)
     return erasure_receipt(runtime.log, caller.tenant_id, erasure_id)

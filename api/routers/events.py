@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
@@ -32,12 +32,12 @@ def list_events(
     runtime: RuntimeDep,
     after: Annotated[int, Query(ge=0, description="Log position to start after")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-) -> dict[str, Any]:
+) -> EventPagePublic:
     """Return the tenant's accepted events after a log position, oldest first: what was
     accepted, by whom, against which inputs (references and digests, never content).
     Pass `next_after` back as `after` for the next page."""
     events, next_after = event_feed(runtime.log, caller.tenant_id, after=after, limit=limit)
-    return {"events": events, "next_after": next_after}
+    return EventPagePublic(events=events, next_after=next_after)
 
 
 @router.get("/stream", response_class=StreamingResponse)
@@ -65,8 +65,8 @@ def stream_events(
                 runtime.log, caller.tenant_id, after=position, limit=batch
             )
             for event in events:
-                data = json.dumps(event)
-                yield f"id: {event['position']}\nevent: {event['type']}\ndata: {data}\n\n"
+                data = json.dumps(event.model_dump(mode="json", by_alias=True))
+                yield f"id: {event.position}\nevent: {event.type}\ndata: {data}\n\n"
             sent += len(events)
             if events:
                 quiet_since = time.monotonic()

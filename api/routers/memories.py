@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
-from pydantic import AwareDatetime, BaseModel
+from fastapi import APIRouter, Query, Response
+from pydantic import AwareDatetime
 
 from api.cursor import decode_cursor, encode_cursor
-from api.deps import CallerDep, ClockDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
+from api.deps import CallerDep, ClockDep, RuntimeDep, WriteDep, WriteRequest
 from api.schemas import (
     BeliefPublic,
     CandidatesPublic,
@@ -28,16 +28,25 @@ from api.schemas import (
     VersionCreate,
     VersionCreated,
 )
+from api.specs import edge_spec, label_spec, memory_spec, version_spec
 from domain.errors import ContentErasedError, InvalidInputError
 from domain.memory import MemoryType
 from projections.commands.caller import Caller
-from projections.commands.writer import Writer
 from projections.runtime import Runtime
 from projections.views.access_stamps import salience_of, stamp_accesses
-from projections.views.as_of import belief_as_of, list_beliefs_as_of, position_at
-from projections.views.beliefs import MemoryFilter, current_belief, list_beliefs, memory_versions
-from projections.views.candidates import potential_contradictions
-from projections.views.timeline import memory_history
+from projections.views.as_of import BeliefAsOf, belief_as_of, list_beliefs_as_of, position_at
+from projections.views.candidates import Candidates, potential_contradictions
+from projections.views.current_beliefs import (
+    CurrentBelief,
+    ErasedBelief,
+    ListedCurrentBelief,
+    PendingBelief,
+    current_belief,
+    list_beliefs,
+)
+from projections.views.listing import MemoryFilter
+from projections.views.timeline import MemoryHistory, memory_history
+from projections.views.versions import MemoryVersions, memory_versions
 
 __all__ = [
     "create_edge",
@@ -59,14 +68,7 @@ router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
 
 @router.post("", status_code=201, response_model=MemoryCreated, response_model_exclude_none=True)
-def create_memory(
-    body: MemoryCreate,
-    request: Request,
-    response: Response,
-    caller: CallerDep,
-    writer: WriterDep,
-    key: IdempotencyKeyDep,
-) -> dict[str, Any]:
+def create_memory(body: MemoryCreate, write: WriteDep) -> dict[str, Any]:
     """Create a memory with its first version. Each `evidence` excerpt is checked against
     the observation's content and recorded as a contribution by the caller.
 
@@ -75,8 +77,8 @@ def create_memory(
     floor, newest first: advisory, nothing is labelled. It is `pending` when the
     version was not embedded within the wait (`PALIMPSEST_CANDIDATE_WAIT_S`); then see
     `GET /v1/memories/{id}/candidates`."""
-    result = perform_write(request, response, writer, caller, key, body)
-    return _with_candidates(request, caller, result, UUID(str(result["id"])))
+    result = write.perform(body, memory_spec(body))
+    return _with_candidates(write, result, UUID(str(result["id"])))
 
 
 @router.post(
@@ -85,41 +87,31 @@ def create_memory(
     response_model=VersionCreated,
     response_model_exclude_none=True,
 )
-def create_version(
-    memory_id: UUID,
-    body: VersionCreate,
-    request: Request,
-    response: Response,
-    caller: CallerDep,
-    writer: WriterDep,
-    key: IdempotencyKeyDep,
-) -> dict[str, Any]:
+def create_version(memory_id: UUID, body: VersionCreate, write: WriteDep) -> dict[str, Any]:
     """Record a new version (a revision) of a memory, with its
     `potential_contradictions` as for a new memory."""
-    result = perform_write(
-        request, response, writer, caller, key, body, path_ids={"memory_id": memory_id}
-    )
-    return _with_candidates(request, caller, result, memory_id)
+    result = write.perform(body, version_spec(memory_id, body))
+    return _with_candidates(write, result, memory_id)
 
 
 def _with_candidates(
-    request: Request, caller: Caller, result: dict[str, Any], memory_id: UUID
+    write: WriteRequest, result: dict[str, Any], memory_id: UUID
 ) -> dict[str, Any]:
     """Add the new version's potential contradictions, waiting for its embedding as
     long as configured when a drain runs (without one, the answer is pending)."""
-    runtime: Runtime = request.app.state.runtime
+    runtime = write.runtime
     settings = runtime.embedding
     version_id = UUID(str(result["version_id"]))
-    deadline = time.monotonic() + (settings.candidate_wait_s if request.app.state.drains else 0)
+    deadline = time.monotonic() + (settings.candidate_wait_s if write.drains else 0)
     while True:
         found = potential_contradictions(
-            runtime.log, caller.tenant_id, memory_id, version_id, settings.conflict_floor
+            runtime.log, write.caller.tenant_id, memory_id, version_id, settings.conflict_floor
         )
-        if found["status"] == "ready" or time.monotonic() >= deadline:
+        if found.status == "ready" or time.monotonic() >= deadline:
             break
         time.sleep(0.02)
-    if found["status"] == "pending":
-        found["url"] = f"/v1/memories/{memory_id}/candidates"
+    if found.status == "pending":
+        found = CandidatesPublic(**dict(found), url=f"/v1/memories/{memory_id}/candidates")
     return {**result, "potential_contradictions": found}
 
 
@@ -128,39 +120,29 @@ def _with_candidates(
 )
 def read_candidates(
     memory_id: UUID, caller: CallerDep, runtime: RuntimeDep, clock: ClockDep
-) -> dict[str, Any]:
+) -> Candidates:
     """Return the potential contradictions of the memory's current version: current
     memories of the same type, scope and project (decision, preference and fact only)
     whose similarity is at least the conflict floor, newest first. Advisory: nothing
     is labelled or proposed from them. `pending` until the version is embedded."""
     belief = current_belief(runtime.log, caller.tenant_id, memory_id, now=clock)
-    if belief["status"] == "erased":
-        erasure = belief["erasure"]["id"]
+    if isinstance(belief, ErasedBelief):
+        erasure = belief.erasure.id
         msg = f"memory {memory_id} was erased by decision {erasure}"
         raise ContentErasedError(msg, erasure)
-    if belief["status"] != "current":
-        return {"status": "pending", "floor": runtime.embedding.conflict_floor, "items": []}
-    version_id = UUID(str(belief["belief"]["current_version_id"]))
+    if not isinstance(belief, CurrentBelief):
+        return Candidates(status="pending", floor=runtime.embedding.conflict_floor, items=[])
+    version_id = UUID(str(belief.belief["current_version_id"]))
     return potential_contradictions(
         runtime.log, caller.tenant_id, memory_id, version_id, runtime.embedding.conflict_floor
     )
 
 
 @router.post("/{memory_id}/edges", status_code=201, response_model=EdgeCreated)
-def create_edge(
-    memory_id: UUID,
-    body: EdgeCreate,
-    request: Request,
-    response: Response,
-    caller: CallerDep,
-    writer: WriterDep,
-    key: IdempotencyKeyDep,
-) -> dict[str, Any]:
+def create_edge(memory_id: UUID, body: EdgeCreate, write: WriteDep) -> dict[str, Any]:
     """Add an edge from this memory to another: `supersedes` (this one is newer),
     `conflicts_with`, `extends` or `derived_from`. Event memories accept only `extends`."""
-    return perform_write(
-        request, response, writer, caller, key, body, path_ids={"memory_id": memory_id}
-    )
+    return write.perform(body, edge_spec(memory_id, body))
 
 
 @router.get("", response_model=MemoryPagePublic, response_model_exclude_none=True)
@@ -179,7 +161,7 @@ def list_memories(
     include_archived: Annotated[
         bool, Query(description="Also list forgotten memories (flagged in their labels)")
     ] = False,
-) -> dict[str, Any]:
+) -> MemoryPagePublic:
     """List memories, newest first, with filters. Each is `current` with its belief, or
     `pending` without one (never with stale content). Pass `next_cursor` back as `cursor`
     for the next page. Forgotten memories are left out unless `include_archived=true`,
@@ -194,7 +176,7 @@ def list_memories(
         if status is not None:
             msg = "status filters current reads; an as-of listing is never pending"
             raise InvalidInputError(msg)
-        used, items, after = list_beliefs_as_of(
+        used, as_of_items, after = list_beliefs_as_of(
             runtime.log,
             caller.tenant_id,
             position,
@@ -205,11 +187,9 @@ def list_memories(
             after=after,
             include_archived=include_archived,
         )
-        return {
-            "items": items,
-            "next_cursor": encode_cursor(after) if after else None,
-            "position": used,
-        }
+        return MemoryPagePublic(
+            items=as_of_items, next_cursor=encode_cursor(after) if after else None, position=used
+        )
     now = clock()
     items, after = list_beliefs(
         runtime.log,
@@ -219,9 +199,10 @@ def list_memories(
         after=after,
         now=now,
     )
-    current = [i for i in items if i["status"] == "current"]
-    _rank_and_stamp(runtime, caller, current, [UUID(i["id"]) for i in current], now)
-    return {"items": items, "next_cursor": encode_cursor(after) if after else None}
+    current = [i for i in items if isinstance(i, ListedCurrentBelief)]
+    ranked = iter(_rank_and_stamp(runtime, caller, current, [i.id for i in current], now))
+    items = [next(ranked) if isinstance(i, ListedCurrentBelief) else i for i in items]
+    return MemoryPagePublic(items=items, next_cursor=encode_cursor(after) if after else None)
 
 
 def _as_of_position(
@@ -237,7 +218,7 @@ def _as_of_position(
 
 
 @router.get("/{memory_id}/history", response_model=MemoryHistoryPublic)
-def read_history(memory_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+def read_history(memory_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> MemoryHistory:
     """Return a memory's whole record: every version with its content, the excerpts it
     was formed from and its contributions (active or deactivated, and by which
     decision), its edges in both directions, and every event that touched it, with log
@@ -255,7 +236,7 @@ def read_memory(
     wait: Annotated[float, Query(ge=0, le=30, description="Seconds to wait for revision")] = 0,
     at_position: Annotated[int | None, Query(ge=0, description="Log position to read at")] = None,
     as_of: Annotated[AwareDatetime | None, Query(description="RFC 3339 time to read at")] = None,
-) -> dict[str, Any]:
+) -> CurrentBelief | PendingBelief | ErasedBelief | BeliefAsOf:
     """Return what palimpsest currently believes about a memory. The answer is `current`
     (with the belief) only when every accepted write that could change it has been
     projected; otherwise it is `pending`, with the requested and published revisions,
@@ -268,28 +249,33 @@ def read_memory(
     if position is not None:
         return belief_as_of(runtime.log, caller.tenant_id, memory_id, position)
     answer = current_belief(runtime.log, caller.tenant_id, memory_id, now=clock, wait_s=wait)
-    if answer["status"] == "pending":
+    if isinstance(answer, PendingBelief):
         response.headers["Retry-After"] = "1"
-    if answer["status"] != "current":
+    if not isinstance(answer, CurrentBelief):
         return answer  # nothing to rank: no belief yet, or erased
-    _rank_and_stamp(runtime, caller, [answer], [memory_id], clock())
-    return answer
+    [ranked] = _rank_and_stamp(runtime, caller, [answer], [memory_id], clock())
+    return ranked
+
+
+_Current = TypeVar("_Current", bound=CurrentBelief)
 
 
 def _rank_and_stamp(
-    runtime: Runtime, caller: Caller, answers: list[dict[str, Any]], ids: list[UUID], now: datetime
-) -> None:
-    """Give each current answer its salience (from accesses so far), then count this
-    read as one more access of each. Tuning state only: never an event or a label."""
-    beliefs = {i: a["belief"] for i, a in zip(ids, answers, strict=True)}
+    runtime: Runtime, caller: Caller, answers: list[_Current], ids: list[UUID], now: datetime
+) -> list[_Current]:
+    """Return each current answer with its salience (from accesses so far), and count
+    this read as one more access of each. Tuning state only: never an event or a label."""
+    beliefs = {i: a.belief for i, a in zip(ids, answers, strict=True)}
     ranked = salience_of(runtime.log, caller.tenant_id, beliefs, now)
-    for memory_id, answer in zip(ids, answers, strict=True):
-        answer["salience"] = ranked.get(memory_id)
     stamp_accesses(runtime.log, caller.tenant_id, ids, now)
+    return [
+        answer.model_copy(update={"salience": ranked.get(memory_id)})
+        for memory_id, answer in zip(ids, answers, strict=True)
+    ]
 
 
 @router.get("/{memory_id}/versions", response_model=MemoryVersionsPublic)
-def read_versions(memory_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+def read_versions(memory_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> MemoryVersions:
     """List a memory's versions, oldest first, with their content and cited evidence.
     This is the record, not the current belief."""
     return memory_versions(runtime.log, caller.tenant_id, memory_id)
@@ -300,40 +286,17 @@ _DECISION_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _label_change(
-    op: str,
-    memory_id: UUID,
-    body: BaseModel,
-    request: Request,
-    response: Response,
-    caller: Caller,
-    writer: Writer,
-    key: str | None,
-) -> dict[str, Any]:
-    return perform_write(
-        request, response, writer, caller, key, body, path_ids={"memory_id": memory_id, "op": op}
-    )
-
-
 @router.post(
     "/{memory_id}/forget",
     status_code=201,
     response_model=DecisionOutcome,
     responses=_DECISION_RESPONSES,
 )
-def forget_memory(
-    memory_id: UUID,
-    body: ForgetCreate,
-    request: Request,
-    response: Response,
-    caller: CallerDep,
-    writer: WriterDep,
-    key: IdempotencyKeyDep,
-) -> dict[str, Any]:
+def forget_memory(memory_id: UUID, body: ForgetCreate, write: WriteDep) -> dict[str, Any]:
     """Forget a memory: archive it reversibly, by a recorded decision with a required
     `reason`. It leaves ordinary reads and lists; an as-of read before the forget still
     sees it. Forgetting is not evidence that it is false."""
-    return _label_change("forget", memory_id, body, request, response, caller, writer, key)
+    return write.perform(body, label_spec(memory_id, "forget", body))
 
 
 @router.post(
@@ -343,19 +306,12 @@ def forget_memory(
     responses=_DECISION_RESPONSES,
 )
 def restore_memory(
-    memory_id: UUID,
-    request: Request,
-    response: Response,
-    caller: CallerDep,
-    writer: WriterDep,
-    key: IdempotencyKeyDep,
-    body: LabelChange | None = None,
+    memory_id: UUID, write: WriteDep, body: LabelChange | None = None
 ) -> dict[str, Any]:
     """Reverse a forget. A memory that is not forgotten answers 409, including one
     archived structurally (superseded), which `restore` does not reverse."""
-    return _label_change(
-        "restore", memory_id, body or LabelChange(), request, response, caller, writer, key
-    )
+    body = body or LabelChange()
+    return write.perform(body, label_spec(memory_id, "restore", body))
 
 
 @router.post(
@@ -364,19 +320,10 @@ def restore_memory(
     response_model=DecisionOutcome,
     responses=_DECISION_RESPONSES,
 )
-def pin_memory(
-    memory_id: UUID,
-    request: Request,
-    response: Response,
-    caller: CallerDep,
-    writer: WriterDep,
-    key: IdempotencyKeyDep,
-    body: LabelChange | None = None,
-) -> dict[str, Any]:
+def pin_memory(memory_id: UUID, write: WriteDep, body: LabelChange | None = None) -> dict[str, Any]:
     """Pin a memory, by a recorded decision."""
-    return _label_change(
-        "pin", memory_id, body or LabelChange(), request, response, caller, writer, key
-    )
+    body = body or LabelChange()
+    return write.perform(body, label_spec(memory_id, "pin", body))
 
 
 @router.post(
@@ -386,15 +333,8 @@ def pin_memory(
     responses=_DECISION_RESPONSES,
 )
 def unpin_memory(
-    memory_id: UUID,
-    request: Request,
-    response: Response,
-    caller: CallerDep,
-    writer: WriterDep,
-    key: IdempotencyKeyDep,
-    body: LabelChange | None = None,
+    memory_id: UUID, write: WriteDep, body: LabelChange | None = None
 ) -> dict[str, Any]:
     """Remove a pin, by a recorded decision."""
-    return _label_change(
-        "unpin", memory_id, body or LabelChange(), request, response, caller, writer, key
-    )
+    body = body or LabelChange()
+    return write.perform(body, label_spec(memory_id, "unpin", body))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Response
 
-from api.deps import CallerDep, ClockDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
+from api.deps import CallerDep, ClockDep, RuntimeDep, WriteDep
 from api.schemas import (
     DecisionOutcome,
     ObservationCreate,
@@ -15,7 +15,12 @@ from api.schemas import (
     ObservationPublic,
     RetractCreate,
 )
-from projections.views.beliefs import observation_content, observation_metadata
+from api.specs import observation_spec, retract_spec
+from projections.views.observations import (
+    ObservationRecord,
+    observation_content,
+    observation_metadata,
+)
 
 __all__ = [
     "create_observation",
@@ -29,24 +34,17 @@ router = APIRouter(prefix="/v1/observations", tags=["observations"])
 
 
 @router.post("", status_code=201, response_model=ObservationCreated)
-def create_observation(
-    body: ObservationCreate,
-    request: Request,
-    response: Response,
-    caller: CallerDep,
-    writer: WriterDep,
-    key: IdempotencyKeyDep,
-) -> dict[str, Any]:
+def create_observation(body: ObservationCreate, write: WriteDep) -> dict[str, Any]:
     """Capture an observation. Its bytes go to the payload store; its event keeps only
     the digest, size, media type, source, capture time and retention deadline (fixed now:
     30 days for raw observations, 24 hours when `transient`, by default)."""
-    return perform_write(request, response, writer, caller, key, body)
+    return write.perform(body, observation_spec(body))
 
 
 @router.get("/{observation_id}", response_model=ObservationPublic)
 def read_observation(
     observation_id: UUID, caller: CallerDep, runtime: RuntimeDep
-) -> dict[str, Any]:
+) -> ObservationRecord:
     """Return an observation's metadata."""
     return observation_metadata(runtime.log, caller.tenant_id, observation_id)
 
@@ -77,23 +75,12 @@ def read_observation_content(
 )
 def retract_observation(
     observation_id: UUID,
-    request: Request,
-    response: Response,
-    caller: CallerDep,
-    writer: WriterDep,
-    key: IdempotencyKeyDep,
+    write: WriteDep,
     body: RetractCreate | None = None,
 ) -> dict[str, Any]:
     """Retract an observation as evidence, by a recorded decision: every active
     contribution citing it is deactivated, the memories whose support changes are
     revised, and it can no longer be cited. Its content stays readable under its own
     retention (withdrawal is not erasure). Retracting it again replays the decision."""
-    return perform_write(
-        request,
-        response,
-        writer,
-        caller,
-        key,
-        body or RetractCreate(),
-        path_ids={"observation_id": observation_id},
-    )
+    body = body or RetractCreate()
+    return write.perform(body, retract_spec(observation_id, body))

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query
 
-from api.deps import CallerDep, IdempotencyKeyDep, WriterDep, perform_write
+from api.deps import WriteDep
 from api.schemas import DecisionOutcome, WithdrawCreate
+from api.specs import withdraw_spec
 from domain.errors import InvalidInputError
 
 __all__ = [
@@ -36,11 +37,7 @@ def withdraw_proposer(
             "contributions by any proposer.",
         ),
     ],
-    request: Request,
-    response: Response,
-    caller: CallerDep,
-    writer: WriterDep,
-    key: IdempotencyKeyDep,
+    write: WriteDep,
     body: WithdrawCreate | None = None,
     model: Annotated[
         str | None,
@@ -57,17 +54,15 @@ def withdraw_proposer(
             msg = "name the model once: in the query or in the body"
             raise InvalidInputError(msg)
         body = WithdrawCreate(model=model, reason=body.reason)
-    path_ids: dict[str, Any] = {}
     if proposer.startswith(_MODEL_PREFIX):
         model = proposer.removeprefix(_MODEL_PREFIX)
         if not model or body.model not in (None, model):
             msg = "name the model once: in the path or in the body"
             raise InvalidInputError(msg)
-        path_ids["model_id"] = model
-    else:
-        try:
-            path_ids["proposer_id"] = UUID(proposer)
-        except ValueError:
-            msg = f"{proposer!r} is neither a principal id nor model=<model id>"
-            raise InvalidInputError(msg) from None
-    return perform_write(request, response, writer, caller, key, body, path_ids=path_ids)
+        return write.perform(body, withdraw_spec(None, model, body))
+    try:
+        proposer_id = UUID(proposer)
+    except ValueError:
+        msg = f"{proposer!r} is neither a principal id nor model=<model id>"
+        raise InvalidInputError(msg) from None
+    return write.perform(body, withdraw_spec(proposer_id, None, body))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Response
 
 from api.deps import CallerDep, ClockDep, RuntimeDep
@@ -21,7 +19,7 @@ router = APIRouter(prefix="/v1/recall", tags=["recall"])
 @router.post("", response_model=RecallPublic, response_model_exclude_none=True)
 def recall_memories(
     body: RecallCreate, response: Response, caller: CallerDep, runtime: RuntimeDep, clock: ClockDep
-) -> dict[str, Any]:
+) -> RecallPublic:
     """Return the `k` current memories most similar to `query`, filtered by type, scope
     and project inside the database, best first. Equal similarities (to 3 decimals)
     rank by salience, then recency, then id; each item says which decided. Each
@@ -47,8 +45,4 @@ def recall_memories(
     response.headers["Server-Timing"] = (
         f"embed;dur={found.embed_ms:.2f}, search;dur={found.search_ms:.2f}"
     )
-    return {
-        "items": found.items,
-        "strategy": found.strategy,
-        "model": runtime.embedder.model_id,
-    }
+    return RecallPublic(items=found.items, strategy=found.strategy, model=runtime.embedder.model_id)

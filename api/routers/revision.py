@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from api.deps import CallerDep, RuntimeDep
 from api.schemas import RevisionStatusPublic
-from projections.views.beliefs import revision_status
+from projections.views.revision_status import RevisionStatus, revision_status
 
 __all__ = [
     "read_revision_status",
@@ -19,7 +17,7 @@ router = APIRouter(prefix="/v1/revision", tags=["revision"])
 
 
 @router.get("", response_model=RevisionStatusPublic)
-def read_revision_status(caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+def read_revision_status(caller: CallerDep, runtime: RuntimeDep) -> RevisionStatus:
     """Return the tenant's log head, how many memories are dirty (pending revision), how
     long the oldest has waited, and how many memories drains published per second over
     the last minute."""

@@ -8,17 +8,17 @@ from datetime import timedelta
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from fastapi.responses import StreamingResponse
 
-from api.deps import CallerDep, ClockDep, IdempotencyKeyDep, RuntimeDep, WriterDep, perform_write
+from api.deps import AdminDep, CallerDep, ClockDep, RuntimeDep, UnkeyedWriteDep, WriteDep, WriterDep
 from api.schemas import ErasureReceipt, RetentionPublic, RetentionUpdate, TenantDeletion
-from domain.errors import ConfirmationRequiredError, PermissionDeniedError
+from api.specs import retention_spec, tenant_deletion_spec
+from domain.errors import ConfirmationRequiredError
 from domain.limits import MAX_REASON_CHARS
-from domain.role import can_administer
 from projections.commands.tenant_deletion import confirmation_token
 from projections.views.export import export_tenant
-from projections.views.receipts import erasure_receipt
+from projections.views.receipts import Receipt, erasure_receipt
 
 __all__ = [
     "delete_tenant",
@@ -32,21 +32,18 @@ router = APIRouter(prefix="/v1/tenant", tags=["tenant"])
 
 
 @router.get("/export", response_class=StreamingResponse)
-def export(caller: CallerDep, runtime: RuntimeDep, clock: ClockDep) -> StreamingResponse:
+def export(caller: AdminDep, runtime: RuntimeDep, clock: ClockDep) -> StreamingResponse:
     """Stream everything the tenant owns as JSON lines (`application/x-ndjson`), read
     in one consistent snapshot: a header, every event oldest first (references and
     digests, as the event feed shows them), every payload that still exists (contents
     by digest), and a trailer with the counts. Admin only."""
-    if not can_administer(caller.role):
-        msg = f"role {caller.role!r} cannot export the tenant; an admin token is required"
-        raise PermissionDeniedError(msg)
     lines = export_tenant(runtime.log, caller.tenant_id, clock())
     first = next(lines)  # opens the snapshot now: a failure is a clean error, not a cut stream
 
     def body() -> Iterator[str]:
-        yield json.dumps(first) + "\n"
+        yield json.dumps(first.model_dump(mode="json", by_alias=True)) + "\n"
         for line in lines:
-            yield json.dumps(line) + "\n"
+            yield json.dumps(line.model_dump(mode="json", by_alias=True)) + "\n"
 
     return StreamingResponse(
         body(),
@@ -73,37 +70,25 @@ def read_retention(caller: CallerDep, writer: WriterDep) -> dict[str, Any]:
 
 
 @router.put("/retention", response_model=RetentionPublic)
-def update_retention(
-    body: RetentionUpdate,
-    request: Request,
-    response: Response,
-    caller: CallerDep,
-    writer: WriterDep,
-    key: IdempotencyKeyDep,
-) -> dict[str, Any]:
+def update_retention(body: RetentionUpdate, response: Response, write: WriteDep) -> dict[str, Any]:
     """Set the tenant's retention of observation bytes (admin, within the deployment's
     maxima). New captures take it at once. A shortening also applies to deadlines not
     yet passed: the retention drain moves each earlier (never before now) and records
     it. A lengthening never extends a deadline already set."""
-    if not can_administer(caller.role):
-        msg = f"role {caller.role!r} cannot set retention; an admin token is required"
-        raise PermissionDeniedError(msg)
-    result = perform_write(request, response, writer, caller, key, body)
+    result = write.perform(body, retention_spec(body))
     response.status_code = 200
     return {
         **result,
-        "max_raw_hours": _hours(writer.policy.raw_retention),
-        "max_transient_hours": _hours(writer.policy.transient_retention),
+        "max_raw_hours": _hours(write.writer.policy.raw_retention),
+        "max_transient_hours": _hours(write.writer.policy.transient_retention),
     }
 
 
 @router.delete("", response_model=ErasureReceipt, status_code=202)
 def delete_tenant(
-    request: Request,
     response: Response,
-    caller: CallerDep,
-    runtime: RuntimeDep,
-    writer: WriterDep,
+    caller: AdminDep,
+    write: UnkeyedWriteDep,
     confirm: Annotated[
         str | None,
         Query(max_length=100, description="The confirmation token a first call returned."),
@@ -111,7 +96,7 @@ def delete_tenant(
     reason: Annotated[
         str, Query(min_length=1, max_length=MAX_REASON_CHARS, description="Why (no personal data).")
     ] = "tenant deletion requested",
-) -> dict[str, Any]:
+) -> Receipt:
     """Delete the whole tenant (admin), in two steps. Without `confirm` (or with a stale
     one) the answer is 428 with a `confirmation_token` and nothing is written; the
     token names the tenant as it stands, so any write in between makes it stale. With
@@ -119,10 +104,7 @@ def delete_tenant(
     erasure drain erases every observation and memory through the erasure path, in
     batches. Returns the receipt (`in_progress`, then `completed` at
     `GET /v1/erasures/{id}`). Not undoable."""
-    if not can_administer(caller.role):
-        msg = f"role {caller.role!r} cannot delete the tenant; an admin token is required"
-        raise PermissionDeniedError(msg)
-    token = confirmation_token(runtime.log, caller.tenant_id)
+    token = confirmation_token(write.runtime.log, caller.tenant_id)
     if confirm != token:
         msg = (
             "deleting the tenant erases everything it holds and cannot be undone; "
@@ -132,6 +114,7 @@ def delete_tenant(
             "use the new confirmation_token"
         )
         raise ConfirmationRequiredError(msg, token)
-    result = perform_write(request, response, writer, caller, None, TenantDeletion(reason=reason))
+    body = TenantDeletion(reason=reason)
+    result = write.perform(body, tenant_deletion_spec(body))
     response.status_code = 202
-    return erasure_receipt(runtime.log, caller.tenant_id, UUID(result["id"]))
+    return erasure_receipt(write.runtime.log, caller.tenant_id, UUID(result["id"]))

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
+from domain.errors import PermissionDeniedError
+from domain.role import ROLES, Role, can_administer, can_write
+
 __all__ = ["Caller"]
+
+_WANTED: dict[Role, str] = {
+    "reader": "a token of the tenant",
+    "writer": "a writer or admin token",
+    "admin": "an admin token",
+}
 
 
 @dataclass(frozen=True)
@@ -18,3 +27,23 @@ class Caller:
     role: str
     closed_by: UUID | None = None
     """The tenant's deletion decision, once its deletion was requested."""
+
+    def may(self, needed: Role) -> bool:
+        """Return whether the caller's role grants ``needed`` (admin > writer > reader)."""
+        if needed == "admin":
+            return can_administer(self.role)
+        if needed == "writer":
+            return can_write(self.role)
+        return self.role in ROLES
+
+    def require(self, needed: Role, action: str) -> None:
+        """Refuse the caller unless its role grants ``needed``.
+
+        ``action`` names what was asked, for the message ("erase", "write").
+
+        Raises:
+            PermissionDeniedError: the role does not grant ``needed``.
+        """
+        if not self.may(needed):
+            msg = f"role {self.role!r} cannot {action}; {_WANTED[needed]} is required"
+            raise PermissionDeniedError(msg)

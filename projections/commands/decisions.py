@@ -17,15 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, LiteralString
 from uuid import UUID, uuid4
 
 from domain.decision import POLICY_VERSION, Decision, logical_key
 from domain.errors import ConflictError, InvalidInputError
 from domain.memory import Memory
 from domain.observation import Observation
+from projections.commands.spec import Batch, WriteSpec
 from projections.commands.unit_of_work import Item, UnitOfWork
 from projections.store.eventlog import EventLog
+from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
 
 __all__ = [
@@ -45,30 +47,51 @@ LabelOp = Literal["forget", "restore", "pin", "unpin"]
 
 
 @dataclass(frozen=True)
-class RetractSpec:
+class RetractSpec(WriteSpec):
     """Retract an observation as evidence: its contributions stop counting."""
+
+    role = "writer"
+    action = "retract observations"
 
     observation_id: UUID
     reason: str | None
 
+    def apply(self, batch: Batch) -> Item:
+        """Retract the observation, as a decision (see :func:`decide_retract`)."""
+        return decide_retract(batch.uow, self)
+
 
 @dataclass(frozen=True)
-class WithdrawSpec:
+class WithdrawSpec(WriteSpec):
     """Withdraw a proposer's contributions, or a model's (by any proposer), or a
     proposer's made with one model."""
+
+    role = "writer"
+    action = "withdraw contributions"
 
     proposer_id: UUID | None
     model_id: str | None
     reason: str | None
 
+    def apply(self, batch: Batch) -> Item:
+        """Withdraw the contributions, as a decision (see :func:`decide_withdraw`)."""
+        return decide_withdraw(batch.uow, self)
+
 
 @dataclass(frozen=True)
-class LabelSpec:
+class LabelSpec(WriteSpec):
     """Forget, restore, pin or unpin one memory."""
+
+    role = "writer"
+    action = "change labels"
 
     memory_id: UUID
     op: LabelOp
     reason: str | None
+
+    def apply(self, batch: Batch) -> Item:
+        """Change the label, as a decision (see :func:`decide_label`)."""
+        return decide_label(batch.uow, self)
 
 
 Operations = tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]
@@ -79,8 +102,11 @@ def find_decision(log: EventLog, tenant_id: UUID, key: str) -> tuple[UUID, int] 
     """Return the newest decision with logical ``key`` and its log position, if any."""
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT decision_id, position FROM "{log.datastore.schema}".decision_index'
-            " WHERE logical_key = %s ORDER BY position DESC LIMIT 1",
+            schema_sql(
+                "SELECT decision_id, position FROM {schema}.decision_index"
+                " WHERE logical_key = %s ORDER BY position DESC LIMIT 1",
+                log.datastore.schema,
+            ),
             (key,),
         )
         row = cur.fetchone()
@@ -154,9 +180,21 @@ def seen_version(memory: Memory) -> dict[str, str]:
     }
 
 
-def _linked_memories(uow: UnitOfWork, sql: str, params: tuple[Any, ...]) -> list[UUID]:
+_CITING: LiteralString = "SELECT memory_id FROM {schema}.evidence_links WHERE observation_id = %s"
+_PROPOSED: dict[tuple[bool, bool], LiteralString] = {
+    (True, False): "SELECT memory_id FROM {schema}.proposer_links WHERE proposer_id = %s",
+    (False, True): "SELECT memory_id FROM {schema}.proposer_links WHERE model_id = %s",
+    (True, True): "SELECT memory_id FROM {schema}.proposer_links"
+    " WHERE proposer_id = %s AND model_id = %s",
+}
+"""Memories with contributions by a proposer, a model, or both: keyed by which is named."""
+
+
+def _linked_memories(
+    uow: UnitOfWork, template: LiteralString, params: tuple[Any, ...]
+) -> list[UUID]:
     with tenant_transaction(uow.log.datastore, uow.caller.tenant_id, commit=False) as cur:
-        cur.execute(sql.replace("{s}", f'"{uow.log.datastore.schema}"'), params)
+        cur.execute(schema_sql(template, uow.log.datastore.schema), params)
         return sorted({row["memory_id"] for row in cur}, key=str)
 
 
@@ -191,11 +229,7 @@ def _deactivate(
 def decide_retract(uow: UnitOfWork, spec: RetractSpec) -> Item:
     """Retract an observation and deactivate every active contribution citing it."""
     observation = uow.load(spec.observation_id, Observation, "observation")
-    memory_ids = _linked_memories(
-        uow,
-        "SELECT memory_id FROM {s}.evidence_links WHERE observation_id = %s",
-        (observation.id,),
-    )
+    memory_ids = _linked_memories(uow, _CITING, (observation.id,))
 
     def take(decision_id: UUID) -> Operations:
         if not observation.retract(decision_id=decision_id, principal_id=uow.caller.principal_id):
@@ -225,22 +259,16 @@ def decide_withdraw(uow: UnitOfWork, spec: WithdrawSpec) -> Item:
     if spec.proposer_id is None and spec.model_id is None:
         msg = "a withdrawal names a proposer, a model, or both"
         raise InvalidInputError(msg)
-    conditions: list[str] = []
     params: list[Any] = []
     inputs: list[dict[str, str]] = []
     if spec.proposer_id is not None:
-        conditions.append("proposer_id = %s")
         params.append(spec.proposer_id)
         inputs.append({"kind": "proposer", "id": str(spec.proposer_id)})
     if spec.model_id is not None:
-        conditions.append("model_id = %s")
         params.append(spec.model_id)
         inputs.append({"kind": "model", "id": spec.model_id})
-    memory_ids = _linked_memories(
-        uow,
-        "SELECT memory_id FROM {s}.proposer_links WHERE " + " AND ".join(conditions),
-        tuple(params),
-    )
+    template = _PROPOSED[spec.proposer_id is not None, spec.model_id is not None]
+    memory_ids = _linked_memories(uow, template, tuple(params))
 
     def matches(c: Any) -> bool:
         return (spec.proposer_id is None or c.proposer_id == spec.proposer_id) and (

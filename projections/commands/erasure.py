@@ -34,7 +34,9 @@ from projections.commands.decisions import (
     record_decision,
     seen_version,
 )
+from projections.commands.spec import Batch, WriteSpec
 from projections.commands.unit_of_work import Item, UnitOfWork
+from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
 
 __all__ = [
@@ -44,14 +46,21 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class EraseSpec:
+class EraseSpec(WriteSpec):
     """Erase observations and memories, for a stated reason."""
+
+    role = "admin"
+    action = "erase"
 
     observation_ids: tuple[UUID, ...]
     memory_ids: tuple[UUID, ...]
     reason: str
     part_of: UUID | None = None
     """The tenant deletion this erasure is a batch of, if any."""
+
+    def apply(self, batch: Batch) -> Item:
+        """Erase, as a decision (see :func:`decide_erase`)."""
+        return decide_erase(batch.uow, self)
 
 
 def _check(spec: EraseSpec) -> str:
@@ -76,8 +85,11 @@ def _citing(uow: UnitOfWork, observation_ids: list[UUID]) -> list[UUID]:
     """Return the memories citing any of the observations (the evidence rows)."""
     with tenant_transaction(uow.log.datastore, uow.caller.tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT DISTINCT memory_id FROM "{uow.log.datastore.schema}".evidence_links'
-            " WHERE observation_id = ANY(%s)",
+            schema_sql(
+                "SELECT DISTINCT memory_id FROM {schema}.evidence_links"
+                " WHERE observation_id = ANY(%s)",
+                uow.log.datastore.schema,
+            ),
             (observation_ids,),
         )
         return sorted((row["memory_id"] for row in cur), key=str)
@@ -87,8 +99,11 @@ def _linked(uow: UnitOfWork, memory_ids: list[UUID]) -> list[UUID]:
     """Return memories joined by an edge to any of ``memory_ids`` (outside that set)."""
     with tenant_transaction(uow.log.datastore, uow.caller.tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT DISTINCT linked_id FROM "{uow.log.datastore.schema}".memory_links'
-            " WHERE memory_id = ANY(%s) AND NOT linked_id = ANY(%s)",
+            schema_sql(
+                "SELECT DISTINCT linked_id FROM {schema}.memory_links"
+                " WHERE memory_id = ANY(%s) AND NOT linked_id = ANY(%s)",
+                uow.log.datastore.schema,
+            ),
             (memory_ids, memory_ids),
         )
         return sorted((row["linked_id"] for row in cur), key=str)

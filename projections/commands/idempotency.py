@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import IdempotencyKeyReusedError
+from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
 
 if TYPE_CHECKING:
@@ -27,9 +28,11 @@ def find_response(
     """
     with tenant_transaction(datastore, caller.tenant_id, commit=False) as cur:
         cur.execute(
-            "SELECT request_digest, status_code, response "
-            f'FROM "{datastore.schema}".idempotency_keys '
-            "WHERE principal_id = %s AND key = %s",
+            schema_sql(
+                "SELECT request_digest, status_code, response FROM {schema}.idempotency_keys"
+                " WHERE principal_id = %s AND key = %s",
+                datastore.schema,
+            ),
             (caller.principal_id, key),
         )
         row = cur.fetchone()

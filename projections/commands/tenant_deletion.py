@@ -14,18 +14,23 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import dataclass
 from uuid import UUID
+
+from psycopg import sql
 
 from domain.errors import ConflictError
 from domain.tenant import Tenant
 from projections.commands.decisions import Operations, record_decision
+from projections.commands.spec import Batch, WriteSpec
 from projections.commands.unit_of_work import Item, UnitOfWork
 from projections.store.eventlog import EventLog
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.schema import EVENTS_TABLE
 from projections.store.tenancy import tenant_transaction
 
 __all__ = [
     "DELETION_PRINCIPAL",
+    "TenantDeletionSpec",
     "confirmation_token",
     "decide_tenant_deletion",
 ]
@@ -34,6 +39,8 @@ _log = logging.getLogger(__name__)
 
 DELETION_PRINCIPAL = "system:erasure"
 """The principal recorded on the erasure batches of a tenant deletion."""
+
+_HEAD = sql.SQL("SELECT coalesce(max(notification_id), 0) AS head FROM {schema}.{events}")
 
 
 def confirmation_token(log: EventLog, tenant_id: UUID) -> str:
@@ -45,13 +52,28 @@ def confirmation_token(log: EventLog, tenant_id: UUID) -> str:
     """
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT coalesce(max(notification_id), 0) AS head FROM "{log.datastore.schema}"'
-            f'."{EVENTS_TABLE}"'
+            _HEAD.format(
+                schema=sql.Identifier(log.datastore.schema), events=sql.Identifier(EVENTS_TABLE)
+            )
         )
         row = cur.fetchone()
     head = row["head"] if row else 0
     text = f"palimpsest-tenant-deletion:{tenant_id}:{head}"
     return "del_" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class TenantDeletionSpec(WriteSpec):
+    """Close the caller's tenant and have the erasure drain erase all of it."""
+
+    role = "admin"
+    action = "delete the tenant"
+
+    reason: str
+
+    def apply(self, batch: Batch) -> Item:
+        """Close the tenant, as a decision (see :func:`decide_tenant_deletion`)."""
+        return decide_tenant_deletion(batch.uow, self.reason)
 
 
 def decide_tenant_deletion(uow: UnitOfWork, reason: str) -> Item:

@@ -21,6 +21,7 @@ from domain.errors import AuthenticationError, NotFoundError
 from domain.tenant import Tenant
 from projections.commands.caller import Caller
 from projections.store.eventlog import EventLog, TokenRow, WriteContext
+from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_scope, tenant_transaction
 
 __all__ = [
@@ -111,9 +112,12 @@ def authenticate(log: EventLog, token: str) -> Caller:
     tenant_id = UUID(hex=match.group(1))
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f"SELECT principal_id, principal_name, role, (SELECT decision_id FROM"
-            f' "{log.datastore.schema}".tenant_deletions) AS closed_by'
-            f' FROM "{log.datastore.schema}".tokens WHERE token_digest = %s',
+            schema_sql(
+                "SELECT principal_id, principal_name, role,"
+                " (SELECT decision_id FROM {schema}.tenant_deletions) AS closed_by"
+                " FROM {schema}.tokens WHERE token_digest = %s",
+                log.datastore.schema,
+            ),
             (token_digest(token),),
         )
         row = cur.fetchone()

@@ -4,7 +4,6 @@ and the payloads it stores, recorded together in one transaction."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -17,6 +16,7 @@ from domain.observation import Observation
 from projections.commands.caller import Caller
 from projections.store.aggregates import aggregates_of
 from projections.store.eventlog import EventLog, WriteContext
+from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
 
 __all__ = [
@@ -47,8 +47,6 @@ class UnitOfWork:
         self.caller = caller
         self.aggregates: dict[UUID, Aggregate] = {}
         self.context = WriteContext(tenant_id=caller.tenant_id)
-        self.retention: tuple[timedelta, timedelta] | None = None
-        """The tenant's (raw, transient) retention, read once for the request's captures."""
 
     def load(self, aggregate_id: UUID, cls: type[_A], what: str) -> _A:
         found = self.aggregates.get(aggregate_id)
@@ -92,7 +90,10 @@ class UnitOfWork:
         if data is None:
             with tenant_transaction(self.log.datastore, self.caller.tenant_id, commit=False) as cur:
                 cur.execute(
-                    f'SELECT content FROM "{self.log.datastore.schema}".payloads WHERE digest = %s',
+                    schema_sql(
+                        "SELECT content FROM {schema}.payloads WHERE digest = %s",
+                        self.log.datastore.schema,
+                    ),
                     (observation.digest,),
                 )
                 row = cur.fetchone()

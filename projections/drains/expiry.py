@@ -21,6 +21,7 @@ from domain.errors import InvalidInputError
 from domain.observation import Observation
 from domain.tenant import principal_id_for
 from projections.store.eventlog import EventLog, WriteContext
+from projections.store.sql import schema_sql
 from projections.store.tenancy import known_tenants, tenant_scope, tenant_transaction
 
 __all__ = [
@@ -37,9 +38,12 @@ EXPIRY_PRINCIPAL = "system:raw-expiry"
 def _due(log: EventLog, tenant_id: UUID, now: datetime, limit: int) -> list[UUID]:
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT observation_id FROM "{log.datastore.schema}".observation_deadlines'
-            " WHERE expired_position IS NULL AND erased_position IS NULL AND deadline <= %s"
-            " ORDER BY deadline LIMIT %s",
+            schema_sql(
+                "SELECT observation_id FROM {schema}.observation_deadlines"
+                " WHERE expired_position IS NULL AND erased_position IS NULL AND deadline <= %s"
+                " ORDER BY deadline LIMIT %s",
+                log.datastore.schema,
+            ),
             (now, limit),
         )
         return [row["observation_id"] for row in cur]

@@ -15,13 +15,15 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
+from psycopg import sql
 
 from domain.observation import Observation
 from domain.tenant import principal_id_for
 from projections.commands.caller import Caller
 from projections.commands.unit_of_work import UnitOfWork
 from projections.store.eventlog import EventLog, WriteContext
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.schema import EVENTS_TABLE
+from projections.store.sql import schema_sql
 from projections.store.tenancy import known_tenants, tenant_scope, tenant_transaction
 
 __all__ = [
@@ -32,6 +34,16 @@ __all__ = [
 RETENTION_PRINCIPAL = "system:retention"
 """The principal recorded on ``ObservationDeadlineShortened`` events."""
 
+_LONGER = sql.SQL(
+    "SELECT o.observation_id, e.recorded_at FROM {schema}.observation_deadlines o"
+    " JOIN {schema}.{events} e"
+    " ON e.originator_id = o.observation_id AND e.originator_version = 1"
+    " WHERE o.expired_position IS NULL AND o.erased_position IS NULL AND o.deadline > %s"
+    " AND o.deadline > e.recorded_at + make_interval(hours =>"
+    " CASE WHEN o.transient THEN %s ELSE %s END)"
+    " ORDER BY o.deadline LIMIT %s"
+)
+
 
 def _candidates(
     log: EventLog, tenant_id: UUID, now: datetime, limit: int
@@ -40,18 +52,14 @@ def _candidates(
     plus the tenant's retention for their kind (raw or transient)."""
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(f'SELECT raw_hours, transient_hours FROM "{schema}".tenant_retention')
+        cur.execute(
+            schema_sql("SELECT raw_hours, transient_hours FROM {schema}.tenant_retention", schema)
+        )
         policy = cur.fetchone()
         if policy is None:
             return [], None
         cur.execute(
-            f'SELECT o.observation_id, e.recorded_at FROM "{schema}".observation_deadlines o'
-            f' JOIN "{schema}"."{EVENTS_TABLE}" e'
-            " ON e.originator_id = o.observation_id AND e.originator_version = 1"
-            " WHERE o.expired_position IS NULL AND o.erased_position IS NULL AND o.deadline > %s"
-            " AND o.deadline > e.recorded_at + make_interval(hours =>"
-            " CASE WHEN o.transient THEN %s ELSE %s END)"
-            " ORDER BY o.deadline LIMIT %s",
+            _LONGER.format(schema=sql.Identifier(schema), events=sql.Identifier(EVENTS_TABLE)),
             (now, policy["transient_hours"], policy["raw_hours"], limit),
         )
         rows = [(row["observation_id"], row["recorded_at"]) for row in cur]

@@ -21,6 +21,7 @@ from uuid import UUID
 
 from domain.belief import MemoryFacts, project_belief
 from projections.store.eventlog import EventLog
+from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
 from projections.views.belief_facts import belief_document, facts_of
 
@@ -47,8 +48,11 @@ def _tenants(log: EventLog) -> list[tuple[UUID, int]]:
     """Return tenants marked since they were last found clean, with the mark seen."""
     with log.datastore.transaction(commit=False) as cur:
         cur.execute(
-            f'SELECT tenant_id, marked_position FROM "{log.datastore.schema}".revision_tenants'
-            " WHERE marked_position > drained_position"
+            schema_sql(
+                "SELECT tenant_id, marked_position FROM {schema}.revision_tenants"
+                " WHERE marked_position > drained_position",
+                log.datastore.schema,
+            )
         )
         return [(row["tenant_id"], row["marked_position"]) for row in cur]
 
@@ -63,11 +67,18 @@ def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
     """
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
-        cur.execute(f'SELECT 1 FROM "{schema}".revisions WHERE published < requested LIMIT 1')
+        cur.execute(
+            schema_sql(
+                "SELECT 1 FROM {schema}.revisions WHERE published < requested LIMIT 1", schema
+            )
+        )
         if cur.fetchone() is None:
             cur.execute(
-                f'UPDATE "{schema}".revision_tenants SET drained_position = '
-                "greatest(drained_position, %s) WHERE tenant_id = %s",
+                schema_sql(
+                    "UPDATE {schema}.revision_tenants SET drained_position ="
+                    " greatest(drained_position, %s) WHERE tenant_id = %s",
+                    schema,
+                ),
                 (seen, tenant_id),
             )
 
@@ -76,14 +87,17 @@ def _claim(log: EventLog, tenant_id: UUID, limit: int, lease_s: float) -> list[t
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
         cur.execute(
-            f'UPDATE "{schema}".revisions r SET claimed_until = clock_timestamp() '
-            "+ make_interval(secs => %s) FROM ("
-            f'  SELECT memory_id FROM "{schema}".revisions'
-            "  WHERE published < requested"
-            "  AND (claimed_until IS NULL OR claimed_until < clock_timestamp())"
-            "  ORDER BY requested LIMIT %s FOR UPDATE SKIP LOCKED) c "
-            f'WHERE r.tenant_id = "{schema}".current_tenant() AND r.memory_id = c.memory_id '
-            "RETURNING r.memory_id, r.requested",
+            schema_sql(
+                "UPDATE {schema}.revisions r SET claimed_until = clock_timestamp() "
+                "+ make_interval(secs => %s) FROM ("
+                "  SELECT memory_id FROM {schema}.revisions"
+                "  WHERE published < requested"
+                "  AND (claimed_until IS NULL OR claimed_until < clock_timestamp())"
+                "  ORDER BY requested LIMIT %s FOR UPDATE SKIP LOCKED) c "
+                "WHERE r.tenant_id = {schema}.current_tenant() AND r.memory_id = c.memory_id "
+                "RETURNING r.memory_id, r.requested",
+                schema,
+            ),
             (lease_s, limit),
         )
         return [(row["memory_id"], row["requested"]) for row in cur]
@@ -101,14 +115,17 @@ def _publish_all(log: EventLog, tenant_id: UUID, computed: list[tuple[MemoryFact
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
         cur.execute(
-            f'INSERT INTO "{schema}".beliefs (memory_id, revision, memory_type, scope, project,'
-            " topic, current_version_id, grade, belief) SELECT * FROM unnest(%s::uuid[],"
-            " %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::uuid[],"
-            " %s::text[], %s::jsonb[]) ON CONFLICT (tenant_id, memory_id) DO UPDATE SET"
-            " revision = excluded.revision, memory_type = excluded.memory_type,"
-            " scope = excluded.scope, project = excluded.project, topic = excluded.topic,"
-            " current_version_id = excluded.current_version_id, grade = excluded.grade,"
-            " belief = excluded.belief WHERE beliefs.revision < excluded.revision",
+            schema_sql(
+                "INSERT INTO {schema}.beliefs (memory_id, revision, memory_type, scope, project,"
+                " topic, current_version_id, grade, belief) SELECT * FROM unnest(%s::uuid[],"
+                " %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::uuid[],"
+                " %s::text[], %s::jsonb[]) ON CONFLICT (tenant_id, memory_id) DO UPDATE SET"
+                " revision = excluded.revision, memory_type = excluded.memory_type,"
+                " scope = excluded.scope, project = excluded.project, topic = excluded.topic,"
+                " current_version_id = excluded.current_version_id, grade = excluded.grade,"
+                " belief = excluded.belief WHERE beliefs.revision < excluded.revision",
+                schema,
+            ),
             (
                 [f.memory_id for f, _, _ in beliefs],
                 [r for _, _, r in beliefs],
@@ -122,10 +139,13 @@ def _publish_all(log: EventLog, tenant_id: UUID, computed: list[tuple[MemoryFact
             ),
         )
         cur.execute(
-            f'UPDATE "{schema}".revisions r SET published = greatest(r.published, u.revision),'
-            " claimed_until = NULL, published_at = clock_timestamp()"
-            " FROM unnest(%s::uuid[], %s::bigint[]) AS u(id, revision)"
-            " WHERE r.memory_id = u.id",
+            schema_sql(
+                "UPDATE {schema}.revisions r SET published = greatest(r.published, u.revision),"
+                " claimed_until = NULL, published_at = clock_timestamp()"
+                " FROM unnest(%s::uuid[], %s::bigint[]) AS u(id, revision)"
+                " WHERE r.memory_id = u.id",
+                schema,
+            ),
             ([f.memory_id for f, _, _ in beliefs], [r for _, _, r in beliefs]),
         )
 

@@ -17,6 +17,7 @@ from projections.commands.erasure import EraseSpec, decide_erase
 from projections.commands.tenant_deletion import DELETION_PRINCIPAL
 from projections.commands.unit_of_work import UnitOfWork
 from projections.store.eventlog import EventLog
+from projections.store.sql import schema_sql
 from projections.store.tenancy import known_tenants, tenant_scope, tenant_transaction
 
 __all__ = ["erase_deleted_tenants"]
@@ -27,8 +28,11 @@ _log = logging.getLogger(__name__)
 def _open_deletion(log: EventLog, tenant_id: UUID) -> UUID | None:
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT decision_id FROM "{log.datastore.schema}".tenant_deletions'
-            " WHERE completed_position IS NULL"
+            schema_sql(
+                "SELECT decision_id FROM {schema}.tenant_deletions"
+                " WHERE completed_position IS NULL",
+                log.datastore.schema,
+            )
         )
         row = cur.fetchone()
     return None if row is None else UUID(str(row["decision_id"]))
@@ -39,14 +43,20 @@ def _remaining(log: EventLog, tenant_id: UUID, limit: int) -> tuple[list[UUID], 
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT observation_id FROM "{schema}".observation_deadlines'
-            " WHERE erased_position IS NULL ORDER BY observation_id LIMIT %s",
+            schema_sql(
+                "SELECT observation_id FROM {schema}.observation_deadlines"
+                " WHERE erased_position IS NULL ORDER BY observation_id LIMIT %s",
+                schema,
+            ),
             (limit,),
         )
         observations = [row["observation_id"] for row in cur]
         cur.execute(
-            f'SELECT memory_id FROM "{schema}".memory_index'
-            " WHERE erased_position IS NULL ORDER BY memory_id LIMIT %s",
+            schema_sql(
+                "SELECT memory_id FROM {schema}.memory_index"
+                " WHERE erased_position IS NULL ORDER BY memory_id LIMIT %s",
+                schema,
+            ),
             (limit,),
         )
         memories = [row["memory_id"] for row in cur]

@@ -17,7 +17,7 @@ from uuid import UUID
 import psycopg
 from eventsourcing.persistence import Mapper, StoredEvent
 
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.sql import schema_sql
 from projections.store.tenancy import set_tenant
 from projections.views.read_models import TenantReadModels
 
@@ -71,14 +71,20 @@ class Progress:
 def log_head(cur: psycopg.Cursor[Any], schema: str) -> int:
     """Return the newest log position the cursor's snapshot sees (all tenants, or the
     tenant set on the transaction)."""
-    cur.execute(f'SELECT coalesce(max(notification_id), 0) FROM "{schema}"."{EVENTS_TABLE}"')
+    cur.execute(
+        schema_sql(
+            "SELECT coalesce(max(notification_id), 0) FROM {schema}.palimpsest_events", schema
+        )
+    )
     row = cur.fetchone()
     return int(row[0]) if row else 0
 
 
 def tenant_ids(cur: psycopg.Cursor[Any], schema: str) -> list[UUID]:
     """Return every tenant that has written (``revision_tenants`` has no RLS)."""
-    cur.execute(f'SELECT tenant_id FROM "{schema}".revision_tenants ORDER BY tenant_id')
+    cur.execute(
+        schema_sql("SELECT tenant_id FROM {schema}.revision_tenants ORDER BY tenant_id", schema)
+    )
     return [row[0] for row in cur.fetchall()]
 
 
@@ -124,10 +130,13 @@ def _writes(
     with conn.cursor(name=name) as cur:
         cur.itersize = _FETCH_ROWS
         cur.execute(
-            "SELECT notification_id, xmin::text, originator_id, originator_version, topic, state"
-            f' FROM "{schema}"."{EVENTS_TABLE}"'
-            " WHERE tenant_id = %s AND notification_id > %s AND notification_id <= %s"
-            " ORDER BY notification_id",
+            schema_sql(
+                "SELECT notification_id, xmin::text, originator_id, originator_version, topic,"
+                " state FROM {schema}.palimpsest_events"
+                " WHERE tenant_id = %s AND notification_id > %s AND notification_id <= %s"
+                " ORDER BY notification_id",
+                schema,
+            ),
             (tenant_id, after, upto),
         )
         write: list[Any] = []

@@ -45,7 +45,7 @@ from projections.history.replay_workers import (
     split_tenants,
 )
 from projections.store.database import Database
-from projections.store.migrations import EVENTS_TABLE, SNAPSHOTS_TABLE
+from projections.store.schema import EVENTS_TABLE, SNAPSHOTS_TABLE
 from projections.views.read_models import TABLES, TenantReadModels
 
 __all__ = ["RebuildReport", "rebuild", "tenant_sizes"]

@@ -17,7 +17,7 @@ from projections.history.log_scan import Progress, log_head, replay_tenant, tena
 from projections.store.database import Database
 from projections.store.eventlog import EventLog
 from projections.views.as_of import position_at, write_boundary
-from projections.views.beliefs import erased_memories, erasure_placeholder
+from projections.views.erasures import erased_memories, erasure_placeholder
 from projections.views.read_models import TenantReadModels
 
 __all__ = ["LogSource", "replay_beliefs"]
@@ -73,7 +73,8 @@ def replay_beliefs(
                     "memory_id": str(memory_id),
                 }
                 if memory_id in erased:
-                    line["erasure"] = erasure_placeholder(erased[memory_id])
+                    placeholder = erasure_placeholder(erased[memory_id])
+                    line["erasure"] = placeholder.model_dump(mode="json")
                 else:
                     line["belief"] = models.belief_row(memory_id)[-1]
                 yield line

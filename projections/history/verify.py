@@ -28,7 +28,8 @@ from projections.history.replay_workers import (
     split_tenants,
 )
 from projections.store.database import Database
-from projections.store.migrations import SNAPSHOTS_TABLE
+from projections.store.schema import SNAPSHOTS_TABLE
+from projections.store.sql import schema_sql
 from projections.store.tenancy import set_tenant
 from projections.views.read_models import TABLES, TableSpec, TenantReadModels
 
@@ -183,8 +184,11 @@ def _verify_snapshots(
     speed); rebuild writes the full set.
     """
     cur.execute(
-        "SELECT originator_id, originator_version, topic, state"
-        f' FROM "{schema}"."{SNAPSHOTS_TABLE}" WHERE tenant_id = %s',
+        schema_sql(
+            "SELECT originator_id, originator_version, topic, state"
+            " FROM {schema}.palimpsest_snapshots WHERE tenant_id = %s",
+            schema,
+        ),
         (models.tenant_id,),
     )
     for originator_id, version, topic, state in cur.fetchall():
@@ -255,7 +259,11 @@ def verify(
             assert exported is not None
             head = log_head(cur, schema)
             sizes = {t: n for t, n in tenant_sizes(cur, schema).items() if tenant in (None, t)}
-            cur.execute(f'SELECT tenant_id, marked_position FROM "{schema}".revision_tenants')
+            cur.execute(
+                schema_sql(
+                    "SELECT tenant_id, marked_position FROM {schema}.revision_tenants", schema
+                )
+            )
             marks = dict(cur.fetchall())
         pool = WorkerPool(max(1, min(workers or default_workers(), len(sizes))))
         pool.start()

@@ -1,5 +1,29 @@
-"""recall"""
+"""Recall: embedding memories and finding the ones nearest a query. Embeddings
+only recall candidates; nothing here decides.
+
+Modules:
+
+- :mod:`projections.recall.embedders`: Embedders: texts in, unit vectors out,
+  from a named model of known dimension.
+- :mod:`projections.recall.indexing`: The indexing drain: embed each memory's
+  current version for recall.
+- :mod:`projections.recall.recalled`: What recall answers: each memory found,
+  current or pending, and why it ranks there.
+- :mod:`projections.recall.search`: Recall: the k current memories nearest a
+  query, filtered inside the database.
+- :mod:`projections.recall.settings`: Settings of embeddings, recall and
+  contradiction candidates.
+- :mod:`projections.recall.vectors`: pgvector values in psycopg's binary
+  format, without touching the pool's adapters.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = [
+    "embedders",
+    "indexing",
+    "recalled",
+    "search",
+    "settings",
+    "vectors",
+]

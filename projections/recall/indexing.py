@@ -34,7 +34,7 @@ from projections.recall.embedders import Embedder
 from projections.recall.vectors import VectorValue, binary_vectors
 from projections.store.aggregates import aggregates_of
 from projections.store.eventlog import EventLog
-from projections.store.migrations import EMBEDDINGS_TABLE
+from projections.store.sql import schema_query, schema_sql
 from projections.store.tenancy import known_tenants, tenant_transaction
 
 __all__ = [
@@ -63,26 +63,30 @@ def unindexed_count(log: EventLog, tenant_id: UUID) -> int:
     their published revision (an upper bound on those recall cannot find yet)."""
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT count(*) AS n FROM "{log.datastore.schema}".revisions'
-            " WHERE indexed < published"
+            schema_sql(
+                "SELECT count(*) AS n FROM {schema}.revisions WHERE indexed < published",
+                log.datastore.schema,
+            )
         )
         row = cur.fetchone()
     return int(row["n"]) if row else 0
 
 
 def _due(log: EventLog, tenant_id: UUID, model_id: str, limit: int) -> list[dict[str, Any]]:
-    schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            "SELECT r.memory_id, r.requested, r.published, b.current_version_id,"
-            " m.memory_type, m.scope, m.project, m.erased_position, e.version_id AS embedded"
-            f' FROM "{schema}".revisions r'
-            f' JOIN "{schema}".beliefs b USING (tenant_id, memory_id)'
-            f' JOIN "{schema}".memory_index m USING (tenant_id, memory_id)'
-            f' LEFT JOIN "{schema}".{EMBEDDINGS_TABLE} e ON e.tenant_id = r.tenant_id'
-            " AND e.memory_id = r.memory_id AND e.model_id = %s"
-            " WHERE r.indexed < r.published AND r.published >= r.requested"
-            " ORDER BY r.published LIMIT %s",
+            schema_query(
+                "SELECT r.memory_id, r.requested, r.published, b.current_version_id,"
+                " m.memory_type, m.scope, m.project, m.erased_position, e.version_id AS embedded"
+                " FROM {schema}.revisions r"
+                " JOIN {schema}.beliefs b USING (tenant_id, memory_id)"
+                " JOIN {schema}.memory_index m USING (tenant_id, memory_id)"
+                " LEFT JOIN {schema}.memory_embeddings e ON e.tenant_id = r.tenant_id"
+                " AND e.memory_id = r.memory_id AND e.model_id = %s"
+                " WHERE r.indexed < r.published AND r.published >= r.requested"
+                " ORDER BY r.published LIMIT %s",
+                log.datastore.schema,
+            ),
             (model_id, limit),
         )
         return [dict(row) for row in cur.fetchall()]
@@ -101,7 +105,10 @@ def _contents(log: EventLog, tenant_id: UUID, rows: list[dict[str, Any]]) -> dic
                     if version.version_id == row["current_version_id"]:
                         digests[row["memory_id"]] = version.content_digest
         cur.execute(
-            f'SELECT digest, content FROM "{log.datastore.schema}".payloads WHERE digest = ANY(%s)',
+            schema_query(
+                "SELECT digest, content FROM {schema}.payloads WHERE digest = ANY(%s)",
+                log.datastore.schema,
+            ),
             (sorted(set(digests.values())),),
         )
         contents = {r["digest"]: bytes(r["content"]).decode("utf-8") for r in cur}
@@ -124,8 +131,11 @@ def _write(
         # A write touching these memories raises their requested revision: it
         # waits for this transaction, or committed already and is seen here.
         cur.execute(
-            f'SELECT memory_id, requested FROM "{schema}".revisions'
-            " WHERE memory_id = ANY(%s) FOR UPDATE",
+            schema_query(
+                "SELECT memory_id, requested FROM {schema}.revisions"
+                " WHERE memory_id = ANY(%s) FOR UPDATE",
+                schema,
+            ),
             ([row["memory_id"] for row in rows],),
         )
         still = {r["memory_id"]: r["requested"] for r in cur}
@@ -134,17 +144,20 @@ def _write(
         if embedded:
             binary_vectors(cur)
             cur.execute(
-                f'INSERT INTO "{schema}".{EMBEDDINGS_TABLE} (memory_id, model_id, dimension,'
-                " version_id, content_digest, revision, memory_type, scope, project,"
-                " embedding) SELECT m, %s, %s, v, d, r, t, s, p, e FROM unnest(%b::uuid[],"
-                " %b::uuid[], %b::text[], %b::int8[], %b::text[], %b::text[], %b::text[],"
-                " %b::vector[]) AS u(m, v, d, r, t, s, p, e)"
-                " ON CONFLICT (tenant_id, memory_id, model_id) DO UPDATE SET"
-                " dimension = excluded.dimension, version_id = excluded.version_id,"
-                " content_digest = excluded.content_digest, revision = excluded.revision,"
-                " memory_type = excluded.memory_type, scope = excluded.scope,"
-                " project = excluded.project, embedding = excluded.embedding,"
-                " embedded_at = clock_timestamp()",
+                schema_query(
+                    "INSERT INTO {schema}.memory_embeddings (memory_id, model_id, dimension,"
+                    " version_id, content_digest, revision, memory_type, scope, project,"
+                    " embedding) SELECT m, %s, %s, v, d, r, t, s, p, e FROM unnest(%b::uuid[],"
+                    " %b::uuid[], %b::text[], %b::int8[], %b::text[], %b::text[], %b::text[],"
+                    " %b::vector[]) AS u(m, v, d, r, t, s, p, e)"
+                    " ON CONFLICT (tenant_id, memory_id, model_id) DO UPDATE SET"
+                    " dimension = excluded.dimension, version_id = excluded.version_id,"
+                    " content_digest = excluded.content_digest, revision = excluded.revision,"
+                    " memory_type = excluded.memory_type, scope = excluded.scope,"
+                    " project = excluded.project, embedding = excluded.embedding,"
+                    " embedded_at = clock_timestamp()",
+                    schema,
+                ),
                 (
                     embedder.model_id,
                     embedder.dimension,
@@ -160,8 +173,11 @@ def _write(
             )
         if fresh:
             cur.execute(
-                f'UPDATE "{schema}".revisions r SET indexed = u.p'
-                " FROM unnest(%b::uuid[], %b::int8[]) AS u(m, p) WHERE r.memory_id = u.m",
+                schema_query(
+                    "UPDATE {schema}.revisions r SET indexed = u.p"
+                    " FROM unnest(%b::uuid[], %b::int8[]) AS u(m, p) WHERE r.memory_id = u.m",
+                    schema,
+                ),
                 ([row["memory_id"] for row in fresh], [row["published"] for row in fresh]),
             )
         return len(embedded), len(fresh)
@@ -197,30 +213,40 @@ def _other_models(log: EventLog, tenant_id: UUID, model_id: str) -> None:
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
         cur.execute(
-            f'SELECT EXISTS (SELECT 1 FROM "{schema}".{EMBEDDINGS_TABLE}'
-            " WHERE model_id <> %s) AS other",
+            schema_sql(
+                "SELECT EXISTS (SELECT 1 FROM {schema}.memory_embeddings"
+                " WHERE model_id <> %s) AS other",
+                schema,
+            ),
             (model_id,),
         )
         row = cur.fetchone()
         if not (row and row["other"]):
             return
         cur.execute(
-            f'UPDATE "{schema}".revisions r SET indexed = 0 FROM "{schema}".beliefs b'
-            " WHERE b.memory_id = r.memory_id AND b.current_version_id IS NOT NULL"
-            " AND r.indexed > 0 AND NOT EXISTS (SELECT 1 FROM"
-            f' "{schema}".{EMBEDDINGS_TABLE} e WHERE e.memory_id = r.memory_id'
-            " AND e.model_id = %s AND e.version_id = b.current_version_id)",
+            schema_sql(
+                "UPDATE {schema}.revisions r SET indexed = 0 FROM {schema}.beliefs b"
+                " WHERE b.memory_id = r.memory_id AND b.current_version_id IS NOT NULL"
+                " AND r.indexed > 0 AND NOT EXISTS (SELECT 1 FROM"
+                " {schema}.memory_embeddings e WHERE e.memory_id = r.memory_id"
+                " AND e.model_id = %s AND e.version_id = b.current_version_id)",
+                schema,
+            ),
             (model_id,),
         )
         if cur.rowcount > 0:
             return
         cur.execute(
-            f'SELECT EXISTS (SELECT 1 FROM "{schema}".revisions WHERE indexed < published) AS due'
+            schema_sql(
+                "SELECT EXISTS (SELECT 1 FROM {schema}.revisions WHERE indexed < published) AS due",
+                schema,
+            )
         )
         row = cur.fetchone()
         if row and not row["due"]:
             cur.execute(
-                f'DELETE FROM "{schema}".{EMBEDDINGS_TABLE} WHERE model_id <> %s', (model_id,)
+                schema_sql("DELETE FROM {schema}.memory_embeddings WHERE model_id <> %s", schema),
+                (model_id,),
             )
 
 

@@ -23,15 +23,33 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import Integer, cast, func, select
+from typing_extensions import TypedDict
+
 from projections.recall.embedders import Embedder
-from projections.store.eventlog import EventLog
-from projections.store.migrations import EMBEDDINGS_TABLE, EVENTS_TABLE
+from projections.recall.recalled import (
+    DecidedBy,
+    RecalledCurrent,
+    RecalledPending,
+    RecallRank,
+    RequestedRevision,
+)
+from projections.store.sql import tables_in
 from projections.store.tenancy import tenant_transaction
-from projections.views.access_stamps import SALIENCE_COLUMNS, salience_from, stamp_accesses
-from projections.views.beliefs import filter_clauses
+from projections.views.access_stamps import salience_columns, salience_from, stamp_accesses
+from projections.views.belief_facts import BeliefDocument
+from projections.views.current_beliefs import due_deadlines
+from projections.views.listing import attribute_conditions, attribute_values
+from projections.views.statement import events_table, inline, param, shaped_sql
+
+if TYPE_CHECKING:
+    from sqlalchemy import Select
+
+    from projections.store.eventlog import EventLog
 
 __all__ = [
     "EF_SEARCH",
@@ -40,9 +58,11 @@ __all__ = [
     "RecallQuery",
     "RecallResult",
     "SIMILARITY_DECIMALS",
+    "SearchRow",
     "rank_key",
     "recall",
     "search",
+    "search_statement",
 ]
 
 SIMILARITY_DECIMALS = 3
@@ -74,16 +94,38 @@ class RecallQuery:
     include_archived: bool = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class RecallResult:
     """The ranked memories, and how the answer was found."""
 
-    items: list[dict[str, Any]]
-    strategy: str
+    items: list[RecalledCurrent | RecalledPending]
+    strategy: Literal["hnsw", "exact"]
     """``hnsw``, or ``exact`` when filters left the index short."""
     embed_ms: float
     search_ms: float
     timings: dict[str, float] = field(default_factory=dict)
+
+
+class SearchRow(TypedDict):
+    """An embedded memory near the query, with its state (a row of :func:`search`)."""
+
+    memory_id: UUID
+    version_id: UUID
+    content_digest: str
+    revision: int
+    scope: str
+    project: str | None
+    similarity: float
+    requested: int
+    published: int
+    belief: BeliefDocument | None
+    current_version_id: UUID | None
+    memory_type: str
+    recorded_at: datetime
+    accesses: int | None
+    last_access: datetime | None
+    content: bytes | None
+    due: int
 
 
 def rank_key(similarity: float, salience: float, recency: int, memory_id: str) -> tuple[Any, ...]:
@@ -93,6 +135,79 @@ def rank_key(similarity: float, salience: float, recency: int, memory_id: str) -
 
 def _vector(values: list[float]) -> str:
     return "[" + ",".join(map(repr, values)) + "]"
+
+
+def search_statement(
+    schema: str, dimension: int, exact: bool, filtered: tuple[str, ...]
+) -> Select[Any]:
+    """Return the query of :func:`search` (SQLAlchemy Core), for vectors of
+    ``dimension`` and the filters on the columns ``filtered``.
+
+    The nearest embeddings come first, in a CTE, ordered by cosine distance on
+    ``embedding::vector(dimension)`` with ``dimension = N`` in the text: the
+    expression and the predicate of the dimension's partial HNSW index, which
+    serves the order unless ``exact`` adds ``+ 0`` (an expression no index
+    serves). The tenant and the filters are in the same query. Parameters:
+    ``q`` (the query vector, as text), ``model``, each filter by its column,
+    ``limit`` and ``now``.
+    """
+    tables = tables_in(schema)
+    e = tables["memory_embeddings"].alias("e")
+    vector_type = Vector(dimension)
+    query = cast(param("q", vector_type), vector_type)
+    distance = cast(e.c.embedding, vector_type).cosine_distance(query)
+    near = (
+        select(
+            e.c.memory_id,
+            e.c.version_id,
+            e.c.content_digest,
+            e.c.revision,
+            e.c.memory_type,
+            e.c.scope,
+            e.c.project,
+            (inline(1) - distance).label("similarity"),
+        )
+        .where(
+            e.c.model_id == param("model", e.c.model_id.type),
+            e.c.dimension == inline(dimension),
+            *attribute_conditions(e, filtered),
+        )
+        # An expression the index cannot serve forces the exact plan.
+        .order_by(distance + inline(0) if exact else distance)
+        .limit(param("limit", Integer))
+        .cte("near")
+    )
+    n = near.alias("n")
+    r = tables["revisions"].alias("r")
+    b = tables["beliefs"].alias("b")
+    m = tables["memory_index"].alias("m")
+    first = events_table(schema).alias("first")
+    a = tables["memory_access"].alias("a")
+    c = tables["payloads"].alias("c")
+    due = due_deadlines(tables, n.c.memory_id).with_only_columns(func.count())
+    return select(
+        n.c.memory_id,
+        n.c.version_id,
+        n.c.content_digest,
+        n.c.revision,
+        n.c.scope,
+        n.c.project,
+        n.c.similarity,
+        r.c.requested,
+        r.c.published,
+        b.c.belief,
+        b.c.current_version_id,
+        *salience_columns(m, first, a),
+        c.c.content,
+        due.scalar_subquery().label("due"),
+    ).select_from(
+        n.join(r, r.c.memory_id == n.c.memory_id)
+        .outerjoin(b, b.c.memory_id == n.c.memory_id)
+        .join(m, m.c.memory_id == n.c.memory_id)
+        .join(first, first.c.notification_id == m.c.position)
+        .outerjoin(a, a.c.memory_id == n.c.memory_id)
+        .outerjoin(c, c.c.digest == n.c.content_digest)
+    )
 
 
 def search(
@@ -106,19 +221,15 @@ def search(
     exact: bool,
     limit: int,
     now: datetime,
-) -> list[dict[str, Any]]:
+) -> list[SearchRow]:
     """Return up to ``limit`` embedded memories nearest ``vector``, with their state.
 
     ``exact`` computes every distance among the rows the filters select;
     otherwise the HNSW index is walked (``hnsw.ef_search`` = ``limit``).
     """
-    schema = log.datastore.schema
-    distance = f"(e.embedding::vector({dimension}) <=> %(q)s::vector({dimension}))"
-    filters, params = filter_clauses("e", where.memory_type, where.scope, where.project)
-    clauses = ["e.model_id = %(model)s", f"e.dimension = {dimension}", *filters]
-    params.update(q=_vector(vector), model=model_id, limit=limit, now=now)
-    # An expression the index cannot serve forces the exact plan.
-    order = f"{distance} + 0" if exact else distance
+    filters = attribute_values(where.memory_type, where.scope, where.project)
+    query = shaped_sql(search_statement, log.datastore.schema, dimension, exact, tuple(filters))
+    params = {**filters, "q": _vector(vector), "model": model_id, "limit": limit, "now": now}
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         # One round trip for the settings. The tenant's btree index plus a sort is
         # an exact search, cheap on a small tenant and linear on a large one: the
@@ -130,31 +241,29 @@ def search(
             " set_config('enable_seqscan', %s, true), set_config('enable_sort', %s, true)",
             (str(max(EF_SEARCH, min(limit, 1000))), scan, scan, scan),
         )
-        cur.execute(
-            f"WITH near AS (SELECT e.memory_id, e.version_id, e.content_digest, e.revision,"
-            f" e.memory_type, e.scope, e.project, 1 - {distance} AS similarity"
-            f' FROM "{schema}".{EMBEDDINGS_TABLE} e WHERE {" AND ".join(clauses)}'
-            f" ORDER BY {order} LIMIT %(limit)s)"
-            " SELECT n.*, r.requested, r.published, b.belief, b.current_version_id,"
-            f" {SALIENCE_COLUMNS}, c.content, (SELECT count(*) FROM"
-            f' "{schema}".evidence_links l JOIN "{schema}".observation_deadlines o'
-            " USING (tenant_id, observation_id) WHERE l.memory_id = n.memory_id"
-            " AND o.expired_position IS NULL AND o.erased_position IS NULL"
-            " AND o.deadline <= %(now)s) AS due"
-            f' FROM near n JOIN "{schema}".revisions r ON r.memory_id = n.memory_id'
-            f' LEFT JOIN "{schema}".beliefs b ON b.memory_id = n.memory_id'
-            f' JOIN "{schema}".memory_index m ON m.memory_id = n.memory_id'
-            f' JOIN "{schema}"."{EVENTS_TABLE}" first ON first.notification_id = m.position'
-            f' LEFT JOIN "{schema}".memory_access a ON a.memory_id = n.memory_id'
-            f' LEFT JOIN "{schema}".payloads c ON c.digest = n.content_digest',
-            params,
-        )
-        return [dict(row) for row in cur.fetchall()]
+        cur.execute(query, params)
+        rows: list[SearchRow] = cur.fetchall()
+        return rows
 
 
-def _archived(row: dict[str, Any]) -> bool:
+def _archived(row: SearchRow) -> bool:
     belief = row["belief"]
     return belief is not None and belief["labels"].get("archived") is not None
+
+
+def _selected_count(schema: str, filtered: tuple[str, ...]) -> Select[Any]:
+    """How many embeddings of ``%(model)s`` the filters select, up to ``%(upto)s``."""
+    e = tables_in(schema)["memory_embeddings"].alias("e")
+    selected = (
+        select(inline(1))
+        .where(
+            e.c.model_id == param("model", e.c.model_id.type),
+            *attribute_conditions(e, filtered),
+        )
+        .limit(param("upto", Integer))
+        .subquery("s")
+    )
+    return select(func.count().label("n")).select_from(selected)
 
 
 def _selected(
@@ -162,14 +271,11 @@ def _selected(
 ) -> int:
     """Return how many embedded memories the tenant and filters select, counting no
     further than ``upto`` (a few thousand btree entries at most)."""
-    filters, params = filter_clauses("e", query.memory_type, query.scope, query.project)
-    clauses = ["e.model_id = %(model)s", *filters]
-    params.update(model=embedder.model_id, upto=upto)
+    filters = attribute_values(query.memory_type, query.scope, query.project)
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT count(*) AS n FROM (SELECT 1 FROM "{log.datastore.schema}".'
-            f"{EMBEDDINGS_TABLE} e WHERE {' AND '.join(clauses)} LIMIT %(upto)s) AS s",
-            params,
+            shaped_sql(_selected_count, log.datastore.schema, tuple(filters)),
+            {**filters, "model": embedder.model_id, "upto": upto},
         )
         row = cur.fetchone()
     return int(row["n"]) if row else 0
@@ -205,7 +311,7 @@ def recall(
     small = _selected(log, tenant_id, embedder, query, EXACT_BELOW + 1) <= EXACT_BELOW
     rows = [] if small else find(exact=False, limit=limit)
     kept = [r for r in rows if query.include_archived or not _archived(r)]
-    strategy = "hnsw"
+    strategy: Literal["hnsw", "exact"] = "hnsw"
     while len(kept) < query.k:
         # Short: the filters (or archived memories) left fewer than k. Exact search
         # over what the filters select; asked for more while archived ones crowd it.
@@ -228,65 +334,78 @@ def recall(
 
 
 def _rank(
-    log: EventLog, tenant_id: UUID, rows: list[dict[str, Any]], k: int, now: datetime
-) -> list[dict[str, Any]]:
+    log: EventLog, tenant_id: UUID, rows: list[SearchRow], k: int, now: datetime
+) -> list[RecalledCurrent | RecalledPending]:
     """Rank by rounded similarity, salience, recency and id; shape the answers; stamp
     an access on each current one returned."""
-    current = [
-        r
+    current: dict[UUID, BeliefDocument] = {
+        r["memory_id"]: r["belief"]
         for r in rows
         if r["belief"] is not None
         and r["published"] >= r["requested"]
         and r["current_version_id"] == r["version_id"]
         and not r["due"]
-    ]
-    current_ids = {r["memory_id"] for r in current}
-    saliences = {r["memory_id"]: salience_from(r["belief"], r, now) for r in current}
+    }
+    saliences = {
+        r["memory_id"]: salience_from(current[r["memory_id"]], r, now)
+        for r in rows
+        if r["memory_id"] in current
+    }
     ranked = sorted(
         rows,
         key=lambda r: rank_key(
             r["similarity"], saliences.get(r["memory_id"], 0.0), r["revision"], str(r["memory_id"])
         ),
     )[:k]
-    items: list[dict[str, Any]] = []
+    items: list[RecalledCurrent | RecalledPending] = []
     previous: tuple[Any, ...] | None = None
     for r in ranked:
         salience = saliences.get(r["memory_id"])
         key = rank_key(r["similarity"], salience or 0.0, r["revision"], str(r["memory_id"]))
-        item: dict[str, Any] = {
-            "id": str(r["memory_id"]),
-            "type": r["memory_type"],
+        rank = RecallRank(
+            similarity=round(float(r["similarity"]), SIMILARITY_DECIMALS),
+            salience=salience,
+            recency=r["revision"],
+            decided_by=_decided_by(previous, key),
+        )
+        previous = key
+        attributes = {
+            "id": r["memory_id"],
+            "memory_type": r["memory_type"],
             "scope": r["scope"],
             "project": r["project"],
             "similarity": round(float(r["similarity"]), 6),
-            "rank": {
-                "similarity": round(float(r["similarity"]), SIMILARITY_DECIMALS),
-                "salience": salience,
-                "recency": r["revision"],
-                "decided_by": _decided_by(previous, key),
-            },
+            "rank": rank,
         }
-        previous = key
-        if r["memory_id"] in current_ids:
-            item.update(
-                status="current",
-                salience=salience,
-                version_id=str(r["version_id"]),
-                content=bytes(r["content"]).decode("utf-8") if r["content"] else None,
-                belief=r["belief"],
+        belief = current.get(r["memory_id"])
+        if belief is not None:
+            content = r["content"]
+            items.append(
+                RecalledCurrent(
+                    **attributes,
+                    salience=salience,
+                    version_id=r["version_id"],
+                    content=bytes(content).decode("utf-8") if content else None,
+                    belief=belief,
+                )
             )
         else:
-            item.update(status="pending", revision={"requested": r["requested"]})
-        items.append(item)
-    stamp_accesses(log, tenant_id, [UUID(i["id"]) for i in items if i["status"] == "current"], now)
+            items.append(
+                RecalledPending(**attributes, revision=RequestedRevision(requested=r["requested"]))
+            )
+    stamp_accesses(log, tenant_id, [i.id for i in items if isinstance(i, RecalledCurrent)], now)
     return items
 
 
-def _decided_by(previous: tuple[Any, ...] | None, key: tuple[Any, ...]) -> str:
+_KEY_PARTS: tuple[DecidedBy, ...] = ("similarity", "salience", "recency", "id")
+"""The parts of :func:`rank_key`, in order."""
+
+
+def _decided_by(previous: tuple[Any, ...] | None, key: tuple[Any, ...]) -> DecidedBy:
     """Return which part of the rank key put this memory below the previous one."""
     if previous is None:
         return "first"
-    for name, a, b in zip(("similarity", "salience", "recency", "id"), previous, key, strict=True):
+    for name, a, b in zip(_KEY_PARTS, previous, key, strict=True):
         if a != b:
             return name
     return "id"

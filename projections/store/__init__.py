@@ -1,5 +1,45 @@
-"""store"""
+"""The database and what lives in it: where it is, its tables and migrations,
+the event log, and the transaction a tenant's work runs in. Imports only
+:mod:`domain`.
+
+Modules:
+
+- :mod:`projections.store.aggregates`: Loading aggregates from the log: one by
+  id through the repository, or many at once.
+- :mod:`projections.store.database`: Connection targets: the owner (migrations,
+  admin) and the runtime role.
+- :mod:`projections.store.embedded`: The embedded PostgreSQL (pgserver:
+  PostgreSQL 16 + pgvector) in a data directory.
+- :mod:`projections.store.errors`: Persistence errors, translated once from
+  driver and library exceptions.
+- :mod:`projections.store.eventlog`: The event log: the eventsourcing
+  application and its tenant-scoped recorder.
+- :mod:`projections.store.migrations`: Schema migrations: Alembic revisions,
+  applied by the owner role before anything connects.
+- :mod:`projections.store.schema`: Every table the service owns, defined once
+  (SQLAlchemy Core).
+- :mod:`projections.store.settings`: Where the database is, and how the service
+  connects to it.
+- :mod:`projections.store.sql`: Running SQLAlchemy Core statements on the
+  service's own psycopg connections.
+- :mod:`projections.store.tenancy`: The tenant a unit of work runs for, and the
+  transactions that enforce it.
+- :mod:`projections.store.transcodings`: How snapshot state that is not plain
+  JSON is stored.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = [
+    "aggregates",
+    "database",
+    "embedded",
+    "errors",
+    "eventlog",
+    "migrations",
+    "schema",
+    "settings",
+    "sql",
+    "tenancy",
+    "transcodings",
+]

@@ -16,7 +16,7 @@ from eventsourcing.persistence import StoredEvent
 
 from domain.errors import NotFoundError
 from projections.store.eventlog import EventLog
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.sql import schema_query
 from projections.store.tenancy import tenant_scope, tenant_transaction
 
 __all__ = ["aggregates_at", "aggregates_of", "event_positions", "load_aggregate"]
@@ -47,12 +47,14 @@ def event_positions(
     log: EventLog, tenant_id: UUID, aggregate_id: UUID
 ) -> dict[int, tuple[int, datetime]]:
     """Return the log position and recorded time of each of an aggregate's events."""
-    schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            "SELECT originator_version, notification_id, recorded_at "
-            f'FROM "{schema}"."{EVENTS_TABLE}" '
-            "WHERE originator_id = %s ORDER BY originator_version",
+            schema_query(
+                "SELECT originator_version, notification_id, recorded_at"
+                " FROM {schema}.{events}"
+                " WHERE originator_id = %s ORDER BY originator_version",
+                log.datastore.schema,
+            ),
             (aggregate_id,),
         )
         return {r["originator_version"]: (r["notification_id"], r["recorded_at"]) for r in cur}
@@ -64,9 +66,12 @@ def aggregates_at(
     """Return the aggregates of ``aggregate_ids`` as of log position ``limit``, read on
     ``cur`` (an open transaction of the tenant); ids without events are left out."""
     cur.execute(
-        "SELECT originator_id, originator_version, topic, state"
-        f' FROM "{log.datastore.schema}"."{EVENTS_TABLE}" WHERE originator_id = ANY(%s)'
-        " AND notification_id <= %s ORDER BY originator_id, originator_version",
+        schema_query(
+            "SELECT originator_id, originator_version, topic, state"
+            " FROM {schema}.{events} WHERE originator_id = ANY(%s)"
+            " AND notification_id <= %s ORDER BY originator_id, originator_version",
+            log.datastore.schema,
+        ),
         (aggregate_ids, limit),
     )
     aggregates: dict[UUID, Any] = {}

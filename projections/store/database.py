@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from projections.store.embedded import EmbeddedServer, start_embedded
@@ -139,7 +140,7 @@ def _ensure_embedded_database(database: Database) -> None:
             "SELECT 1 FROM pg_database WHERE datname = %s", (database.dbname,)
         ).fetchone()
         if exists is None:
-            conn.execute(f'CREATE DATABASE "{database.dbname}"')
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database.dbname)))
 
 
 def _check_pgvector(database: Database) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, LiteralString
 from uuid import UUID
 
 from eventsourcing.application import Application
@@ -27,11 +28,13 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder
 from eventsourcing.utils import retry
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from domain.dependency import Dependencies, dependencies_of
 from domain.memory import Memory
-from projections.store.migrations import SNAPSHOTS_TABLE
+from projections.store.schema import SNAPSHOTS_TABLE
+from projections.store.sql import schema_query
 from projections.store.tenancy import current_tenant, set_tenant
 from projections.store.transcodings import SNAPSHOT_TRANSCODINGS
 
@@ -62,12 +65,57 @@ Positions = Mapping[tuple[UUID, int], int]
 """Log position of each written event, by (aggregate id, aggregate version)."""
 
 
-_UNNEST_STORED = "SELECT * FROM unnest(%b::uuid[], %b::bigint[], %b::text[], %b::bytea[])"
+_INSERT_EVENTS = (
+    "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)"
+    " SELECT * FROM unnest(%b::uuid[], %b::bigint[], %b::text[], %b::bytea[])"
+    " RETURNING notification_id"
+)
 """Stored events as four plain arrays in binary format (see ``_insert_stored_events``)."""
+
+_INSERT_SNAPSHOTS = (
+    "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)"
+    " SELECT * FROM unnest(%b::uuid[], %b::bigint[], %b::text[], %b::bytea[])"
+    " ON CONFLICT DO NOTHING"
+)
+
+
+@lru_cache(maxsize=16)
+def _table_query(template: LiteralString, schema: str, table: str) -> bytes:
+    """Return ``template`` with ``{schema}`` and ``{table}`` filled in as identifiers,
+    rendered once per schema and table (the write path runs these on every save)."""
+    return (
+        sql.SQL(template)
+        .format(schema=sql.Identifier(schema), table=sql.Identifier(table))
+        .as_bytes(None)
+    )
+
+
+@lru_cache(maxsize=64)
+def _select_events_query(
+    schema: str, table: str, *, gt: bool, lte: bool, desc: bool, limit: bool
+) -> bytes:
+    """Return the query of one aggregate's events, with the clauses asked for,
+    rendered once per combination."""
+    parts: list[sql.Composable] = [
+        sql.SQL(
+            "SELECT originator_id, originator_version, topic, state FROM {schema}.{table}"
+            " WHERE originator_id = %s"
+        ).format(schema=sql.Identifier(schema), table=sql.Identifier(table))
+    ]
+    if gt:
+        parts.append(sql.SQL(" AND originator_version > %s"))
+    if lte:
+        parts.append(sql.SQL(" AND originator_version <= %s"))
+    parts.append(
+        sql.SQL(" ORDER BY originator_version DESC" if desc else " ORDER BY originator_version ASC")
+    )
+    if limit:
+        parts.append(sql.SQL(" LIMIT %s"))
+    return sql.Composed(parts).as_bytes(None)
 
 
 def _stored_columns(stored: Sequence[StoredEvent]) -> tuple[list[Any], ...]:
-    """Return the columns of ``stored`` for :data:`_UNNEST_STORED`."""
+    """Return the columns of ``stored`` for :data:`_INSERT_EVENTS` (and snapshots)."""
     return (
         [e.originator_id for e in stored],
         [e.originator_version for e in stored],
@@ -110,20 +158,26 @@ class WriteContext:
     response: dict[str, Any] | None = None
 
 
+_MARK_EXPIRED = (
+    "UPDATE {schema}.observation_deadlines SET expired_position = %b"
+    " WHERE observation_id = ANY(%b::uuid[]) RETURNING digest"
+)
+_MARK_ERASED = (
+    "UPDATE {schema}.observation_deadlines SET erased_position = %b"
+    " WHERE observation_id = ANY(%b::uuid[]) RETURNING digest"
+)
+
+
 def _mark_gone(
-    curs: Cursor[Any], s: str, column: str, observations: list[UUID], position: int
+    curs: Cursor[Any], schema: str, mark: LiteralString, observations: list[UUID], position: int
 ) -> set[str]:
-    """Set ``column`` (``expired_position`` or ``erased_position``) of observations to
-    the write's position; return their content digests."""
-    curs.execute(
-        f"UPDATE {s}.observation_deadlines SET {column} = %b "
-        "WHERE observation_id = ANY(%b::uuid[]) RETURNING digest",
-        (position, observations),
-    )
+    """Set the position ``mark`` names (:data:`_MARK_EXPIRED` or :data:`_MARK_ERASED`)
+    of observations to the write's; return their content digests."""
+    curs.execute(schema_query(mark, schema), (position, observations))
     return {row["digest"] for row in curs.fetchall()}
 
 
-def _delete_unheld_bytes(curs: Cursor[Any], s: str, digests: set[str]) -> None:
+def _delete_unheld_bytes(curs: Cursor[Any], schema: str, digests: set[str]) -> None:
     """Delete payload rows of ``digests`` unless something live still holds them.
 
     The payload store keeps one row per digest, so the bytes stay while another
@@ -133,52 +187,72 @@ def _delete_unheld_bytes(curs: Cursor[Any], s: str, digests: set[str]) -> None:
     if not digests:
         return
     curs.execute(
-        f"DELETE FROM {s}.payloads p WHERE p.digest = ANY(%b::text[]) AND NOT EXISTS ("
-        f"  SELECT 1 FROM {s}.observation_deadlines o WHERE o.digest = p.digest"
-        "   AND o.expired_position IS NULL AND o.erased_position IS NULL)"
-        f" AND NOT EXISTS (SELECT 1 FROM {s}.version_digests v"
-        "  WHERE v.digest = p.digest AND v.released_position IS NULL)",
+        schema_query(
+            "DELETE FROM {schema}.payloads p WHERE p.digest = ANY(%b::text[]) AND NOT EXISTS ("
+            "  SELECT 1 FROM {schema}.observation_deadlines o WHERE o.digest = p.digest"
+            "   AND o.expired_position IS NULL AND o.erased_position IS NULL)"
+            " AND NOT EXISTS (SELECT 1 FROM {schema}.version_digests v"
+            "  WHERE v.digest = p.digest AND v.released_position IS NULL)",
+            schema,
+        ),
         (sorted(digests),),
     )
 
 
-def _record_removals(curs: Cursor[Any], s: str, found: Dependencies, position: int) -> None:
+def _record_removals(curs: Cursor[Any], schema: str, found: Dependencies, position: int) -> None:
     """Record expiries, erasures and tenant deletions, and delete the bytes they free."""
     gone: set[str] = set()
     if found.expired:
-        gone |= _mark_gone(curs, s, "expired_position", found.expired, position)
+        gone |= _mark_gone(curs, schema, _MARK_EXPIRED, found.expired, position)
     if found.erased:
-        gone |= _mark_gone(curs, s, "erased_position", found.erased, position)
+        gone |= _mark_gone(curs, schema, _MARK_ERASED, found.erased, position)
     if found.memories_erased:
         curs.execute(
-            f"UPDATE {s}.memory_index SET erased_position = %b WHERE memory_id = ANY(%b::uuid[])",
+            schema_query(
+                "UPDATE {schema}.memory_index SET erased_position = %b"
+                " WHERE memory_id = ANY(%b::uuid[])",
+                schema,
+            ),
             (position, found.memories_erased),
         )
     if found.released:
         digests, memories = zip(*found.released, strict=True)
         curs.execute(
-            f"UPDATE {s}.version_digests v SET released_position = %b"
-            " FROM unnest(%b::text[], %b::uuid[]) AS r(d, m)"
-            " WHERE v.digest = r.d AND v.memory_id = r.m",
+            schema_query(
+                "UPDATE {schema}.version_digests v SET released_position = %b"
+                " FROM unnest(%b::text[], %b::uuid[]) AS r(d, m)"
+                " WHERE v.digest = r.d AND v.memory_id = r.m",
+                schema,
+            ),
             (position, list(digests), list(memories)),
         )
         gone.update(digests)
-    _delete_unheld_bytes(curs, s, gone)
+    _delete_unheld_bytes(curs, schema, gone)
     if found.versions_erased:
         # Recall's index is derived from the erased content: it goes in this
         # transaction too, so no search ever finds what was erased.
         curs.execute(
-            f"DELETE FROM {s}.memory_embeddings WHERE version_id = ANY(%b::uuid[])",
+            schema_query(
+                "DELETE FROM {schema}.{embeddings} WHERE version_id = ANY(%b::uuid[])", schema
+            ),
             (found.versions_erased,),
         )
     if found.deletion_requested is not None:
         curs.execute(
-            f"INSERT INTO {s}.tenant_deletions (decision_id, requested_position) VALUES (%s, %s)",
+            schema_query(
+                "INSERT INTO {schema}.tenant_deletions (decision_id, requested_position)"
+                " VALUES (%s, %s)",
+                schema,
+            ),
             (found.deletion_requested, position),
         )
     if found.deletion_completed is not None:
         curs.execute(
-            f"UPDATE {s}.tenant_deletions SET completed_position = %s WHERE decision_id = %s",
+            schema_query(
+                "UPDATE {schema}.tenant_deletions SET completed_position = %s"
+                " WHERE decision_id = %s",
+                schema,
+            ),
             (position, found.deletion_completed),
         )
 
@@ -194,14 +268,16 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
     position for readers, so its last position is each closure member's new
     requested revision.
     """
-    s = f'"{schema}"'
     if found.links:
         curs.execute(
-            f"INSERT INTO {s}.memory_links "
-            "(memory_id, linked_id, kind, outgoing, edge_id, position) "
-            "SELECT m, l, k, o, e, %b "
-            "FROM unnest(%b::uuid[], %b::uuid[], %b::text[], %b::bool[], %b::uuid[]) "
-            "AS t(m, l, k, o, e) ON CONFLICT DO NOTHING",
+            schema_query(
+                "INSERT INTO {schema}.memory_links"
+                " (memory_id, linked_id, kind, outgoing, edge_id, position)"
+                " SELECT m, l, k, o, e, %b"
+                " FROM unnest(%b::uuid[], %b::uuid[], %b::text[], %b::bool[], %b::uuid[])"
+                " AS t(m, l, k, o, e) ON CONFLICT DO NOTHING",
+                schema,
+            ),
             (
                 position,
                 [x.memory_id for x in found.links],
@@ -214,84 +290,121 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
     if found.evidence:
         observations, memories = zip(*found.evidence, strict=True)
         curs.execute(
-            f"INSERT INTO {s}.evidence_links (observation_id, memory_id, position) "
-            "SELECT o, m, %b FROM unnest(%b::uuid[], %b::uuid[]) AS t(o, m) ON CONFLICT DO NOTHING",
+            schema_query(
+                "INSERT INTO {schema}.evidence_links (observation_id, memory_id, position)"
+                " SELECT o, m, %b FROM unnest(%b::uuid[], %b::uuid[]) AS t(o, m)"
+                " ON CONFLICT DO NOTHING",
+                schema,
+            ),
             (position, list(observations), list(memories)),
         )
     if found.proposers:
         proposers, models, memories = zip(*found.proposers, strict=True)
         curs.execute(
-            f"INSERT INTO {s}.proposer_links (proposer_id, model_id, memory_id, position) "
-            "SELECT p, mo, me, %b FROM unnest(%b::uuid[], %b::text[], %b::uuid[]) AS t(p, mo, me) "
-            "ON CONFLICT DO NOTHING",
+            schema_query(
+                "INSERT INTO {schema}.proposer_links (proposer_id, model_id, memory_id, position)"
+                " SELECT p, mo, me, %b FROM unnest(%b::uuid[], %b::text[], %b::uuid[])"
+                " AS t(p, mo, me) ON CONFLICT DO NOTHING",
+                schema,
+            ),
             (position, list(proposers), list(models), list(memories)),
         )
     if found.created:
         ids, types, scopes, projects, topics = zip(*found.created, strict=True)
         curs.execute(
-            f"INSERT INTO {s}.memory_index (memory_id, memory_type, scope, project, topic, "
-            "position) SELECT i, ty, sc, pr, tp, %b "
-            "FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::text[], %b::text[]) "
-            "AS t(i, ty, sc, pr, tp)",
+            schema_query(
+                "INSERT INTO {schema}.memory_index"
+                " (memory_id, memory_type, scope, project, topic, position)"
+                " SELECT i, ty, sc, pr, tp, %b"
+                " FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::text[], %b::text[])"
+                " AS t(i, ty, sc, pr, tp)",
+                schema,
+            ),
             (position, list(ids), list(types), list(scopes), list(projects), list(topics)),
         )
     if found.captured:
         ids, digests, deadlines, transient = zip(*found.captured, strict=True)
         curs.execute(
-            f"INSERT INTO {s}.observation_deadlines (observation_id, digest, deadline, transient) "
-            "SELECT * FROM unnest(%b::uuid[], %b::text[], %b::timestamptz[], %b::bool[])",
+            schema_query(
+                "INSERT INTO {schema}.observation_deadlines"
+                " (observation_id, digest, deadline, transient)"
+                " SELECT * FROM unnest(%b::uuid[], %b::text[], %b::timestamptz[], %b::bool[])",
+                schema,
+            ),
             (list(ids), list(digests), list(deadlines), list(transient)),
         )
     if found.version_digests:
         digests, memories = zip(*found.version_digests, strict=True)
         curs.execute(
-            f"INSERT INTO {s}.version_digests (digest, memory_id) "
-            "SELECT * FROM unnest(%b::text[], %b::uuid[])"
-            # A new version with content the memory once released holds it again.
-            " ON CONFLICT (tenant_id, digest, memory_id) DO UPDATE SET released_position = NULL"
-            " WHERE version_digests.released_position IS NOT NULL",
+            schema_query(
+                "INSERT INTO {schema}.version_digests (digest, memory_id)"
+                " SELECT * FROM unnest(%b::text[], %b::uuid[])"
+                # A new version with content the memory once released holds it again.
+                " ON CONFLICT (tenant_id, digest, memory_id) DO UPDATE SET released_position = NULL"
+                " WHERE version_digests.released_position IS NOT NULL",
+                schema,
+            ),
             (list(digests), list(memories)),
         )
     if found.decisions:
         ids, kinds, keys, parts = zip(*found.decisions, strict=True)
         curs.execute(
-            f"INSERT INTO {s}.decision_index (decision_id, kind, logical_key, position, part_of) "
-            "SELECT d, k, l, %b, p FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::uuid[])"
-            " AS t(d, k, l, p)",
+            schema_query(
+                "INSERT INTO {schema}.decision_index"
+                " (decision_id, kind, logical_key, position, part_of)"
+                " SELECT d, k, l, %b, p FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::uuid[])"
+                " AS t(d, k, l, p)",
+                schema,
+            ),
             (position, list(ids), list(kinds), list(keys), list(parts)),
         )
     if found.retention is not None:
         curs.execute(
-            f"INSERT INTO {s}.tenant_retention (raw_hours, transient_hours, position)"
-            " VALUES (%s, %s, %s) ON CONFLICT (tenant_id) DO UPDATE SET"
-            " raw_hours = excluded.raw_hours, transient_hours = excluded.transient_hours,"
-            " position = excluded.position",
+            schema_query(
+                "INSERT INTO {schema}.tenant_retention (raw_hours, transient_hours, position)"
+                " VALUES (%s, %s, %s) ON CONFLICT (tenant_id) DO UPDATE SET"
+                " raw_hours = excluded.raw_hours, transient_hours = excluded.transient_hours,"
+                " position = excluded.position",
+                schema,
+            ),
             (*found.retention, position),
         )
     if found.shortened:
         ids, deadlines = zip(*found.shortened, strict=True)
         curs.execute(
-            f"UPDATE {s}.observation_deadlines o SET deadline = u.d"
-            " FROM unnest(%b::uuid[], %b::timestamptz[]) AS u(id, d) WHERE o.observation_id = u.id",
+            schema_query(
+                "UPDATE {schema}.observation_deadlines o SET deadline = u.d"
+                " FROM unnest(%b::uuid[], %b::timestamptz[]) AS u(id, d)"
+                " WHERE o.observation_id = u.id",
+                schema,
+            ),
             (list(ids), list(deadlines)),
         )
-    _record_removals(curs, s, found, position)
+    _record_removals(curs, schema, found, position)
     cited = sorted({o for o, _ in found.evidence} | set(found.expired) | set(found.erased), key=str)
     curs.execute(
-        f"WITH RECURSIVE closure(id) AS ("
-        f"  SELECT unnest(%b::uuid[])"
-        f"  UNION SELECT memory_id FROM {s}.evidence_links WHERE observation_id = ANY(%b::uuid[])"
-        f"  UNION SELECT l.linked_id FROM {s}.memory_links l JOIN closure c ON l.memory_id = c.id"
-        f") INSERT INTO {s}.revisions (memory_id, requested) SELECT id, %b FROM closure "
-        "ON CONFLICT (tenant_id, memory_id) DO UPDATE "
-        "SET requested = greatest(revisions.requested, excluded.requested), "
-        "requested_at = clock_timestamp()",
+        schema_query(
+            "WITH RECURSIVE closure(id) AS ("
+            "  SELECT unnest(%b::uuid[])"
+            "  UNION SELECT memory_id FROM {schema}.evidence_links"
+            "   WHERE observation_id = ANY(%b::uuid[])"
+            "  UNION SELECT l.linked_id FROM {schema}.memory_links l"
+            "   JOIN closure c ON l.memory_id = c.id"
+            ") INSERT INTO {schema}.revisions (memory_id, requested) SELECT id, %b FROM closure"
+            " ON CONFLICT (tenant_id, memory_id) DO UPDATE"
+            " SET requested = greatest(revisions.requested, excluded.requested),"
+            " requested_at = clock_timestamp()",
+            schema,
+        ),
         (sorted(found.touched, key=str), cited, position),
     )
     curs.execute(
-        f"INSERT INTO {s}.revision_tenants (tenant_id, marked_position) "
-        f"VALUES ({s}.current_tenant(), %b) ON CONFLICT (tenant_id) "
-        "DO UPDATE SET marked_position = excluded.marked_position",
+        schema_query(
+            "INSERT INTO {schema}.revision_tenants (tenant_id, marked_position)"
+            " VALUES ({schema}.current_tenant(), %b) ON CONFLICT (tenant_id)"
+            " DO UPDATE SET marked_position = excluded.marked_position",
+            schema,
+        ),
         (position,),
     )
 
@@ -312,25 +425,18 @@ class _TenantScopedReads:
         limit: int | None = None,
     ) -> Sequence[StoredEvent]:
         """Return one aggregate's events (or snapshots), as visible to the current tenant."""
-        statement = (
-            "SELECT originator_id, originator_version, topic, state FROM {} "
-            "WHERE originator_id = %s"
+        query = _select_events_query(
+            self.datastore.schema,
+            self.events_table_name,
+            gt=gt is not None,
+            lte=lte is not None,
+            desc=desc,
+            limit=limit is not None,
         )
-        params: list[Any] = [originator_id]
-        if gt is not None:
-            statement += " AND originator_version > %s"
-            params.append(gt)
-        if lte is not None:
-            statement += " AND originator_version <= %s"
-            params.append(lte)
-        statement += " ORDER BY originator_version" + (" DESC" if desc else " ASC")
-        if limit is not None:
-            statement += " LIMIT %s"
-            params.append(limit)
-        table = f'"{self.datastore.schema}"."{self.events_table_name}"'
+        params = [p for p in (originator_id, gt, lte, limit) if p is not None]
         with self.datastore.transaction(commit=False) as curs:
             set_tenant(curs, current_tenant())
-            curs.execute(statement.format(table), params)
+            curs.execute(query, params)
             return [
                 StoredEvent(
                     originator_id=row["originator_id"],
@@ -387,9 +493,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         self._lock_table(curs)
         self._notify_channel(curs)
         curs.execute(
-            f'INSERT INTO "{self.datastore.schema}"."{self.events_table_name}" '
-            f"(originator_id, originator_version, topic, state) {_UNNEST_STORED} "
-            "RETURNING notification_id",
+            _table_query(_INSERT_EVENTS, self.datastore.schema, self.events_table_name),
             _stored_columns(stored_events),
         )
 
@@ -405,16 +509,23 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         schema = self.datastore.schema
         if write.payloads:
             curs.execute(
-                f'INSERT INTO "{schema}".payloads (digest, content, size_bytes) '
-                "SELECT d, c, octet_length(c) FROM unnest(%b::text[], %b::bytea[]) AS p(d, c) "
-                "ON CONFLICT DO NOTHING",
+                schema_query(
+                    "INSERT INTO {schema}.payloads (digest, content, size_bytes)"
+                    " SELECT d, c, octet_length(c) FROM unnest(%b::text[], %b::bytea[]) AS p(d, c)"
+                    " ON CONFLICT DO NOTHING",
+                    schema,
+                ),
                 (list(write.payloads), list(write.payloads.values())),
             )
         if write.tokens:
             curs.execute(
-                f'INSERT INTO "{schema}".tokens '
-                "(token_digest, token_id, principal_id, principal_name, role) "
-                "SELECT * FROM unnest(%s::text[], %s::uuid[], %s::uuid[], %s::text[], %s::text[])",
+                schema_query(
+                    "INSERT INTO {schema}.tokens"
+                    " (token_digest, token_id, principal_id, principal_name, role)"
+                    " SELECT * FROM"
+                    " unnest(%s::text[], %s::uuid[], %s::uuid[], %s::text[], %s::text[])",
+                    schema,
+                ),
                 tuple(
                     list(column)
                     for column in zip(
@@ -447,9 +558,12 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         # A concurrent request with the same key loses here with a unique
         # violation, and its events roll back with it.
         curs.execute(
-            f'INSERT INTO "{self.datastore.schema}".idempotency_keys '
-            "(principal_id, key, request_digest, status_code, response) "
-            "VALUES (%s, %s, %s, %s, %s) RETURNING 1",
+            schema_query(
+                "INSERT INTO {schema}.idempotency_keys"
+                " (principal_id, key, request_digest, status_code, response)"
+                " VALUES (%s, %s, %s, %s, %s) RETURNING 1",
+                self.datastore.schema,
+            ),
             (
                 record.principal_id,
                 record.key,
@@ -475,9 +589,7 @@ class TenantScopedSnapshotRecorder(_TenantScopedReads, PostgresAggregateRecorder
         with self.datastore.transaction(commit=True) as curs:
             set_tenant(curs, current_tenant())
             curs.execute(
-                f'INSERT INTO "{self.datastore.schema}"."{self.events_table_name}" '
-                f"(originator_id, originator_version, topic, state) {_UNNEST_STORED} "
-                "ON CONFLICT DO NOTHING",
+                _table_query(_INSERT_SNAPSHOTS, self.datastore.schema, self.events_table_name),
                 _stored_columns(stored_events),
             )
         return None

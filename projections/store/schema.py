@@ -1,9 +1,11 @@
 """Every table the service owns, defined once (SQLAlchemy Core).
 
-Table and column names have this one home: migrations (Alembic) create
-them, queries assembled from request filters are built on these ``Table``
-objects, and a test compares this metadata with a migrated database so that
-a table changed without a migration fails CI.
+Table and column names have this one home: queries assembled from request
+filters are built on these ``Table`` objects, and a test compares this
+metadata with a database migrated by the Alembic revisions
+(:mod:`projections.store.migrations`, each a frozen step of history that
+spells out its own columns), so that a table changed without a migration
+fails CI.
 
 The tables carry no schema: the schema is a deployment setting
 (``DatabaseSettings.schema``), applied when a statement is compiled
@@ -19,6 +21,7 @@ grants to the runtime role are migration DDL with no Core construct.
 from __future__ import annotations
 
 from pgvector.sqlalchemy import Vector
+from psycopg import sql
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -60,6 +63,7 @@ __all__ = [
     "tenant_deletions",
     "tenant_retention",
     "tokens",
+    "vector_index_ddl",
     "version_digests",
 ]
 
@@ -110,8 +114,8 @@ tokens = Table(
     Column("principal_id", Uuid, nullable=False),
     Column("principal_name", Text, nullable=False),
     Column("role", Text, nullable=False),
-    UniqueConstraint("token_id"),
-    CheckConstraint("role IN ('reader', 'writer', 'admin')"),
+    UniqueConstraint("token_id", name="tokens_token_id_key"),
+    CheckConstraint("role IN ('reader', 'writer', 'admin')", name="tokens_role_check"),
 )
 """Bearer tokens by digest (the secret is never stored)."""
 
@@ -141,7 +145,7 @@ revisions = Table(
     Column("published_at", DateTime(timezone=True)),
     Column("indexed", BigInteger, nullable=False, server_default=text("0")),
     PrimaryKeyConstraint("tenant_id", "memory_id"),
-    CheckConstraint("published <= requested"),
+    CheckConstraint("published <= requested", name="revisions_check"),
     Index("revisions_dirty", "requested", postgresql_where=text("published < requested")),
     Index("revisions_tenant_id_published_at_idx", "tenant_id", "published_at"),
     Index(
@@ -357,7 +361,7 @@ memory_embeddings = Table(
     Column("embedding", Vector(), nullable=False),
     Column("embedded_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
     PrimaryKeyConstraint("tenant_id", "memory_id", "model_id"),
-    CheckConstraint("vector_dims(embedding) = dimension"),
+    CheckConstraint("vector_dims(embedding) = dimension", name="memory_embeddings_check"),
     Index(
         "memory_embeddings_tenant_id_model_id_memory_type_scope_proj_idx",
         "tenant_id",
@@ -371,4 +375,29 @@ memory_embeddings = Table(
     Index("memory_embeddings_tenant_id_model_id_scope_idx", "tenant_id", "model_id", "scope"),
 )
 """Recall's vectors (derived, like a cache). The HNSW index per dimension is made by
-``vector_index_ddl`` (one partial expression index per model dimension)."""
+:func:`vector_index_ddl` (one partial expression index per model dimension)."""
+
+
+def vector_index_ddl(schema: str, dimension: int) -> sql.Composed:
+    """Return the DDL of the HNSW (cosine) index for vectors of ``dimension``.
+
+    Vectors of every model live in one untyped column; each dimension gets a
+    partial expression index, so a new model can be indexed beside the old one
+    while reads go on. ``m = 8, ef_construction = 32`` (pgvector's defaults are
+    16 and 64) halve the cost of each insert, which was a third of the indexing
+    drain's time at 10,000 memories; recall holds it up at query time with a
+    larger ``ef_search`` (docs/benchmarks.md has both measurements).
+
+    Revision 0008 creates the 384-dimension one; ``ensure_vector_index`` the
+    others, at runtime, so they are not part of :data:`metadata`.
+    """
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {name} ON {schema}.{table} USING hnsw"
+        " ((embedding::vector({dim})) vector_cosine_ops) WITH (m = 8, ef_construction = 32)"
+        " WHERE dimension = {dim}"
+    ).format(
+        name=sql.Identifier(f"{EMBEDDINGS_TABLE}_hnsw_{dimension}"),
+        schema=sql.Identifier(schema),
+        table=sql.Identifier(EMBEDDINGS_TABLE),
+        dim=sql.Literal(dimension),
+    )

@@ -15,18 +15,19 @@ from psycopg import sql
 from sqlalchemy import MetaData, Table
 from sqlalchemy.dialects.postgresql import psycopg as _psycopg_dialect
 
-from projections.store.schema import metadata
+from projections.store.schema import EMBEDDINGS_TABLE, EVENTS_TABLE, SNAPSHOTS_TABLE, metadata
 
 if TYPE_CHECKING:
     from sqlalchemy.sql import ClauseElement
 
-__all__ = ["compile_query", "schema_sql", "tables_in"]
+__all__ = ["compile_query", "metadata_in", "schema_query", "schema_sql", "tables_in"]
 
 _DIALECT = _psycopg_dialect.dialect()  # type: ignore[no-untyped-call]
 
 
 @lru_cache(maxsize=8)
-def _schema_metadata(schema: str) -> MetaData:
+def metadata_in(schema: str) -> MetaData:
+    """Return a copy of the service's metadata with every table in ``schema``."""
     copy = MetaData(schema=schema)
     for table in metadata.sorted_tables:
         table.to_metadata(copy, schema=schema)
@@ -35,7 +36,7 @@ def _schema_metadata(schema: str) -> MetaData:
 
 def tables_in(schema: str) -> dict[str, Table]:
     """Return the service's tables qualified with ``schema``, by table name."""
-    return {table.name: table for table in _schema_metadata(schema).sorted_tables}
+    return {table.name: table for table in metadata_in(schema).sorted_tables}
 
 
 def compile_query(statement: ClauseElement) -> tuple[str, dict[str, Any]]:
@@ -45,12 +46,32 @@ def compile_query(statement: ClauseElement) -> tuple[str, dict[str, Any]]:
     return str(compiled), dict(compiled.params)
 
 
+_TABLE_NAMES = {
+    "events": sql.Identifier(EVENTS_TABLE),
+    "snapshots": sql.Identifier(SNAPSHOTS_TABLE),
+    "embeddings": sql.Identifier(EMBEDDINGS_TABLE),
+}
+
+
 @lru_cache(maxsize=1024)
 def schema_sql(template: LiteralString, schema: str) -> sql.Composed:
     """Return ``template`` with ``{schema}`` filled in as a quoted identifier.
 
     Hand-written statements name their tables as ``{schema}.table``; the schema
     is a deployment setting, so it is composed by psycopg (never by string
-    formatting). Literal braces in ``template`` are written ``{{`` and ``}}``.
+    formatting). The tables named by constants may be written
+    ``{schema}.{events}``, ``{schema}.{snapshots}`` and ``{schema}.{embeddings}``.
+    Literal braces in ``template`` are written ``{{`` and ``}}``.
     """
-    return sql.SQL(template).format(schema=sql.Identifier(schema))
+    return sql.SQL(template).format(schema=sql.Identifier(schema), **_TABLE_NAMES)
+
+
+@lru_cache(maxsize=1024)
+def schema_query(template: LiteralString, schema: str) -> bytes:
+    """Return ``template`` with ``{schema}`` filled in, rendered to the bytes psycopg sends.
+
+    For hot paths: psycopg renders a composed statement again on every
+    ``execute``; this renders each (template, schema) once, with the same
+    quoting as :func:`schema_sql`.
+    """
+    return schema_sql(template, schema).as_bytes(None)

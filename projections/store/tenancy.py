@@ -14,6 +14,8 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from projections.store.sql import schema_query
+
 if TYPE_CHECKING:
     from eventsourcing.postgres import PostgresDatastore
     from psycopg import Cursor
@@ -64,5 +66,7 @@ def tenant_transaction(
 def known_tenants(datastore: PostgresDatastore) -> list[UUID]:
     """Return every tenant that has written (ids only: the one table without RLS)."""
     with datastore.transaction(commit=False) as curs:
-        curs.execute(f'SELECT tenant_id FROM "{datastore.schema}".revision_tenants')
+        curs.execute(
+            schema_query("SELECT tenant_id FROM {schema}.revision_tenants", datastore.schema)
+        )
         return [row["tenant_id"] for row in curs]

@@ -1,5 +1,69 @@
-"""views"""
+"""Reads: what the log and the read models say, each answer a typed record.
+Imports :mod:`projections.store` and :mod:`domain`, never
+:mod:`projections.commands`.
+
+Modules:
+
+- :mod:`projections.views.access_stamps`: Access counts: the tuning state
+  salience reads, stamped by reads.
+- :mod:`projections.views.as_of`: As-of reads: what was believed at a log
+  position, or at a time.
+- :mod:`projections.views.belief_facts`: What the log records about memories,
+  as the projection function takes it.
+- :mod:`projections.views.candidates`: Contradiction candidates: similar
+  memories that might conflict, never a verdict.
+- :mod:`projections.views.current_beliefs`: Current beliefs: one memory's, or a
+  filtered page of them, with the watermark.
+- :mod:`projections.views.decision_records`: Decision records: one decision as
+  ``GET /v1/decisions/{id}`` explains it.
+- :mod:`projections.views.erasures`: Erasure as reads show it: a placeholder
+  naming the erasure, in place of content.
+- :mod:`projections.views.export`: Tenant export: everything a tenant owns, as
+  JSON lines, from one snapshot.
+- :mod:`projections.views.listing`: What listings of memories filter and page
+  by, as SQLAlchemy Core conditions.
+- :mod:`projections.views.observations`: Observation reads: an observation's
+  recorded metadata and milestones, and its bytes.
+- :mod:`projections.views.payloads`: Content from the payload store:
+  observation bytes and version texts, by digest.
+- :mod:`projections.views.read_models`: Every read model, recomputed from the
+  log in memory.
+- :mod:`projections.views.receipts`: Erasure receipts: what an erasure or a
+  tenant deletion removed, and whether it is done.
+- :mod:`projections.views.record`: The base of every read's answer: an
+  immutable pydantic model, declared once.
+- :mod:`projections.views.revision_status`: How far revision has caught up:
+  per tenant, and over all tenants for metrics.
+- :mod:`projections.views.statement`: Pieces the reads' SQLAlchemy Core
+  statements share, and their compiled text.
+- :mod:`projections.views.timeline`: History reads: a memory's whole record,
+  and the tenant's event feed.
+- :mod:`projections.views.version_cache`: The one resident cache: decoded
+  memories at a version, for as-of reads.
+- :mod:`projections.views.versions`: Version reads: a memory's recorded
+  attributes and every version, with its content.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = [
+    "access_stamps",
+    "as_of",
+    "belief_facts",
+    "candidates",
+    "current_beliefs",
+    "decision_records",
+    "erasures",
+    "export",
+    "listing",
+    "observations",
+    "payloads",
+    "read_models",
+    "receipts",
+    "record",
+    "revision_status",
+    "statement",
+    "timeline",
+    "version_cache",
+    "versions",
+]

@@ -9,19 +9,41 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from sqlalchemy import and_, select
+from typing_extensions import TypedDict
+
 from domain.salience import salience
-from projections.store.eventlog import EventLog
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.sql import schema_sql, tables_in
 from projections.store.tenancy import tenant_transaction
+from projections.views.belief_facts import BeliefDocument
+from projections.views.statement import any_of, events_table, shaped_sql
+
+if TYPE_CHECKING:
+    from sqlalchemy import Select
+    from sqlalchemy.sql.elements import ColumnElement
+    from sqlalchemy.sql.selectable import NamedFromClause
+
+    from projections.store.eventlog import EventLog
 
 __all__ = [
+    "SalienceRow",
+    "salience_columns",
     "salience_from",
     "salience_of",
     "stamp_accesses",
 ]
+
+
+class SalienceRow(TypedDict):
+    """The columns :func:`salience_from` reads (:func:`salience_columns`)."""
+
+    memory_type: str
+    recorded_at: datetime
+    accesses: int | None
+    last_access: datetime | None
 
 
 def stamp_accesses(
@@ -35,44 +57,65 @@ def stamp_accesses(
         # little ranking, so the read does not wait for a disk flush.
         cur.execute("SET LOCAL synchronous_commit = off")
         cur.execute(
-            f'INSERT INTO "{log.datastore.schema}".memory_access (memory_id, accesses, last_access)'
-            " SELECT id, 1, %s FROM unnest(%s::uuid[]) AS t(id)"
-            " ON CONFLICT (tenant_id, memory_id) DO UPDATE SET"
-            " accesses = memory_access.accesses + 1,"
-            " last_access = greatest(memory_access.last_access, excluded.last_access)",
+            schema_sql(
+                "INSERT INTO {schema}.memory_access (memory_id, accesses, last_access)"
+                " SELECT id, 1, %s FROM unnest(%s::uuid[]) AS t(id)"
+                " ON CONFLICT (tenant_id, memory_id) DO UPDATE SET"
+                " accesses = memory_access.accesses + 1,"
+                " last_access = greatest(memory_access.last_access, excluded.last_access)",
+                log.datastore.schema,
+            ),
             (at, sorted(set(memory_ids), key=str)),
         )
 
 
+def salience_columns(
+    memory_index: NamedFromClause, first: NamedFromClause, access: NamedFromClause
+) -> list[ColumnElement[Any]]:
+    """Return the columns of :class:`SalienceRow`, for a query joining ``memory_index``,
+    the events table as ``first`` (the memory's creation) and ``memory_access``."""
+    return [
+        memory_index.c.memory_type,
+        first.c.recorded_at,
+        access.c.accesses,
+        access.c.last_access,
+    ]
+
+
+def _salience_inputs(schema: str) -> Select[Any]:
+    """The salience inputs of ``%(memory_ids)s``."""
+    tables = tables_in(schema)
+    m = tables["memory_index"].alias("m")
+    a = tables["memory_access"].alias("a")
+    first = events_table(schema).alias("first")
+    return (
+        select(m.c.memory_id, *salience_columns(m, first, a))
+        .select_from(
+            m.join(first, first.c.notification_id == m.c.position).outerjoin(
+                a, and_(a.c.tenant_id == m.c.tenant_id, a.c.memory_id == m.c.memory_id)
+            )
+        )
+        .where(any_of(m.c.memory_id, "memory_ids"))
+    )
+
+
 def salience_of(
-    log: EventLog, tenant_id: UUID, beliefs: dict[UUID, dict[str, Any]], now: datetime
+    log: EventLog, tenant_id: UUID, beliefs: dict[UUID, BeliefDocument], now: datetime
 ) -> dict[UUID, float]:
     """Return each memory's salience at ``now``, from its belief (confidence, pinned),
     its type, when it was first recorded, and its accesses so far."""
     if not beliefs:
         return {}
-    schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f"SELECT m.memory_id, {SALIENCE_COLUMNS}"
-            f' FROM "{schema}".memory_index m'
-            f' JOIN "{schema}"."{EVENTS_TABLE}" first ON first.notification_id = m.position'
-            f' LEFT JOIN "{schema}".memory_access a'
-            " ON a.tenant_id = m.tenant_id AND a.memory_id = m.memory_id"
-            " WHERE m.memory_id = ANY(%s)",
-            (list(beliefs),),
+            shaped_sql(_salience_inputs, log.datastore.schema), {"memory_ids": list(beliefs)}
         )
         rows = cur.fetchall()
     return {row["memory_id"]: salience_from(beliefs[row["memory_id"]], row, now) for row in rows}
 
 
-SALIENCE_COLUMNS = "m.memory_type, first.recorded_at, a.accesses, a.last_access"
-"""The columns :func:`salience_from` reads, for a query joining ``memory_index m``,
-the events table as ``first`` (its creation) and ``memory_access a``."""
-
-
-def salience_from(belief: dict[str, Any], row: dict[str, Any], now: datetime) -> float:
-    """Return a memory's salience from its belief and a row of :data:`SALIENCE_COLUMNS`."""
+def salience_from(belief: BeliefDocument, row: SalienceRow, now: datetime) -> float:
+    """Return a memory's salience from its belief and a row of :func:`salience_columns`."""
     return salience(
         base=float(belief.get("confidence", 1.0)),
         memory_type=row["memory_type"],

@@ -8,23 +8,57 @@ position it used, so it is repeatable. As-of answers are never ``pending``.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
+
+from sqlalchemy import Integer, select
 
 from domain.belief import project_belief
 from domain.errors import NotFoundError
-from projections.store.eventlog import EventLog
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.sql import schema_sql, tables_in
 from projections.store.tenancy import tenant_transaction
-from projections.views.belief_facts import belief_document, facts_of, memory_facts
-from projections.views.beliefs import erased_memories, erasure_placeholder, filter_clauses
+from projections.views.belief_facts import BeliefJson, belief_document, facts_of, memory_facts
+from projections.views.current_beliefs import ErasedBelief, ListedErasedBelief
+from projections.views.erasures import erased_memories, erasure_placeholder
+from projections.views.listing import (
+    ListingCursor,
+    MemoryAttributes,
+    after_cursor,
+    attribute_conditions,
+    attribute_values,
+    cursor_values,
+)
+from projections.views.record import Record
+from projections.views.statement import param, shaped_sql
+
+if TYPE_CHECKING:
+    from sqlalchemy import Select
+
+    from projections.store.eventlog import EventLog
 
 __all__ = [
+    "BeliefAsOf",
+    "ListedBeliefAsOf",
     "belief_as_of",
     "list_beliefs_as_of",
     "position_at",
     "write_boundary",
 ]
+
+
+class BeliefAsOf(Record):
+    """What was believed about a memory at a log position (never pending)."""
+
+    status: Literal["as_of"] = "as_of"
+    position: int
+    belief: BeliefJson
+
+
+class ListedBeliefAsOf(MemoryAttributes):
+    """A memory in an as-of listing, with what was believed then."""
+
+    status: Literal["as_of"] = "as_of"
+    belief: BeliefJson
 
 
 def position_at(log: EventLog, tenant_id: UUID, when: datetime) -> int:
@@ -35,8 +69,11 @@ def position_at(log: EventLog, tenant_id: UUID, when: datetime) -> int:
     """
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT coalesce(max(notification_id), 0) AS position FROM "{log.datastore.schema}"'
-            f'."{EVENTS_TABLE}" WHERE recorded_at <= %s',
+            schema_sql(
+                "SELECT coalesce(max(notification_id), 0) AS position"
+                " FROM {schema}.palimpsest_events WHERE recorded_at <= %s",
+                log.datastore.schema,
+            ),
             (when,),
         )
         row = cur.fetchone()
@@ -54,28 +91,36 @@ def write_boundary(log: EventLog, tenant_id: UUID, position: int) -> int:
     follows the write's size, not the log's.
     """
     schema = log.datastore.schema
-    events = f'"{schema}"."{EVENTS_TABLE}"'
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         # Two lookups by position, not a self-join: under row-level security the
         # planner will not push the join into the index and scans the log.
         cur.execute(
-            f"SELECT notification_id, xmin::text AS tx FROM {events}"
-            " WHERE notification_id IN (%s, %s)",
+            schema_sql(
+                "SELECT notification_id, xmin::text AS tx FROM {schema}.palimpsest_events"
+                " WHERE notification_id IN (%s, %s)",
+                schema,
+            ),
             (position, position + 1),
         )
         found = {row["notification_id"]: row["tx"] for row in cur}
         if position not in found or found.get(position + 1) != found[position]:
             return position
         cur.execute(
-            f"SELECT notification_id FROM {events} WHERE notification_id < %s"
-            " AND xmin::text <> %s ORDER BY notification_id DESC LIMIT 1",
+            schema_sql(
+                "SELECT notification_id FROM {schema}.palimpsest_events"
+                " WHERE notification_id < %s AND xmin::text <> %s"
+                " ORDER BY notification_id DESC LIMIT 1",
+                schema,
+            ),
             (position, found[position]),
         )
         before = cur.fetchone()
     return 0 if before is None else int(before["notification_id"])
 
 
-def belief_as_of(log: EventLog, tenant_id: UUID, memory_id: UUID, position: int) -> dict[str, Any]:
+def belief_as_of(
+    log: EventLog, tenant_id: UUID, memory_id: UUID, position: int
+) -> BeliefAsOf | ErasedBelief:
     """Return what was believed about a memory at a log position (never pending).
 
     A position inside a write is read as the moment before that write; the
@@ -92,16 +137,25 @@ def belief_as_of(log: EventLog, tenant_id: UUID, memory_id: UUID, position: int)
         raise NotFoundError(msg)
     erased = erased_memories(log, tenant_id, [memory_id])
     if memory_id in erased:
-        return {
-            "status": "erased",
-            "position": position,
-            "erasure": erasure_placeholder(erased[memory_id]),
-        }
-    return {
-        "status": "as_of",
-        "position": position,
-        "belief": belief_document(project_belief(facts)),
-    }
+        return ErasedBelief(position=position, erasure=erasure_placeholder(erased[memory_id]))
+    return BeliefAsOf(position=position, belief=belief_document(project_belief(facts)))
+
+
+def _created_by(schema: str, filtered: tuple[str, ...], paged: bool) -> Select[Any]:
+    """A page of the memories created by ``%(position)s``, newest first."""
+    m = tables_in(schema)["memory_index"].alias("m")
+    conditions = [
+        m.c.position <= param("position", m.c.position.type),
+        *attribute_conditions(m, filtered),
+    ]
+    if paged:
+        conditions.append(after_cursor(m))
+    return (
+        select(m.c.memory_id, m.c.memory_type, m.c.scope, m.c.project, m.c.position)
+        .where(*conditions)
+        .order_by(m.c.position.desc(), m.c.memory_id)
+        .limit(param("limit", Integer))
+    )
 
 
 def list_beliefs_as_of(
@@ -113,9 +167,9 @@ def list_beliefs_as_of(
     scope: str | None,
     project: str | None,
     limit: int,
-    after: tuple[int, UUID] | None,
+    after: ListingCursor | None,
     include_archived: bool = False,
-) -> tuple[int, list[dict[str, Any]], tuple[int, UUID] | None]:
+) -> tuple[int, list[ListedBeliefAsOf | ListedErasedBelief], ListingCursor | None]:
     """List what was believed at ``position``: memories created by then, newest first.
 
     Returns the position used (aligned to a write boundary), the page, and
@@ -126,42 +180,36 @@ def list_beliefs_as_of(
     ``include_archived``) as a placeholder naming the erasure.
     """
     position = write_boundary(log, tenant_id, position)
-    filters, params = filter_clauses("m", memory_type, scope, project)
-    clauses = ["m.position <= %(position)s", *filters]
-    params.update(position=position, limit=limit + 1)
+    filters = attribute_values(memory_type, scope, project)
+    query = shaped_sql(_created_by, log.datastore.schema, tuple(filters), after is not None)
+    params: dict[str, object] = {**filters, "position": position, "limit": limit + 1}
     if after is not None:
-        clauses.append(
-            "(m.position < %(after_p)s"
-            " OR (m.position = %(after_p)s AND m.memory_id > %(after_id)s))"
-        )
-        params.update(after_p=after[0], after_id=after[1])
+        params.update(cursor_values(after))
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            "SELECT memory_id, memory_type, scope, project, position"
-            f' FROM "{log.datastore.schema}".memory_index m WHERE {" AND ".join(clauses)}'
-            " ORDER BY position DESC, memory_id LIMIT %(limit)s",
-            params,
-        )
+        cur.execute(query, params)
         rows = cur.fetchall()
     page = rows[:limit]
     ids = [r["memory_id"] for r in page]
     facts = facts_of(log, tenant_id, ids, at_position=position)
     erased = erased_memories(log, tenant_id, ids)
-    items = []
+    items: list[ListedBeliefAsOf | ListedErasedBelief] = []
     for row in page:
         memory_id = row["memory_id"]
         if not include_archived and (memory_id in erased or facts[memory_id].archived is not None):
             continue
-        item = {
-            "id": str(memory_id),
-            "type": row["memory_type"],
+        attributes = {
+            "id": memory_id,
+            "memory_type": row["memory_type"],
             "scope": row["scope"],
             "project": row["project"],
         }
         if memory_id in erased:
-            item.update(status="erased", erasure=erasure_placeholder(erased[memory_id]))
+            erasure = erasure_placeholder(erased[memory_id])
+            items.append(ListedErasedBelief(**attributes, erasure=erasure))
         else:
-            item.update(status="as_of", belief=belief_document(project_belief(facts[memory_id])))
-        items.append(item)
-    next_cursor = (page[-1]["position"], page[-1]["memory_id"]) if len(rows) > limit else None
+            belief = belief_document(project_belief(facts[memory_id]))
+            items.append(ListedBeliefAsOf(**attributes, belief=belief))
+    next_cursor = None
+    if len(rows) > limit:
+        next_cursor = ListingCursor(page[-1]["position"], page[-1]["memory_id"])
     return position, items, next_cursor

@@ -8,23 +8,95 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import Annotated, Any, NotRequired
 from uuid import UUID
 
-from domain.belief import Belief, EdgeFact, MemoryFacts
+from pydantic import PlainSerializer, SkipValidation, WithJsonSchema
+from typing_extensions import TypedDict
+
+from domain.belief import Belief, EdgeFact, Grade, MemoryFacts
 from domain.memory import Memory
 from projections.store.aggregates import aggregates_at
 from projections.store.eventlog import EventLog
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_scope, tenant_transaction
 from projections.views.version_cache import cache_for
 
 __all__ = [
+    "Applicability",
+    "ArchivedLabel",
+    "BeliefDocument",
+    "BeliefJson",
+    "BeliefLabels",
+    "ErasedLabel",
     "belief_document",
     "facts_from",
     "facts_of",
     "memory_facts",
 ]
+
+# The belief document is JSON at rest (the ``beliefs.belief`` column) and on the
+# wire, so it is typed as JSON: TypedDicts (pydantic needs typing_extensions'
+# on Python 3.11), never converted on its way from the database to a response.
+
+
+class ArchivedLabel(TypedDict):
+    """Why a memory was forgotten, and by which decision."""
+
+    reason: str
+    decision_id: str
+
+
+class ErasedLabel(TypedDict):
+    """The erasure that removed a memory."""
+
+    decision_id: str
+
+
+class BeliefLabels(TypedDict):
+    """A belief's labels: superseded, archived (forgotten), pinned, erased."""
+
+    superseded_by: list[str]
+    archived: ArchivedLabel | None
+    pinned: bool
+    erased: ErasedLabel | None
+
+
+class Applicability(TypedDict):
+    """Where a belief applies."""
+
+    scope: str
+    project: str | None
+
+
+class BeliefDocument(TypedDict):
+    """The JSON form of a belief, as stored in the read model and served."""
+
+    memory_id: str
+    current_version_id: str | None
+    grade: Grade
+    confidence: NotRequired[float]
+    """Absent from documents projected before beliefs carried it (read as 1.0)."""
+    support: list[str]
+    alternatives: list[str]
+    labels: BeliefLabels
+    applicability: Applicability
+    reasons: list[dict[str, str]]
+
+
+def _as_stored(document: BeliefDocument) -> dict[str, Any]:
+    return dict(document)
+
+
+BeliefJson = Annotated[
+    BeliefDocument,
+    SkipValidation,
+    PlainSerializer(_as_stored, return_type=dict[str, Any]),
+    WithJsonSchema({"type": "object", "additionalProperties": True}),
+]
+"""A belief document in a read's answer: typed for the code, served exactly as
+stored (neither validated again nor pruned: ``null`` labels stay in the JSON even
+where a response leaves out its own ``null`` fields)."""
 
 
 def memory_facts(
@@ -43,8 +115,11 @@ def memory_facts(
         return facts_of(log, tenant_id, [memory_id]).get(memory_id)
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT max(originator_version) AS version FROM "{log.datastore.schema}"'
-            f'."{EVENTS_TABLE}" WHERE originator_id = %s AND notification_id <= %s',
+            schema_sql(
+                "SELECT max(originator_version) AS version FROM {schema}.palimpsest_events"
+                " WHERE originator_id = %s AND notification_id <= %s",
+                log.datastore.schema,
+            ),
             (memory_id, at_position),
         )
         row = cur.fetchone()
@@ -65,8 +140,11 @@ def memory_facts(
 
 def _links(cur: Any, schema: str, memory_ids: list[UUID], limit: int) -> list[Any]:
     cur.execute(
-        f'SELECT memory_id, linked_id, kind, outgoing, edge_id, position FROM "{schema}"'
-        ".memory_links WHERE memory_id = ANY(%s) AND position <= %s",
+        schema_sql(
+            "SELECT memory_id, linked_id, kind, outgoing, edge_id, position"
+            " FROM {schema}.memory_links WHERE memory_id = ANY(%s) AND position <= %s",
+            schema,
+        ),
         (memory_ids, limit),
     )
     return list(cur.fetchall())
@@ -130,7 +208,7 @@ def facts_from(memory: Memory, edges: Iterable[EdgeFact]) -> MemoryFacts:
     )
 
 
-def belief_document(belief: Belief) -> dict[str, Any]:
+def belief_document(belief: Belief) -> BeliefDocument:
     """Return the JSON form of a belief, as stored in the read model and served."""
     return {
         "memory_id": str(belief.memory_id),

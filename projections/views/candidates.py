@@ -17,15 +17,27 @@ judge (a model or a person) decides what a candidate is.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
-from projections.store.eventlog import EventLog
-from projections.store.migrations import EMBEDDINGS_TABLE
+from sqlalchemy import Float, Integer, and_, exists, not_, select, tuple_
+
+from projections.store.sql import schema_sql, tables_in
 from projections.store.tenancy import tenant_transaction
+from projections.views.current_beliefs import unarchived
+from projections.views.record import Record
+from projections.views.statement import any_of, inline, param, shaped_sql
+
+if TYPE_CHECKING:
+    from sqlalchemy import Select, Table
+    from sqlalchemy.sql.elements import ColumnElement
+
+    from projections.store.eventlog import EventLog
 
 __all__ = [
+    "Candidate",
     "CandidatePair",
+    "Candidates",
     "PAIRED_TYPES",
     "candidate_pairs",
     "potential_contradictions",
@@ -34,69 +46,121 @@ __all__ = [
 PAIRED_TYPES = ("decision", "preference", "fact")
 """Memory types that can be contradiction candidates."""
 
-_SAME_KIND = (
-    "b.model_id = a.model_id AND b.dimension = a.dimension"
-    " AND b.memory_type = a.memory_type AND b.scope = a.scope"
-    " AND b.project IS NOT DISTINCT FROM a.project AND b.memory_id <> a.memory_id"
-)
-"""Which indexed memories ``b`` can pair with ``a``."""
+
+class Candidate(Record):
+    """A current memory the new version might contradict (advisory, never a verdict)."""
+
+    memory_id: UUID
+    version_id: UUID
+    similarity: float
 
 
-def _current(schema: str, alias: str) -> str:
-    """SQL: memory ``alias`` is current (caught up, not archived, not erased)."""
+class Candidates(Record):
+    """Potential contradictions: same type, scope and project, similarity at or above
+    the conflict floor, newest first; ``pending`` until the version is embedded."""
+
+    status: Literal["ready", "pending"]
+    floor: float
+    items: list[Candidate]
+    reason: str | None = None
+
+
+def _same_kind(a: Any, b: Any) -> ColumnElement[bool]:
+    """Which indexed memories ``b`` can pair with ``a``."""
+    return and_(
+        b.c.model_id == a.c.model_id,
+        b.c.dimension == a.c.dimension,
+        b.c.memory_type == a.c.memory_type,
+        b.c.scope == a.c.scope,
+        b.c.project.is_not_distinct_from(a.c.project),
+        b.c.memory_id != a.c.memory_id,
+    )
+
+
+def _current(tables: dict[str, Table], e: Any) -> ColumnElement[bool]:
+    """Memory ``e`` is current at its indexed version (caught up, not archived)."""
+    r = tables["revisions"].alias("r")
+    bl = tables["beliefs"].alias("bl")
+    return exists(
+        select(inline(1))
+        .select_from(
+            r.join(bl, and_(bl.c.tenant_id == r.c.tenant_id, bl.c.memory_id == r.c.memory_id))
+        )
+        .where(
+            r.c.memory_id == e.c.memory_id,
+            r.c.published >= r.c.requested,
+            bl.c.current_version_id == e.c.version_id,
+            unarchived(bl.c.belief),
+        )
+    )
+
+
+def _similarity(a: Any, b: Any) -> ColumnElement[float]:
+    """``1 - (a.embedding <=> b.embedding)``: cosine similarity."""
+    similarity: ColumnElement[float] = inline(1) - a.c.embedding.cosine_distance(b.c.embedding)
+    return similarity
+
+
+def _near_version(schema: str) -> Select[Any]:
+    """The current memories near ``%(version_id)s`` of ``%(memory_id)s``, newest first."""
+    tables = tables_in(schema)
+    a = tables["memory_embeddings"].alias("a")
+    b = tables["memory_embeddings"].alias("b")
+    m = tables["memory_index"].alias("m")
+    similarity = _similarity(a, b)
     return (
-        f'EXISTS (SELECT 1 FROM "{schema}".revisions r JOIN "{schema}".beliefs bl'
-        f" USING (tenant_id, memory_id) WHERE r.memory_id = {alias}.memory_id"
-        " AND r.published >= r.requested AND bl.current_version_id = "
-        f"{alias}.version_id AND bl.belief->'labels'->'archived' = 'null'::jsonb)"
+        select(b.c.memory_id, b.c.version_id, similarity.label("similarity"))
+        .select_from(a.join(b, _same_kind(a, b)).join(m, m.c.memory_id == b.c.memory_id))
+        .where(
+            a.c.memory_id == param("memory_id", a.c.memory_id.type),
+            a.c.version_id == param("version_id", a.c.version_id.type),
+            similarity >= param("floor", Float),
+            _current(tables, b),
+        )
+        .order_by(m.c.position.desc(), b.c.memory_id)
     )
 
 
 def potential_contradictions(
     log: EventLog, tenant_id: UUID, memory_id: UUID, version_id: UUID, floor: float
-) -> dict[str, Any]:
+) -> Candidates:
     """Return the current memories that ``memory_id``'s version ``version_id`` might
-    contradict: ``{status: ready, floor, items: [{memory_id, version_id,
-    similarity}]}`` newest first, or ``{status: pending}`` while the version is
-    not embedded yet. Types other than decision, preference and fact are never
-    paired (``ready`` with no items, and the reason)."""
+    contradict, newest first, or ``pending`` while the version is not embedded yet.
+    Types other than decision, preference and fact are never paired (``ready`` with
+    no items, and the reason)."""
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT memory_type, version_id FROM "{schema}".{EMBEDDINGS_TABLE}'
-            " WHERE memory_id = %s AND version_id = %s LIMIT 1",
+            schema_sql(
+                "SELECT memory_type, version_id FROM {schema}.memory_embeddings"
+                " WHERE memory_id = %s AND version_id = %s LIMIT 1",
+                schema,
+            ),
             (memory_id, version_id),
         )
         mine = cur.fetchone()
         if mine is None:
-            return {"status": "pending", "floor": floor, "items": []}
+            return Candidates(status="pending", floor=floor, items=[])
         if mine["memory_type"] not in PAIRED_TYPES:
-            return {
-                "status": "ready",
-                "floor": floor,
-                "items": [],
-                "reason": f"{mine['memory_type']} memories are never paired",
-            }
+            return Candidates(
+                status="ready",
+                floor=floor,
+                items=[],
+                reason=f"{mine['memory_type']} memories are never paired",
+            )
         cur.execute(
-            "SELECT b.memory_id, b.version_id, 1 - (a.embedding <=> b.embedding) AS similarity"
-            f' FROM "{schema}".{EMBEDDINGS_TABLE} a'
-            f' JOIN "{schema}".{EMBEDDINGS_TABLE} b ON {_SAME_KIND}'
-            f' JOIN "{schema}".memory_index m ON m.memory_id = b.memory_id'
-            " WHERE a.memory_id = %s AND a.version_id = %s"
-            " AND 1 - (a.embedding <=> b.embedding) >= %s"
-            f" AND {_current(schema, 'b')}"
-            " ORDER BY m.position DESC, b.memory_id",
-            (memory_id, version_id, floor),
+            shaped_sql(_near_version, schema),
+            {"memory_id": memory_id, "version_id": version_id, "floor": floor},
         )
         items = [
-            {
-                "memory_id": str(r["memory_id"]),
-                "version_id": str(r["version_id"]),
-                "similarity": round(float(r["similarity"]), 6),
-            }
+            Candidate(
+                memory_id=r["memory_id"],
+                version_id=r["version_id"],
+                similarity=round(float(r["similarity"]), 6),
+            )
             for r in cur
         ]
-    return {"status": "ready", "floor": floor, "items": items}
+    return Candidates(status="ready", floor=floor, items=items)
 
 
 @dataclass(frozen=True)
@@ -108,29 +172,52 @@ class CandidatePair:
     similarity: float
 
 
+def _pairs(schema: str) -> Select[Any]:
+    """Pairs of current memories of ``%(types)s`` at least ``%(floor)s`` similar, not
+    joined by an edge, most similar first, at most ``%(cap)s``."""
+    tables = tables_in(schema)
+    a = tables["memory_embeddings"].alias("a")
+    b = tables["memory_embeddings"].alias("b")
+    ma = tables["memory_index"].alias("ma")
+    mb = tables["memory_index"].alias("mb")
+    links = tables["memory_links"].alias("l")
+    similarity = _similarity(a, b).label("similarity")
+    return (
+        select(a.c.memory_id.label("newer"), b.c.memory_id.label("older"), similarity)
+        .select_from(
+            a.join(ma, ma.c.memory_id == a.c.memory_id)
+            .join(b, _same_kind(a, b))
+            .join(mb, mb.c.memory_id == b.c.memory_id)
+        )
+        .where(
+            any_of(a.c.memory_type, "types"),
+            tuple_(mb.c.position, mb.c.memory_id) < tuple_(ma.c.position, ma.c.memory_id),
+            _similarity(a, b) >= param("floor", Float),
+            _current(tables, a),
+            _current(tables, b),
+            not_(
+                exists(
+                    select(inline(1)).where(
+                        links.c.memory_id == a.c.memory_id, links.c.linked_id == b.c.memory_id
+                    )
+                )
+            ),
+        )
+        .order_by(similarity.desc(), a.c.memory_id, b.c.memory_id)
+        .limit(param("cap", Integer))
+    )
+
+
 def candidate_pairs(
     log: EventLog, tenant_id: UUID, *, floor: float, cap: int = 40
 ) -> list[CandidatePair]:
     """Return up to ``cap`` pairs of the tenant's current memories that might
     conflict, most similar first, each oriented newer first; pairs already joined
     by an edge (either way) are left out."""
-    schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            "SELECT a.memory_id AS newer, b.memory_id AS older,"
-            " 1 - (a.embedding <=> b.embedding) AS similarity"
-            f' FROM "{schema}".{EMBEDDINGS_TABLE} a'
-            f' JOIN "{schema}".memory_index ma ON ma.memory_id = a.memory_id'
-            f' JOIN "{schema}".{EMBEDDINGS_TABLE} b ON {_SAME_KIND}'
-            f' JOIN "{schema}".memory_index mb ON mb.memory_id = b.memory_id'
-            " WHERE a.memory_type = ANY(%s)"
-            " AND (mb.position, mb.memory_id) < (ma.position, ma.memory_id)"
-            " AND 1 - (a.embedding <=> b.embedding) >= %s"
-            f" AND {_current(schema, 'a')} AND {_current(schema, 'b')}"
-            f' AND NOT EXISTS (SELECT 1 FROM "{schema}".memory_links l'
-            " WHERE l.memory_id = a.memory_id AND l.linked_id = b.memory_id)"
-            " ORDER BY similarity DESC, a.memory_id, b.memory_id LIMIT %s",
-            (list(PAIRED_TYPES), floor, cap),
+            shaped_sql(_pairs, log.datastore.schema),
+            {"types": list(PAIRED_TYPES), "floor": floor, "cap": cap},
         )
         return [
             CandidatePair(r["newer"], r["older"], round(float(r["similarity"]), 6)) for r in cur

@@ -2,17 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from domain.decision import Decision
 from projections.store.aggregates import event_positions, load_aggregate
-from projections.store.eventlog import EventLog
+from projections.views.record import Record
 
-__all__ = ["decision_record"]
+if TYPE_CHECKING:
+    from projections.store.eventlog import EventLog
+
+__all__ = ["DecisionRecord", "decision_record"]
 
 
-def decision_record(log: EventLog, tenant_id: UUID, decision_id: UUID) -> dict[str, Any]:
+class DecisionRecord(Record):
+    """A recorded decision, explained: what it was asked, what it saw, what it did."""
+
+    id: UUID
+    kind: str
+    subject: str
+    params: dict[str, str]
+    logical_key: str
+    inputs: list[dict[str, str]]
+    seen: list[dict[str, str]]
+    accepted: list[dict[str, str]]
+    refused: list[dict[str, str]]
+    proposer_id: UUID
+    principal_id: UUID
+    policy_version: str
+    position: int
+    recorded_at: datetime
+
+
+def decision_record(log: EventLog, tenant_id: UUID, decision_id: UUID) -> DecisionRecord:
     """Return one decision as ``GET /v1/decisions/{id}`` explains it.
 
     Raises:
@@ -20,14 +43,19 @@ def decision_record(log: EventLog, tenant_id: UUID, decision_id: UUID) -> dict[s
     """
     decision = load_aggregate(log, tenant_id, decision_id, Decision, "decision")
     position, recorded_at = event_positions(log, tenant_id, decision.id)[1]
-    return {
-        **decision.outcome(),
-        "logical_key": decision.logical_key,
-        "inputs": list(decision.inputs),
-        "seen": list(decision.seen),
-        "proposer_id": str(decision.proposer_id),
-        "principal_id": str(decision.principal_id),
-        "policy_version": decision.policy_version,
-        "position": position,
-        "recorded_at": recorded_at.isoformat(),
-    }
+    return DecisionRecord(
+        id=decision.id,
+        kind=decision.kind,
+        subject=decision.subject,
+        params=decision.params,
+        logical_key=decision.logical_key,
+        inputs=decision.inputs,
+        seen=decision.seen,
+        accepted=decision.accepted,
+        refused=decision.refused,
+        proposer_id=decision.proposer_id,
+        principal_id=decision.principal_id,
+        policy_version=decision.policy_version,
+        position=position,
+        recorded_at=recorded_at,
+    )

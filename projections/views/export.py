@@ -12,41 +12,98 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
-from projections.store.eventlog import EventLog
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.sql import schema_sql
 from projections.store.tenancy import set_tenant
-from projections.views.receipts import erasure_receipt
-from projections.views.timeline import describe_event
+from projections.views.receipts import Receipt, erasure_receipt
+from projections.views.record import Record
+from projections.views.timeline import EventRecord, describe_event
 
-__all__ = ["EXPORT_FORMAT", "export_tenant"]
+if TYPE_CHECKING:
+    from projections.store.eventlog import EventLog
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "ExportEnd",
+    "ExportHeader",
+    "ExportLine",
+    "ExportedEvent",
+    "ExportedPayload",
+    "ExportedReceipt",
+    "export_tenant",
+]
 
 EXPORT_FORMAT = "palimpsest-export/1"
 _FETCH = 1000
 
 
-def export_tenant(log: EventLog, tenant_id: UUID, now: datetime) -> Iterator[dict[str, Any]]:
+class ExportHeader(Record):
+    """The first line: the format, the tenant, and when the export was read."""
+
+    kind: Literal["header"] = "header"
+    format: str
+    tenant_id: UUID
+    exported_at: datetime
+
+
+class _EventKind(Record):
+    kind: Literal["event"] = "event"
+
+
+class ExportedEvent(EventRecord, _EventKind):
+    """An event, as the event feed shows it (``kind`` first: the bases' fields come
+    in reverse order)."""
+
+
+class ExportedPayload(Record):
+    """Content that still exists, by digest."""
+
+    kind: Literal["payload"] = "payload"
+    digest: str
+    size_bytes: int
+    content: str
+
+
+class ExportedReceipt(Record):
+    """The receipt of an erasure or a tenant deletion."""
+
+    kind: Literal["erasure_receipt"] = "erasure_receipt"
+    receipt: Receipt
+
+
+class ExportEnd(Record):
+    """The last line: how many of each kind of line came before."""
+
+    kind: Literal["end"] = "end"
+    events: int
+    payloads: int
+    erasure_receipts: int
+
+
+ExportLine = ExportHeader | ExportedEvent | ExportedPayload | ExportedReceipt | ExportEnd
+"""One line of an export."""
+
+
+def export_tenant(log: EventLog, tenant_id: UUID, now: datetime) -> Iterator[ExportLine]:
     """Yield the tenant's export, line by line, read in one consistent snapshot."""
     schema = log.datastore.schema
     with log.datastore.transaction(commit=False) as cur:
         cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         set_tenant(cur, tenant_id)
-        yield {
-            "kind": "header",
-            "format": EXPORT_FORMAT,
-            "tenant_id": str(tenant_id),
-            "exported_at": now.isoformat(),
-        }
+        yield ExportHeader(format=EXPORT_FORMAT, tenant_id=tenant_id, exported_at=now)
         events = payloads = 0
         with cur.connection.cursor(name="tenant_export_events") as rows:
             rows.itersize = _FETCH
             rows.execute(
-                "SELECT originator_id, originator_version, topic, state, notification_id,"
-                f' recorded_at FROM "{schema}"."{EVENTS_TABLE}" ORDER BY notification_id'
+                schema_sql(
+                    "SELECT originator_id, originator_version, topic, state, notification_id,"
+                    " recorded_at FROM {schema}.palimpsest_events ORDER BY notification_id",
+                    schema,
+                )
             )
             for row in rows:
                 event = log.mapper.to_domain_event(
@@ -58,36 +115,33 @@ def export_tenant(log: EventLog, tenant_id: UUID, now: datetime) -> Iterator[dic
                     )
                 )
                 events += 1
-                yield {
-                    "kind": "event",
-                    **describe_event(event, row["notification_id"], row["recorded_at"]),
-                }
+                described = describe_event(event, row["notification_id"], row["recorded_at"])
+                # Validated as the feed's: only ``kind`` is added.
+                yield ExportedEvent.model_construct(**dict(described))
         with cur.connection.cursor(name="tenant_export_payloads") as rows:
             rows.itersize = _FETCH
             rows.execute(
-                f'SELECT digest, size_bytes, content FROM "{schema}".payloads ORDER BY digest'
+                schema_sql(
+                    "SELECT digest, size_bytes, content FROM {schema}.payloads ORDER BY digest",
+                    schema,
+                )
             )
             for row in rows:
                 payloads += 1
-                yield {
-                    "kind": "payload",
-                    "digest": row["digest"],
-                    "size_bytes": row["size_bytes"],
-                    "content": bytes(row["content"]).decode("utf-8"),
-                }
+                yield ExportedPayload(
+                    digest=row["digest"],
+                    size_bytes=row["size_bytes"],
+                    content=bytes(row["content"]).decode("utf-8"),
+                )
         cur.execute(
-            f'SELECT decision_id FROM "{schema}".decision_index'
-            " WHERE kind IN ('erasure', 'tenant_deletion') AND part_of IS NULL ORDER BY position"
+            schema_sql(
+                "SELECT decision_id FROM {schema}.decision_index"
+                " WHERE kind IN ('erasure', 'tenant_deletion') AND part_of IS NULL"
+                " ORDER BY position",
+                schema,
+            )
         )
         erasures = [row["decision_id"] for row in cur.fetchall()]
         for erasure_id in erasures:
-            yield {
-                "kind": "erasure_receipt",
-                "receipt": erasure_receipt(log, tenant_id, erasure_id),
-            }
-        yield {
-            "kind": "end",
-            "events": events,
-            "payloads": payloads,
-            "erasure_receipts": len(erasures),
-        }
+            yield ExportedReceipt(receipt=erasure_receipt(log, tenant_id, erasure_id))
+        yield ExportEnd(events=events, payloads=payloads, erasure_receipts=len(erasures))

@@ -3,40 +3,77 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 from uuid import UUID
+
+from pydantic import Field
 
 from domain.decision import Decision
 from domain.errors import NotFoundError
 from projections.store.aggregates import load_aggregate
-from projections.store.eventlog import EventLog
+from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
-from projections.views.decision_records import decision_record
+from projections.views.decision_records import DecisionRecord, decision_record
+from projections.views.record import Record
 
-__all__ = ["erasure_receipt"]
+if TYPE_CHECKING:
+    from projections.store.eventlog import EventLog
+
+__all__ = ["Receipt", "RemovedCounts", "erasure_receipt"]
+
+
+class RemovedCounts(Record):
+    """How many of each kind of thing an erasure removed."""
+
+    observations: int
+    memories: int
+    versions: int
+    excerpts: int
+    contributions_deactivated: int
+
+
+class Receipt(Record):
+    """What an erasure (or a tenant deletion) removed, by which decision, and whether
+    it is complete. ``digests`` are the content digests of the removed bytes
+    (observations, versions, excerpts); ``recomputed`` the memories whose beliefs were
+    recomputed because they cited or linked erased content."""
+
+    id: UUID
+    kind: Literal["erasure", "tenant_deletion"]
+    status: Literal["completed", "in_progress"]
+    reason: str | None
+    decision: DecisionRecord
+    removed: RemovedCounts
+    digests: list[str]
+    recomputed: list[UUID]
+    batches: int = Field(description="Erasure batches of a tenant deletion so far.")
 
 
 def _parts(log: EventLog, tenant_id: UUID, decision_id: UUID) -> list[UUID]:
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT decision_id FROM "{log.datastore.schema}".decision_index'
-            " WHERE part_of = %s ORDER BY position",
+            schema_sql(
+                "SELECT decision_id FROM {schema}.decision_index"
+                " WHERE part_of = %s ORDER BY position",
+                log.datastore.schema,
+            ),
             (decision_id,),
         )
         return [row["decision_id"] for row in cur]
 
 
-def _deletion_state(log: EventLog, tenant_id: UUID) -> dict[str, Any] | None:
+def _deletion_completed(log: EventLog, tenant_id: UUID) -> bool:
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            "SELECT decision_id, requested_position, completed_position"
-            f' FROM "{log.datastore.schema}".tenant_deletions'
+            schema_sql(
+                "SELECT completed_position FROM {schema}.tenant_deletions", log.datastore.schema
+            )
         )
-        row: dict[str, Any] | None = cur.fetchone()
-        return row
+        row = cur.fetchone()
+        return row is not None and row["completed_position"] is not None
 
 
-def erasure_receipt(log: EventLog, tenant_id: UUID, erasure_id: UUID) -> dict[str, Any]:
+def erasure_receipt(log: EventLog, tenant_id: UUID, erasure_id: UUID) -> Receipt:
     """Return the receipt of an erasure or a tenant deletion.
 
     It states the decision, what was removed (counts by kind, and the digests
@@ -54,34 +91,33 @@ def erasure_receipt(log: EventLog, tenant_id: UUID, erasure_id: UUID) -> dict[st
         raise NotFoundError(msg)
     record = decision_record(log, tenant_id, erasure_id)
     decisions = [decision]
-    status = "completed"
+    status: Literal["completed", "in_progress"] = "completed"
     if decision.kind == "tenant_deletion":
         decisions += [
             load_aggregate(log, tenant_id, part, Decision, "erasure")
             for part in _parts(log, tenant_id, erasure_id)
         ]
-        state = _deletion_state(log, tenant_id)
-        status = "completed" if state and state["completed_position"] is not None else "in_progress"
+        status = "completed" if _deletion_completed(log, tenant_id) else "in_progress"
     accepted = [op for d in decisions for op in d.accepted]
     counts = Counter(op["op"] for op in accepted if op["op"] != "recompute")
     erased_memories = {op["memory_id"] for op in accepted if op["op"] == "erase_memory"}
     recomputed = sorted(
         {op["memory_id"] for op in accepted if op["op"] == "recompute"} - erased_memories
     )
-    return {
-        "id": str(decision.id),
-        "kind": decision.kind,
-        "status": status,
-        "reason": decision.params.get("reason"),
-        "decision": record,
-        "removed": {
-            "observations": counts["erase_observation"],
-            "memories": counts["erase_memory"],
-            "versions": counts["erase_version"],
-            "excerpts": counts["erase_excerpt"],
-            "contributions_deactivated": counts["deactivate_contribution"],
-        },
-        "digests": sorted({op["digest"] for op in accepted if "digest" in op}),
-        "recomputed": recomputed,
-        "batches": len(decisions) - 1,
-    }
+    return Receipt(
+        id=decision.id,
+        kind=decision.kind,
+        status=status,
+        reason=decision.params.get("reason"),
+        decision=record,
+        removed=RemovedCounts(
+            observations=counts["erase_observation"],
+            memories=counts["erase_memory"],
+            versions=counts["erase_version"],
+            excerpts=counts["erase_excerpt"],
+            contributions_deactivated=counts["deactivate_contribution"],
+        ),
+        digests=sorted({op["digest"] for op in accepted if "digest" in op}),
+        recomputed=recomputed,
+        batches=len(decisions) - 1,
+    )

@@ -10,20 +10,31 @@ from __future__ import annotations
 
 from dataclasses import fields, is_dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, LiteralString
 from uuid import UUID
 
 from eventsourcing.domain import CanMutateAggregate, DomainEventProtocol
 from eventsourcing.persistence import StoredEvent
+from pydantic import Field, JsonValue
 
+from domain.edge import EdgeKind
 from domain.errors import NotFoundError
+from domain.evidence import Excerpt
 from domain.memory import Memory
-from projections.store.eventlog import EventLog
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
-from projections.views.beliefs import erasure_placeholder, version_contents
+from projections.views.record import Record
+from projections.views.versions import RecordedMemory, RecordedVersion, version_contents
+
+if TYPE_CHECKING:
+    from projections.store.eventlog import EventLog
 
 __all__ = [
+    "ContributionRecord",
+    "EdgeRecord",
+    "EventRecord",
+    "HistoryVersion",
+    "MemoryHistory",
     "describe_event",
     "event_feed",
     "memory_history",
@@ -33,7 +44,59 @@ _HIDDEN_FIELDS = frozenset({"originator_id", "originator_version", "timestamp", 
 """Fields a feed never shows: the envelope (shown separately) and token digests."""
 
 
-def _plain(value: Any) -> Any:
+class EventRecord(Record):
+    """One accepted event: its log position, time, type, aggregate and principal, and
+    its fields (references, digests and labels; never content)."""
+
+    position: int
+    recorded_at: datetime
+    type: str
+    aggregate_id: UUID
+    aggregate_version: int
+    principal_id: UUID | None
+    data: dict[str, JsonValue]
+
+
+class ContributionRecord(Record):
+    """Support for a version: which observation, by whom, and whether it still counts."""
+
+    contribution_id: UUID
+    observation_id: UUID
+    proposer_id: UUID
+    model_id: str | None
+    trust: float
+    active: bool
+    deactivated_by: UUID | None = Field(description="The decision that deactivated it.")
+    position: int
+
+
+class HistoryVersion(RecordedVersion):
+    """A version in a memory's history, with the contributions that support it."""
+
+    excerpts: list[Excerpt] = Field(serialization_alias="formed_from")
+    contributions: list[ContributionRecord]
+
+
+class EdgeRecord(Record):
+    """An edge touching the memory, in either direction."""
+
+    edge_id: UUID
+    kind: EdgeKind
+    source_id: UUID
+    target_id: UUID
+    decision_id: UUID | None
+    position: int
+
+
+class MemoryHistory(RecordedMemory):
+    """A memory's whole record, from the log."""
+
+    versions: list[HistoryVersion]
+    edges: list[EdgeRecord]
+    events: list[EventRecord]
+
+
+def _plain(value: Any) -> JsonValue:
     if isinstance(value, UUID):
         return str(value)
     if isinstance(value, datetime):
@@ -42,12 +105,13 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
-    return value
+    plain: JsonValue = value
+    return plain
 
 
 def describe_event(
     event: DomainEventProtocol[UUID], position: int, recorded_at: datetime
-) -> dict[str, Any]:
+) -> EventRecord:
     """Return one event as the feed and histories show it: its type, envelope and
     fields (references, digests, labels; events never carry content)."""
     topic = getattr(type(event), "TOPIC", type(event).__qualname__)
@@ -57,24 +121,37 @@ def describe_event(
         for f in fields(event)
         if f.name not in _HIDDEN_FIELDS
     }
-    return {
-        "position": position,
-        "recorded_at": recorded_at.isoformat(),
-        "type": str(topic).removeprefix("palimpsest:"),
-        "aggregate_id": str(event.originator_id),
-        "aggregate_version": event.originator_version,
-        "principal_id": data.get("principal_id"),
-        "data": data,
-    }
+    return EventRecord(
+        position=position,
+        recorded_at=recorded_at,
+        type=str(topic).removeprefix("palimpsest:"),
+        aggregate_id=event.originator_id,
+        aggregate_version=event.originator_version,
+        principal_id=data.get("principal_id"),
+        data=data,
+    )
 
 
-def _rows(log: EventLog, tenant_id: UUID, where: str, params: tuple[Any, ...]) -> list[Any]:
+_EVENTS_AFTER = (
+    "SELECT originator_id, originator_version, topic, state, notification_id, recorded_at"
+    " FROM {schema}.palimpsest_events WHERE notification_id > %s"
+    " ORDER BY notification_id LIMIT %s"
+)
+_EVENTS_OF = (
+    "SELECT originator_id, originator_version, topic, state, notification_id, recorded_at"
+    " FROM {schema}.palimpsest_events WHERE originator_id = %s ORDER BY originator_version"
+)
+_EVENTS_OF_TOPIC = (
+    "SELECT originator_id, originator_version, topic, state, notification_id, recorded_at"
+    " FROM {schema}.palimpsest_events WHERE originator_id = ANY(%s) AND topic = %s"
+)
+
+
+def _rows(
+    log: EventLog, tenant_id: UUID, query: LiteralString, params: tuple[Any, ...]
+) -> list[Any]:
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            "SELECT originator_id, originator_version, topic, state, notification_id,"
-            f' recorded_at FROM "{log.datastore.schema}"."{EVENTS_TABLE}" WHERE {where}',
-            params,
-        )
+        cur.execute(schema_sql(query, log.datastore.schema), params)
         return cur.fetchall()
 
 
@@ -88,20 +165,15 @@ def _decode(log: EventLog, row: Any) -> DomainEventProtocol[UUID]:
 
 def event_feed(
     log: EventLog, tenant_id: UUID, *, after: int, limit: int
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[EventRecord], int]:
     """Return up to ``limit`` of the tenant's events after log position ``after``,
     oldest first, and the position to continue after."""
-    rows = _rows(
-        log,
-        tenant_id,
-        "notification_id > %s ORDER BY notification_id LIMIT %s",
-        (after, limit),
-    )
+    rows = _rows(log, tenant_id, _EVENTS_AFTER, (after, limit))
     events = [describe_event(_decode(log, r), r["notification_id"], r["recorded_at"]) for r in rows]
     return events, (rows[-1]["notification_id"] if rows else after)
 
 
-def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str, Any]:
+def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryHistory:
     """Return every version of a memory with its content, formation excerpts and
     contributions (active or deactivated, and by which decision), its edges in both
     directions, and every event that touched it, each with position, time and principal.
@@ -109,10 +181,10 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str,
     Raises:
         NotFoundError: no such memory in the tenant.
     """
-    rows = _rows(log, tenant_id, "originator_id = %s ORDER BY originator_version", (memory_id,))
+    rows = _rows(log, tenant_id, _EVENTS_OF, (memory_id,))
     memory: Any = None
-    touched: list[dict[str, Any]] = []
-    version_at: dict[UUID, dict[str, Any]] = {}
+    touched: list[EventRecord] = []
+    version_at: dict[UUID, EventRecord] = {}
     contribution_at: dict[UUID, int] = {}
     for row in rows:
         event = _decode(log, row)
@@ -127,86 +199,67 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> dict[str,
     if not isinstance(memory, Memory):
         msg = f"memory {memory_id} not found"
         raise NotFoundError(msg)
-    schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            f'SELECT linked_id, kind, outgoing, edge_id, position FROM "{schema}".memory_links'
-            " WHERE memory_id = %s ORDER BY position, edge_id",
+            schema_sql(
+                "SELECT linked_id, kind, outgoing, edge_id, position FROM {schema}.memory_links"
+                " WHERE memory_id = %s ORDER BY position, edge_id",
+                log.datastore.schema,
+            ),
             (memory.id,),
         )
         links = cur.fetchall()
     incoming = {link["edge_id"] for link in links if not link["outgoing"]}
     if incoming:
         sources = sorted({link["linked_id"] for link in links if not link["outgoing"]}, key=str)
-        for r in _rows(
-            log,
-            tenant_id,
-            "originator_id = ANY(%s) AND topic = %s",
-            (sources, Memory.EdgeAdded.TOPIC),
-        ):
+        for r in _rows(log, tenant_id, _EVENTS_OF_TOPIC, (sources, Memory.EdgeAdded.TOPIC)):
             event = _decode(log, r)
             if isinstance(event, Memory.EdgeAdded) and event.edge_id in incoming:
                 touched.append(describe_event(event, r["notification_id"], r["recorded_at"]))
     decided = {
-        e["data"]["edge_id"]: e["data"].get("decision_id")
-        for e in touched
-        if e["type"] == "EdgeAdded"
+        e.data["edge_id"]: e.data.get("decision_id") for e in touched if e.type == "EdgeAdded"
     }
-    touched.sort(key=lambda e: (e["position"], e["aggregate_id"], e["aggregate_version"]))
+    touched.sort(key=lambda e: (e.position, str(e.aggregate_id), e.aggregate_version))
     contents = version_contents(log, tenant_id, memory)
     versions = []
     for record in memory.versions:
         recorded = version_at[record.version_id]
+        contributions = [
+            ContributionRecord(
+                contribution_id=c.contribution_id,
+                observation_id=c.observation_id,
+                proposer_id=c.proposer_id,
+                model_id=c.model_id,
+                trust=c.trust,
+                active=c.active,
+                deactivated_by=c.deactivated_by,
+                position=contribution_at[c.contribution_id],
+            )
+            for c in memory.contributions
+            if c.version_id == record.version_id
+        ]
         versions.append(
-            {
-                "version_id": str(record.version_id),
-                "number": record.position_in_memory,
-                "content": contents[record.version_id],
-                "erased": None
-                if record.erased_by is None
-                else erasure_placeholder(record.erased_by),
-                "content_digest": record.content_digest,
-                "size_bytes": record.size_bytes,
-                "formed_from": [e.as_event_value() for e in record.excerpts],
-                "principal_id": str(record.principal_id),
-                "position": recorded["position"],
-                "recorded_at": recorded["recorded_at"],
-                "contributions": [
-                    {
-                        "contribution_id": str(c.contribution_id),
-                        "observation_id": str(c.observation_id),
-                        "proposer_id": str(c.proposer_id),
-                        "model_id": c.model_id,
-                        "trust": c.trust,
-                        "active": c.active,
-                        "deactivated_by": None
-                        if c.deactivated_by is None
-                        else str(c.deactivated_by),
-                        "position": contribution_at[c.contribution_id],
-                    }
-                    for c in memory.contributions
-                    if c.version_id == record.version_id
-                ],
-            }
+            HistoryVersion.of(
+                record,
+                contents[record.version_id],
+                recorded.position,
+                recorded.recorded_at,
+                contributions=contributions,
+            )
         )
-    return {
-        "id": str(memory.id),
-        "type": memory.memory_type,
-        "scope": memory.scope,
-        "project": memory.project,
-        "topic": memory.topic,
-        "erased": None if memory.erased_by is None else erasure_placeholder(memory.erased_by),
-        "versions": versions,
-        "edges": [
-            {
-                "edge_id": str(link["edge_id"]),
-                "kind": link["kind"],
-                "source_id": str(memory.id if link["outgoing"] else link["linked_id"]),
-                "target_id": str(link["linked_id"] if link["outgoing"] else memory.id),
-                "decision_id": decided.get(str(link["edge_id"])),
-                "position": link["position"],
-            }
+    return MemoryHistory.of(
+        memory,
+        versions=versions,
+        edges=[
+            EdgeRecord(
+                edge_id=link["edge_id"],
+                kind=link["kind"],
+                source_id=memory.id if link["outgoing"] else link["linked_id"],
+                target_id=link["linked_id"] if link["outgoing"] else memory.id,
+                decision_id=decided.get(str(link["edge_id"])),
+                position=link["position"],
+            )
             for link in links
         ],
-        "events": touched,
-    }
+        events=touched,
+    )

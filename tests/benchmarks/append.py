@@ -42,7 +42,7 @@ from api.settings import ApiSettings
 from projections.commands.tokens import authenticate, create_tenant
 from projections.commands.writer import CapturePolicy, MemorySpec, Writer
 from projections.runtime import Runtime, start_runtime
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.schema import EVENTS_TABLE
 from projections.store.settings import DatabaseSettings
 
 EVENTS_PER_MEMORY = 2

@@ -86,7 +86,7 @@ def main() -> None:
             found = potential_contradictions(
                 runtime.log, caller.tenant_id, ids[text], versions[text], 0.0
             )
-            similar[text] = {UUID(i["memory_id"]): i["similarity"] for i in found["items"]}
+            similar[text] = {i.memory_id: i.similarity for i in found.items}
 
         labels = sorted({p["label"] for p in pairs})
         header = "floor | " + " | ".join(

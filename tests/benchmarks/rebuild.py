@@ -52,7 +52,7 @@ from projections.drains.revision import drain_revisions
 from projections.history.rebuild import rebuild
 from projections.history.verify import verify
 from projections.runtime import Runtime, start_runtime
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.schema import EVENTS_TABLE
 from projections.store.settings import DatabaseSettings
 from projections.views.as_of import belief_as_of
 

@@ -23,7 +23,8 @@ from projections.store.errors import (
     SchemaTooNewError,
 )
 from projections.store.eventlog import EventLog
-from projections.store.migrations import EVENTS_TABLE, MIGRATIONS, migrate
+from projections.store.migrations import migrate, schema_version
+from projections.store.schema import EVENTS_TABLE
 from projections.store.settings import DatabaseSettings
 from projections.store.tenancy import tenant_scope
 from tests.conftest import Tenant as TenantFixture
@@ -39,15 +40,16 @@ def test_migrating_again_applies_nothing(runtime: Runtime) -> None:
 
 def test_a_database_from_a_newer_palimpsest_is_refused(runtime: Runtime) -> None:
     schema = runtime.database.schema
+    newest = schema_version(runtime.database)
     with runtime.database.owner_connection() as conn:
-        conn.execute(f'INSERT INTO "{schema}".schema_migrations VALUES (%s, %s)', (999, "future"))
+        conn.execute(f'UPDATE "{schema}".alembic_version SET version_num = %s', ("0999",))
     try:
         with pytest.raises(SchemaTooNewError):
             migrate(runtime.database)
     finally:
         with runtime.database.owner_connection() as conn:
-            conn.execute(f'DELETE FROM "{schema}".schema_migrations WHERE version = 999')
-    assert MIGRATIONS[-1].version < 999
+            conn.execute(f'UPDATE "{schema}".alembic_version SET version_num = %s', (newest,))
+    assert newest is not None and newest < "0999"
 
 
 @pytest.mark.parametrize(

@@ -399,7 +399,7 @@ def test_an_interrupted_rebuild_leaves_the_live_read_models_and_no_shadows(
     # From the command line, Ctrl-C is one line and exit 130.
     for name, value in test_database.env.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr("api.cli.rebuild", lambda *a, **k: interrupt(""))
+    monkeypatch.setattr("api.cli.history.rebuild", lambda *a, **k: interrupt(""))
     capsys.readouterr()
     assert main(["rebuild"]) == 130
     assert "interrupted; live read models unchanged" in capsys.readouterr().err

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from projections.runtime import Runtime
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.schema import EVENTS_TABLE
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant
 

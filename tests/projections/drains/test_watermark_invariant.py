@@ -39,9 +39,9 @@ from projections.commands.writer import (
 )
 from projections.drains.revision import _claim, drain_revisions
 from projections.runtime import Runtime
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.schema import EVENTS_TABLE
 from projections.views.belief_facts import belief_document, memory_facts
-from projections.views.beliefs import current_belief
+from projections.views.current_beliefs import current_belief
 
 TYPES = ("fact", "preference", "decision")
 MODELS = ("judge-1.4", "judge-2.0")
@@ -178,7 +178,7 @@ class WatermarkMachine(RuleBasedStateMachine):
         head = self._log_head()
         answer = current_belief(
             self.runtime.log, self.caller.tenant_id, memory, now=lambda: datetime.now(UTC)
-        )
+        ).model_dump(exclude_none=True)
         # Steps run one at a time, so the log at the reader's start is the log now.
         assert self._log_head() == head
         if answer["status"] == "current":

@@ -19,7 +19,7 @@ from projections.commands.writer import (
 from projections.history.rebuild import rebuild
 from projections.history.verify import verify
 from projections.runtime import Runtime
-from projections.store.migrations import SNAPSHOTS_TABLE
+from projections.store.schema import SNAPSHOTS_TABLE
 from projections.store.tenancy import tenant_transaction
 from projections.views.belief_facts import facts_of, memory_facts
 from tests.conftest import Tenant

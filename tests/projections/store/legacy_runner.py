@@ -1,4 +1,10 @@
-"""Versioned, forward-only schema migrations, run as the owner role.
+"""The schema runner before Alembic, kept verbatim as a test fixture (not product code).
+
+It builds stores the way palimpsest did before issue 11, with its
+``schema_migrations`` ledger, so a test can check that ``migrate`` adopts them
+and leaves them identical to a store Alembic built. Its original docstring:
+
+Versioned, forward-only schema migrations, run as the owner role.
 
 Migrations run before any application or worker connects (``palimpsest
 migrate``, and ``palimpsest serve`` at start): DDL on the events table under a

@@ -14,7 +14,7 @@ from api.app import create_app
 from api.settings import ApiSettings
 from projections.drains.expiry import expire_due
 from projections.runtime import Runtime
-from projections.store.migrations import EVENTS_TABLE
+from projections.store.schema import EVENTS_TABLE
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant, count_events, drain_until_caught_up
 

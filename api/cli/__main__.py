@@ -1,0 +1,12 @@
+"""``python -m api.cli``: the ``palimpsest`` command without its installed script."""
+
+from __future__ import annotations
+
+import sys
+
+from api.cli.entry import main
+
+__all__: list[str] = []
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""``palimpsest serve``: lock the data directory, migrate, start the drains, serve HTTP."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import signal
+import sys
+from typing import TYPE_CHECKING
+
+from api.cli.exit_code import EXIT_OK
+from projections.commands.tokens import create_tenant
+from projections.drains.hints import broker_for, send_drain_hint
+from projections.drains.loop import DrainLoop
+from projections.drains.settings import DrainSettings
+from projections.history.log_scan import log_head
+from projections.runtime import start_runtime
+from projections.store.embedded import ServeLock
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from api.settings import ApiSettings
+    from projections.runtime import Runtime
+    from projections.store.settings import DatabaseSettings
+
+__all__ = ["run_serve"]
+
+_log = logging.getLogger("palimpsest.cli")
+_ADMIN_TOKEN_FILE = "admin-token"
+
+
+def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
+    """Serve HTTP until stopped; an embedded data directory is locked to this process.
+
+    Raises:
+        DataDirectoryInUseError: another ``serve`` holds the data directory.
+        DatabaseUnavailableError: the database cannot be reached.
+    """
+    import uvicorn
+
+    from api.app import create_app
+
+    lock = ServeLock(db.data_dir) if db.embedded else None
+    if lock is not None:
+        lock.acquire()
+    # SIGTERM must run atexit handlers, or the embedded PostgreSQL outlives us.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        runtime = start_runtime(db, progress=_log.info)
+        try:
+            if db.embedded:
+                _bootstrap_default_tenant(runtime, db.data_dir)
+            loop, wake = _drains(runtime)
+            app = create_app(api, runtime, wake)
+            # Everything loaded so far lives as long as the process: moving it out
+            # of the collector's reach keeps full collections short. Without it,
+            # they added 30-40 ms to the slowest 1% of as-of reads of long memories.
+            gc.freeze()
+            _log.info(
+                "serving",
+                extra={
+                    "host": api.host,
+                    "port": api.port,
+                    "embedded": db.embedded,
+                    "drains": "broker" if loop is None else "in-process",
+                },
+            )
+            try:
+                uvicorn.run(app, host=api.host, port=api.port, log_config=None, access_log=False)
+            finally:
+                if loop is not None:
+                    loop.stop()
+        finally:
+            runtime.close()
+    finally:
+        if lock is not None:
+            lock.release()
+    return EXIT_OK
+
+
+def _bootstrap_default_tenant(runtime: Runtime, data_dir: Path) -> None:
+    """On the first serve of an empty embedded store, create tenant ``default``."""
+    token_file = data_dir / _ADMIN_TOKEN_FILE
+    with runtime.database.owner_connection() as conn, conn.cursor() as cur:
+        head = log_head(cur, runtime.database.schema)
+    if token_file.exists() or head > 0:
+        return
+    issued = create_tenant(runtime.log, "default")
+    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(issued.token + "\n")
+    print(f"created tenant 'default' ({issued.tenant_id})", file=sys.stderr)
+    print(f"admin token (shown once, also saved to {token_file}):", file=sys.stderr)
+    print(issued.token, file=sys.stderr)
+
+
+def _drains(runtime: Runtime) -> tuple[DrainLoop | None, Callable[[], None]]:
+    """Return the in-process drain loop (none with BROKER_URL) and the wake-up hint."""
+    drains = DrainSettings()
+    if drains.broker_url is not None:
+        broker = broker_for(drains.broker_url.get_secret_value())
+        return None, lambda: send_drain_hint(broker)
+    loop = DrainLoop(
+        runtime.log,
+        sweep_s=drains.sweep_interval_s,
+        batch=drains.drain_batch,
+        lease_s=drains.drain_lease_s,
+        embedder=runtime.embedder,
+    )
+    loop.start()
+    return loop, loop.wake

@@ -1,0 +1,195 @@
+"""``/v1/memories``: memories, their versions, edges, labels, history and beliefs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from pydantic import BaseModel, Field
+
+from api.schemas.common import BatchRef, Label, Reason, RequestBody
+from domain.edge import EdgeKind
+from domain.evidence import Excerpt
+from domain.limits import MAX_EVIDENCE_ITEMS
+from domain.memory import MemoryType
+from projections.views.as_of import BeliefAsOf, ListedBeliefAsOf
+from projections.views.candidates import Candidate, Candidates
+from projections.views.current_beliefs import (
+    CurrentBelief,
+    ErasedBelief,
+    ListedCurrentBelief,
+    ListedErasedBelief,
+    ListedPendingBelief,
+    PendingBelief,
+    Revision,
+)
+from projections.views.timeline import ContributionRecord, EdgeRecord, HistoryVersion, MemoryHistory
+from projections.views.versions import MemoryVersions, RecordedVersion
+
+__all__ = [
+    "BeliefPublic",
+    "CandidatePublic",
+    "CandidatesPublic",
+    "ContributionPublic",
+    "EdgeCreate",
+    "EdgeCreated",
+    "EdgePublic",
+    "EvidenceIn",
+    "EvidencePublic",
+    "ForgetCreate",
+    "HistoryVersionPublic",
+    "LabelChange",
+    "MemoryCreate",
+    "MemoryCreated",
+    "MemoryHistoryPublic",
+    "MemoryListItem",
+    "MemoryPagePublic",
+    "MemoryVersionsPublic",
+    "RevisionPublic",
+    "VersionCreate",
+    "VersionCreated",
+    "VersionPublic",
+]
+
+
+class EvidenceIn(RequestBody):
+    """An excerpt ``[start, end)`` of an observation, in Unicode code points."""
+
+    observation_id: UUID | BatchRef
+    start: int = Field(ge=0)
+    end: int = Field(ge=1)
+
+
+class _Claim(RequestBody):
+    content: str = Field(description="The claim's text, at most 64 KiB as UTF-8.")
+    evidence: list[EvidenceIn] = Field(default_factory=list, max_length=MAX_EVIDENCE_ITEMS)
+    model_id: Label | None = Field(default=None, description="The model that proposed it, if any.")
+    trust: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+class MemoryCreate(_Claim):
+    """A new memory and its first version."""
+
+    type: MemoryType
+    scope: Label
+    project: Label | None = None
+    topic: Label | None = None
+
+
+class VersionCreate(_Claim):
+    """A revision of an existing memory."""
+
+
+class EdgeCreate(RequestBody):
+    """An edge from the memory in the path to ``target_id``."""
+
+    kind: EdgeKind
+    target_id: UUID | BatchRef
+
+
+class ForgetCreate(RequestBody):
+    """Forget (reversibly archive) a memory; the reason is required."""
+
+    reason: Reason
+
+
+class LabelChange(RequestBody):
+    """Pin, unpin or restore a memory."""
+
+    reason: Reason | None = None
+
+
+CandidatePublic = Candidate
+"""A current memory the new version might contradict (advisory, never a verdict)."""
+
+
+class CandidatesPublic(Candidates):
+    """Potential contradictions: same type, scope and project, similarity at or above
+    the conflict floor, newest first. ``pending`` until the version is embedded (then
+    see ``GET /v1/memories/{id}/candidates``)."""
+
+    url: str | None = Field(default=None, description="Where the candidates appear later.")
+
+
+class MemoryCreated(BaseModel):
+    """The new memory, its first version, and the log position of the write."""
+
+    id: UUID
+    version_id: UUID
+    position: int
+    potential_contradictions: CandidatesPublic | None = None
+
+
+class VersionCreated(BaseModel):
+    """The new version and the log position of the write."""
+
+    memory_id: UUID
+    version_id: UUID
+    position: int
+    potential_contradictions: CandidatesPublic | None = None
+
+
+class EdgeCreated(BaseModel):
+    """The new edge and the log position of the write."""
+
+    id: UUID
+    memory_id: UUID
+    kind: EdgeKind
+    target_id: UUID
+    position: int
+    decision_id: UUID = Field(description="The operator's decision that added the edge.")
+    replayed: bool = Field(
+        default=False, description="True when the same edge existed: nothing was recorded."
+    )
+
+
+EvidencePublic = Excerpt
+"""A cited excerpt, by reference and digest."""
+
+VersionPublic = RecordedVersion
+"""One recorded version of a memory, with its content (its excerpts as ``evidence``)."""
+
+
+class MemoryVersionsPublic(MemoryVersions):
+    """A memory's recorded attributes and all its versions, oldest first."""
+
+
+RevisionPublic = Revision
+"""The memory's watermark: what revision was requested, and what is published."""
+
+BeliefPublic = Annotated[
+    CurrentBelief | PendingBelief | ErasedBelief | BeliefAsOf, Field(discriminator="status")
+]
+"""The current belief about a memory, ``pending`` (then without a belief), ``erased``,
+or the belief ``as_of`` a past log position."""
+
+MemoryListItem = Annotated[
+    ListedCurrentBelief | ListedPendingBelief | ListedErasedBelief | ListedBeliefAsOf,
+    Field(discriminator="status"),
+]
+"""One memory in a listing: current with its belief, pending without one, erased, or
+as of a past position."""
+
+
+class MemoryPagePublic(BaseModel):
+    """A page of memories, and the cursor of the next page (absent on the last)."""
+
+    items: list[MemoryListItem]
+    next_cursor: str | None = None
+    position: int | None = Field(
+        default=None, description="The log position an as-of listing used."
+    )
+
+
+ContributionPublic = ContributionRecord
+"""Support for a version: which observation, by whom, and whether it still counts."""
+
+HistoryVersionPublic = HistoryVersion
+"""A version in a memory's history (its excerpts as ``formed_from``)."""
+
+EdgePublic = EdgeRecord
+"""An edge touching the memory, in either direction."""
+
+
+class MemoryHistoryPublic(MemoryHistory):
+    """A memory's whole record, from the log."""

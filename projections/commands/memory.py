@@ -1,0 +1,202 @@
+"""Writing memories: a new memory, a new version of one, an edge between two."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from domain.errors import EdgeExistsError, InvalidInputError
+from domain.evidence import Excerpt, cut_excerpt
+from domain.limits import MAX_VERSION_BYTES, encode_content
+from domain.memory import Memory
+from domain.observation import Observation
+from projections.commands.decisions import Operations, record_decision, seen_version
+from projections.commands.spec import Batch, Id, WriteSpec
+from projections.commands.unit_of_work import Item
+
+__all__ = [
+    "EdgeSpec",
+    "EvidenceSpec",
+    "MemorySpec",
+    "VersionSpec",
+]
+
+
+@dataclass(frozen=True)
+class EvidenceSpec:
+    """An excerpt ``[start, end)`` (code points) of an observation, cited as support."""
+
+    observation_id: Id
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class MemorySpec(WriteSpec):
+    """Create a memory with its first version."""
+
+    role = "writer"
+    action = "create memories"
+
+    memory_type: str
+    scope: str
+    project: str | None
+    topic: str | None
+    content: str
+    evidence: tuple[EvidenceSpec, ...]
+    model_id: str | None
+    trust: float
+
+    def apply(self, batch: Batch) -> Item:
+        """Create the memory and record its first version."""
+        uow = batch.uow
+        memory = Memory.create(
+            tenant_id=uow.caller.tenant_id,
+            memory_type=self.memory_type,
+            scope=self.scope,
+            project=self.project,
+            topic=self.topic,
+            principal_id=uow.caller.principal_id,
+        )
+        version_id = _record_version(
+            batch, memory, self.content, self.evidence, self.model_id, self.trust
+        )
+        uow.add(memory)
+        return Item(
+            memory.id,
+            (memory.id, memory.version),
+            {"id": str(memory.id), "version_id": str(version_id)},
+        )
+
+
+@dataclass(frozen=True)
+class VersionSpec(WriteSpec):
+    """Record a new version of an existing memory."""
+
+    role = "writer"
+    action = "record versions"
+
+    memory_id: Id
+    content: str
+    evidence: tuple[EvidenceSpec, ...]
+    model_id: str | None
+    trust: float
+
+    def apply(self, batch: Batch) -> Item:
+        """Record the version on the memory (found, or made earlier in the batch)."""
+        memory = batch.uow.load(batch.resolve(self.memory_id), Memory, "memory")
+        version_id = _record_version(
+            batch, memory, self.content, self.evidence, self.model_id, self.trust
+        )
+        return Item(
+            memory.id,
+            (memory.id, memory.version),
+            {"memory_id": str(memory.id), "version_id": str(version_id)},
+        )
+
+
+@dataclass(frozen=True)
+class EdgeSpec(WriteSpec):
+    """Add an edge from one memory to another."""
+
+    role = "writer"
+    action = "add edges"
+
+    memory_id: Id
+    kind: str
+    target_id: Id
+
+    def apply(self, batch: Batch) -> Item:
+        """Add the edge as an operator's decision; the same edge again replays it.
+
+        Raises:
+            EdgeExistsError: the edge exists and no decision of ours added it.
+        """
+        uow = batch.uow
+        source = uow.load(batch.resolve(self.memory_id), Memory, "memory")
+        target = uow.load(batch.resolve(self.target_id), Memory, "target memory")
+
+        def take(decision_id: UUID) -> Operations:
+            if source.has_edge(self.kind, target.id):
+                return [], [], []
+            edge_id = source.add_edge(
+                self.kind, target, principal_id=uow.caller.principal_id, decision_id=decision_id
+            )
+            accepted = {
+                "op": "add_edge",
+                "edge_id": str(edge_id),
+                "memory_id": str(source.id),
+                "kind": self.kind,
+                "target_id": str(target.id),
+            }
+            return [accepted], [], [seen_version(source), seen_version(target)]
+
+        decided = record_decision(
+            uow,
+            kind="add_edge",
+            subject=f"memory:{source.id}",
+            params={"kind": self.kind, "target_id": str(target.id)},
+            inputs=[
+                {"kind": "memory", "id": str(source.id)},
+                {"kind": "memory", "id": str(target.id)},
+            ],
+            take=take,
+            nothing_to_do=EdgeExistsError(
+                f"memory {source.id} already has a {self.kind!r} edge to {target.id}"
+            ),
+        )
+        edge = decided.fields["accepted"][0]
+        return Item(
+            UUID(edge["edge_id"]),
+            decided.last_event,
+            {
+                "id": edge["edge_id"],
+                "memory_id": edge["memory_id"],
+                "kind": edge["kind"],
+                "target_id": edge["target_id"],
+                "decision_id": decided.fields["id"],
+                "replayed": decided.fields["replayed"],
+            },
+            position=decided.position,
+        )
+
+
+def _record_version(
+    batch: Batch,
+    memory: Memory,
+    content: str,
+    evidence: tuple[EvidenceSpec, ...],
+    model_id: str | None,
+    trust: float,
+) -> UUID:
+    """Record a version citing ``evidence``, each excerpt checked against its observation."""
+    uow = batch.uow
+    data = encode_content(
+        content, limit_bytes=MAX_VERSION_BYTES, what="memory content", allow_blank=False
+    )
+    excerpts: list[Excerpt] = []
+    for cited in evidence:
+        observation = uow.load(batch.resolve(cited.observation_id), Observation, "observation")
+        if observation.erased_by is not None:
+            msg = (
+                f"observation {observation.id} was erased "
+                f"(decision {observation.erased_by}) and cannot be cited"
+            )
+            raise InvalidInputError(msg)
+        if observation.retracted_by is not None:
+            msg = (
+                f"observation {observation.id} was retracted as evidence "
+                f"(decision {observation.retracted_by}) and cannot be cited"
+            )
+            raise InvalidInputError(msg)
+        excerpts.append(
+            cut_excerpt(observation.id, uow.content_of(observation), cited.start, cited.end)
+        )
+    return memory.record_version(
+        content_digest=uow.store_payload(data),
+        size_bytes=len(data),
+        excerpts=tuple(excerpts),
+        principal_id=uow.caller.principal_id,
+        model_id=model_id,
+        trust=trust,
+    )

@@ -1,0 +1,67 @@
+"""What recall answers: each memory found, current or pending, and why it ranks there."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from uuid import UUID
+
+from pydantic import Field
+
+from projections.views.belief_facts import BeliefJson
+from projections.views.listing import MemoryAttributes
+from projections.views.record import Record
+
+__all__ = [
+    "DecidedBy",
+    "RecallItem",
+    "RecallRank",
+    "RecalledCurrent",
+    "RecalledPending",
+    "RequestedRevision",
+]
+
+DecidedBy = Literal["first", "similarity", "salience", "recency", "id"]
+"""The part of the rank key that put a memory below the one before it."""
+
+
+class RecallRank(Record):
+    """Why a memory ranks where it does: the rounded similarity, then salience, then
+    recency (the newest write that touched it), then id; ``decided_by`` names the one
+    that put it below the memory before it."""
+
+    similarity: float
+    salience: float | None
+    recency: int
+    decided_by: DecidedBy
+
+
+class RequestedRevision(Record):
+    """The revision a pending memory waits for."""
+
+    requested: int
+
+
+class _Recalled(MemoryAttributes):
+    similarity: float
+    rank: RecallRank
+
+
+class RecalledCurrent(_Recalled):
+    """A recalled memory that is current: its content and belief."""
+
+    status: Literal["current"] = "current"
+    salience: float | None = None
+    version_id: UUID
+    content: str | None = None
+    belief: BeliefJson
+
+
+class RecalledPending(_Recalled):
+    """A recalled memory whose revision or index has not caught up: no content."""
+
+    status: Literal["pending"] = "pending"
+    revision: RequestedRevision
+
+
+RecallItem = Annotated[RecalledCurrent | RecalledPending, Field(discriminator="status")]
+"""A recalled memory: current (with content and belief) or pending (without)."""

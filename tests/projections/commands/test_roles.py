@@ -1,0 +1,133 @@
+"""The command layer refuses a caller whose role does not grant a spec's role,
+before it reads or writes anything, whoever calls it (not only the HTTP API)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID, uuid4
+
+import pytest
+
+from domain.errors import PermissionDeniedError
+from domain.role import ROLES
+from projections.commands.caller import Caller
+from projections.commands.spec import WriteSpec
+from projections.commands.tokens import authenticate
+from projections.commands.writer import (
+    CapturePolicy,
+    EdgeSpec,
+    EraseSpec,
+    EvidenceSpec,
+    LabelSpec,
+    MemorySpec,
+    ObservationSpec,
+    RetentionSpec,
+    RetractSpec,
+    TenantDeletionSpec,
+    VersionSpec,
+    WithdrawSpec,
+    Writer,
+)
+from projections.runtime import Runtime
+from tests.conftest import Tenant
+
+_SOME_ID = UUID("00000000-0000-4000-8000-000000000001")
+
+# One example of every spec; the ids need not exist: the role is checked first.
+EXAMPLES: list[WriteSpec] = [
+    ObservationSpec("said so", "text/plain", None, None, False),
+    MemorySpec("fact", "user", None, None, "it is so", (), None, 1.0),
+    VersionSpec(_SOME_ID, "it is more so", (EvidenceSpec(_SOME_ID, 0, 4),), None, 1.0),
+    EdgeSpec(_SOME_ID, "extends", _SOME_ID),
+    RetractSpec(_SOME_ID, None),
+    WithdrawSpec(None, "judge-1.4", None),
+    LabelSpec(_SOME_ID, "pin", None),
+    RetentionSpec(24, None),
+    EraseSpec((_SOME_ID,), (), "asked to"),
+    TenantDeletionSpec("asked to"),
+]
+
+BELOW: dict[str, tuple[str, ...]] = {
+    "reader": (),
+    "writer": ("reader",),
+    "admin": ("reader", "writer"),
+}
+"""The roles that do not grant each role."""
+
+
+def _all_specs(cls: type[WriteSpec] = WriteSpec) -> set[type[WriteSpec]]:
+    found: set[type[WriteSpec]] = set()
+    for sub in cls.__subclasses__():
+        found |= {sub, *_all_specs(sub)}
+    return found
+
+
+def _writer(runtime: Runtime) -> Writer:
+    return Writer(
+        runtime.log,
+        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
+        lambda: datetime.now(UTC),
+    )
+
+
+def test_the_examples_cover_every_spec() -> None:
+    assert {type(spec) for spec in EXAMPLES} == _all_specs()
+
+
+def test_admin_only_specs_are_erasure_retention_and_tenant_deletion() -> None:
+    admin_only = {type(spec) for spec in EXAMPLES if spec.role == "admin"}
+    assert admin_only == {EraseSpec, RetentionSpec, TenantDeletionSpec}
+    assert {spec.role for spec in EXAMPLES} <= set(ROLES)
+
+
+def test_a_spec_that_names_no_role_cannot_be_defined() -> None:
+    with pytest.raises(TypeError):
+
+        class _Nameless(WriteSpec):
+            action = "do something"
+
+            def apply(self, batch: Any) -> Any:
+                raise NotImplementedError
+
+
+@pytest.mark.parametrize(
+    ("spec", "role"),
+    [(spec, role) for spec in EXAMPLES for role in BELOW[spec.role]],
+    ids=lambda value: type(value).__name__ if isinstance(value, WriteSpec) else str(value),
+)
+def test_a_caller_below_the_specs_role_is_refused_and_nothing_is_written(
+    runtime: Runtime, tenant: Tenant, snapshot: Any, spec: WriteSpec, role: str
+) -> None:
+    # Given a token of the tenant with a role that does not grant the spec's
+    caller = authenticate(runtime.log, tenant.token(role))
+    before = snapshot()
+    # When the command layer is called directly, with an idempotency key too
+    with pytest.raises(PermissionDeniedError):
+        _writer(runtime).write(caller, [spec], batch=False, idempotency=("k-1", "sha256:x"))
+    # Then nothing was recorded: no event, no row
+    assert snapshot() == before
+
+
+def test_one_refused_spec_refuses_the_whole_batch(
+    runtime: Runtime, tenant: Tenant, snapshot: Any
+) -> None:
+    caller = authenticate(runtime.log, tenant.token("writer"))
+    before = snapshot()
+    with pytest.raises(PermissionDeniedError):
+        _writer(runtime).write(caller, [EXAMPLES[0], RetentionSpec(24, None)], batch=True)
+    assert snapshot() == before
+
+
+def test_a_caller_with_the_role_gets_past_the_check(runtime: Runtime, tenant: Tenant) -> None:
+    writer = authenticate(runtime.log, tenant.token("writer"))
+    captured = _writer(runtime).write(writer, [EXAMPLES[0]], batch=False)
+    assert captured.status_code == 201
+    admin = authenticate(runtime.log, tenant.admin.token)
+    retention = _writer(runtime).write(admin, [RetentionSpec(24, None)], batch=False)
+    assert retention.body["raw_hours"] == 24
+
+
+def test_an_unknown_role_grants_nothing() -> None:
+    caller = Caller(uuid4(), uuid4(), "someone", "owner")
+    assert not any(caller.may(role) for role in ROLES)

@@ -9,16 +9,22 @@ Modules:
   :class:`ListingCursor`, base64url-encoded.
 - :mod:`api.deps`: Dependencies shared by the routers: the runtime, the caller,
   its role, writes.
+- :mod:`api.headers`: Headers every response carries, whatever route or error
+  produced it.
 - :mod:`api.logformat`: Structured logs: one JSON object per line.
 - :mod:`api.metrics`: Prometheus metrics of one app instance, and the
   middleware that records them.
 - :mod:`api.problems`: RFC 9457 problem details: one mapping from error class
   to type and status.
+- :mod:`api.query_params`: Unknown query parameters: refused with 400
+  problem+json, never ignored.
 - :mod:`api.routers`:
 - :mod:`api.schemas`: Typed request and response bodies of the HTTP API, one
   module per resource.
 - :mod:`api.settings`: HTTP and write-path settings of the service.
 - :mod:`api.specs`: Translation of validated request bodies into write specs.
+- :mod:`api.waiting`: Waiting for the drains from async routes, holding no
+  thread while waiting.
 """
 
 from __future__ import annotations
@@ -28,11 +34,14 @@ __all__ = [
     "cli",
     "cursor",
     "deps",
+    "headers",
     "logformat",
     "metrics",
     "problems",
+    "query_params",
     "routers",
     "schemas",
     "settings",
     "specs",
+    "waiting",
 ]

@@ -5,15 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
+from api.headers import NoSniff
 from api.metrics import Metrics, ObserveRequests
 from api.problems import install_problem_handlers
+from api.query_params import refuse_unknown_query
 from api.routers import (
     admin,
     batch,
+    contributions,
     decisions,
+    edges,
     erasures,
     events,
     health,
@@ -34,6 +39,12 @@ __all__ = [
 ]
 
 _PROBLEM = {"description": "A problem (RFC 9457)", "content": {"application/problem+json": {}}}
+_GONE = {
+    "description": "Gone (RFC 9457 problem): the tenant was deleted (`tenant-deleted`), or the "
+    "content asked for expired (`content-expired`) or was erased (`content-erased`, naming "
+    "the erasure)",
+    "content": {"application/problem+json": {}},
+}
 
 
 def create_app(
@@ -41,22 +52,36 @@ def create_app(
     runtime: Runtime,
     wake: Callable[[], None] | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    drains_running: Callable[[], bool] | None = None,
 ) -> FastAPI:
     """Return the HTTP API over an open runtime (the caller owns its lifetime).
 
     ``wake`` is called after every write that committed: a hint for the
     drains (the in-process loop, or a broker message). Without one, no drain
     is known to run, so a write does not wait for its version's embedding.
+    ``drains_running`` tells ``/readyz`` whether this process's drain loop
+    runs (None: no loop here, the drains are external).
+
+    There is no ``/docs`` page: Swagger UI and ReDoc load their scripts from
+    a CDN, and the packaged copy of Swagger UI cannot render OpenAPI 3.1.
+    ``/openapi.json`` is the reference (docs/api.md).
     """
     app = FastAPI(
         title="palimpsest",
         version="0.1.0",
         summary="Memory for LLM agents, with provenance, that forgets on purpose.",
-        responses={status: _PROBLEM for status in (400, 401, 403, 404, 409, 413, 422, 503)},
+        docs_url=None,
+        redoc_url=None,
+        responses={
+            **{status: _PROBLEM for status in (400, 401, 403, 404, 409, 413, 422, 503)},
+            410: _GONE,
+        },
+        dependencies=[Depends(refuse_unknown_query)],
     )
     app.state.runtime = runtime
     app.state.wake = wake or (lambda: None)
     app.state.drains = wake is not None
+    app.state.drains_running = drains_running
     app.state.clock = clock
     app.state.writer = Writer(
         runtime.log,
@@ -69,11 +94,16 @@ def create_app(
     app.state.metrics = Metrics()
     app.state.metrics.watch_revision(lambda: revision_totals(runtime.log))
     runtime.version_cache.resize(settings.cache_entries)
+    runtime.publications.start()  # reads that wait for revision await its notices
     app.state.metrics.watch_cache(lambda: asdict(runtime.version_cache.stats()))
     install_problem_handlers(app)
+    _publish_parameters_without_null(app)
+    _publish_retention_maxima(app, settings)
     for module in (
         observations,
         memories,
+        contributions,
+        edges,
         proposers,
         decisions,
         events,
@@ -89,4 +119,56 @@ def create_app(
     app.add_middleware(
         ObserveRequests, metrics=app.state.metrics, max_request_bytes=settings.max_request_bytes
     )
+    app.add_middleware(NoSniff)  # outermost: every answer carries it, errors included
     return app
+
+
+def _publish_retention_maxima(app: FastAPI, settings: ApiSettings) -> None:
+    """Publish the deployment's retention maxima as the ``maximum`` of each
+    ``RetentionUpdate`` field: they are settings, not constants, so the
+    request model cannot declare them, and a client must see the bound it is
+    held to (a value above it answers 422)."""
+    build = app.openapi
+    maxima = {
+        "raw_hours": settings.raw_retention_hours,
+        "transient_hours": settings.transient_retention_hours,
+    }
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = build()
+            schema = document.get("components", {}).get("schemas", {}).get("RetentionUpdate", {})
+            for name, maximum in maxima.items():
+                field = schema.get("properties", {}).get(name, {})
+                for kind in [field, *field.get("anyOf", [])]:
+                    if kind.get("type") == "integer":
+                        kind["maximum"] = maximum
+        return app.openapi_schema or build()
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _publish_parameters_without_null(app: FastAPI) -> None:
+    """Publish optional query and header parameters without ``null``.
+
+    FastAPI documents ``x: int | None = None`` as ``anyOf: [integer, null]``,
+    but HTTP has no null query or header value: an absent parameter is the
+    None. A client (or a fuzzer) reading the document would otherwise send
+    the text ``null`` and be refused.
+    """
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = build()
+            for item in document.get("paths", {}).values():
+                for operation in item.values():
+                    for parameter in operation.get("parameters", []):
+                        schema = parameter.get("schema", {})
+                        kinds = [k for k in schema.get("anyOf", []) if k != {"type": "null"}]
+                        if len(kinds) == 1 and len(schema["anyOf"]) == 2:
+                            rest = {k: v for k, v in schema.items() if k != "anyOf"}
+                            parameter["schema"] = {**kinds[0], **rest}
+        return app.openapi_schema or build()
+
+    app.openapi = openapi  # type: ignore[method-assign]

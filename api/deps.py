@@ -28,6 +28,7 @@ __all__ = [
     "CallerDep",
     "ClockDep",
     "IdempotencyKeyDep",
+    "RepeatedHeaderError",
     "RuntimeDep",
     "UnkeyedWriteDep",
     "WriteDep",
@@ -61,6 +62,10 @@ def get_writer(request: Request) -> Writer:
     return writer
 
 
+class RepeatedHeaderError(InvalidInputError):
+    """Raised when a header that must appear once appears several times (400)."""
+
+
 def get_any_caller(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
@@ -72,6 +77,10 @@ def get_any_caller(
     Raises:
         AuthenticationError: no token, a malformed one, or an unknown one.
     """
+    if len(request.headers.getlist("authorization")) > 1:
+        # Which one would count depends on the proxy in front: refuse, never guess.
+        msg = "send one Authorization header, not several"
+        raise RepeatedHeaderError(msg)
     if credentials is None:
         msg = "this endpoint needs an Authorization: Bearer <token> header"
         raise AuthenticationError(msg)
@@ -101,6 +110,11 @@ def get_idempotency_key(
         str | None,
         Header(
             description="Repeat a POST safely: the same key and body return the first response.",
+            # Published, so that clients (and the fuzzer) know the form checked below.
+            json_schema_extra={
+                "pattern": _KEY_PATTERN.pattern,
+                "maxLength": MAX_IDEMPOTENCY_KEY_CHARS,
+            },
         ),
     ] = None,
 ) -> str | None:

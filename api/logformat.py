@@ -11,6 +11,8 @@ from typing import Any
 __all__ = ["JsonFormatter", "configure_logging"]
 
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+_DROPPED = {"color_message"}
+"""Extras left out: uvicorn's ``color_message`` repeats the message with ANSI colours."""
 
 
 class JsonFormatter(logging.Formatter):
@@ -24,7 +26,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "event": record.getMessage(),
         }
-        line.update({k: v for k, v in vars(record).items() if k not in _STANDARD})
+        line.update(
+            {k: v for k, v in vars(record).items() if k not in _STANDARD and k not in _DROPPED}
+        )
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, default=str)

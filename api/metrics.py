@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.problems import problem_response
+from projections.drains.counters import DRAIN_FAILURES, HINTS_UNSENT, counts
 
 __all__ = ["Metrics", "ObserveRequests"]
 
@@ -35,6 +36,7 @@ class Metrics:
             ["method", "route"],
             registry=self.registry,
         )
+        self.registry.register(_BackgroundCollector())
 
     def watch_revision(self, totals: Callable[[], dict[str, float]]) -> None:
         """Report ``palimpsest_revision{figure=...}`` from ``totals`` at each scrape."""
@@ -68,6 +70,29 @@ class _FiguresCollector:
         for figure, value in self.figures().items():
             family.add_metric([figure], value)
         yield family
+
+
+class _BackgroundCollector:
+    """The process's background failures (:mod:`projections.drains.counters`):
+    drain stages that failed, by stage, and post-commit hints not sent, by queue."""
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        failures = CounterMetricFamily(
+            "palimpsest_drain_failures",
+            "Drain stage runs that failed (their work stays due and is retried with backoff).",
+            labels=["stage"],
+        )
+        for stage, n in sorted(counts(DRAIN_FAILURES).items()):
+            failures.add_metric([stage], n)
+        yield failures
+        unsent = CounterMetricFamily(
+            "palimpsest_hints_unsent",
+            "Wake-up hints not sent after a committed write (the broker failed).",
+            labels=["queue"],
+        )
+        for queue, n in sorted(counts(HINTS_UNSENT).items()):
+            unsent.add_metric([queue], n)
+        yield unsent
 
 
 class _TooLargeError(Exception):

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 from uuid import UUID
 
+import psycopg
+from eventsourcing.persistence import DataError as LibraryDataError
+from eventsourcing.persistence import InterfaceError as LibraryInterfaceError
+from eventsourcing.persistence import OperationalError as LibraryOperationalError
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from api.deps import RepeatedHeaderError
+from api.query_params import UnknownQueryParameterError
 from domain.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -21,12 +28,15 @@ from domain.errors import (
     ContentTooLargeError,
     EdgeExistsError,
     EdgeNotAllowedError,
+    EvidenceErasedError,
     EvidenceOutOfRangeError,
+    EvidenceRetractedError,
     IdempotencyKeyReusedError,
     InvalidInputError,
     NotFoundError,
     PalimpsestError,
     PermissionDeniedError,
+    StructurallyArchivedError,
     TenantClosedError,
 )
 from projections.store.errors import (
@@ -36,6 +46,7 @@ from projections.store.errors import (
     EmbedderUnavailableError,
     PgvectorMissingError,
     SchemaTooNewError,
+    StaleReadError,
 )
 from projections.views.erasures import erasure_placeholder
 
@@ -53,8 +64,12 @@ PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEMS: dict[type[PalimpsestError], tuple[str, int, str]] = {
     PalimpsestError: ("internal-error", 500, "Internal error"),
     InvalidInputError: ("invalid-input", 422, "Invalid input"),
+    UnknownQueryParameterError: ("unknown-query-parameter", 400, "Unknown query parameter"),
+    RepeatedHeaderError: ("repeated-header", 400, "Repeated header"),
     ContentTooLargeError: ("content-too-large", 413, "Content too large"),
     EvidenceOutOfRangeError: ("evidence-out-of-range", 422, "Evidence out of range"),
+    EvidenceRetractedError: ("evidence-retracted", 422, "Evidence retracted"),
+    EvidenceErasedError: ("evidence-erased", 422, "Evidence erased"),
     EdgeNotAllowedError: ("edge-not-allowed", 422, "Edge not allowed"),
     NotFoundError: ("not-found", 404, "Not found"),
     ContentExpiredError: ("content-expired", 410, "Content expired"),
@@ -64,7 +79,9 @@ PROBLEMS: dict[type[PalimpsestError], tuple[str, int, str]] = {
     ConflictError: ("conflict", 409, "Conflict"),
     IdempotencyKeyReusedError: ("idempotency-key-reused", 409, "Idempotency key reused"),
     EdgeExistsError: ("edge-exists", 409, "Edge exists"),
+    StructurallyArchivedError: ("structurally-archived", 409, "Structurally archived"),
     ConcurrentWriteError: ("concurrent-write", 409, "Concurrent write"),
+    StaleReadError: ("concurrent-write", 409, "Concurrent write"),
     AuthenticationError: ("unauthenticated", 401, "Unauthenticated"),
     PermissionDeniedError: ("forbidden", 403, "Forbidden"),
     ConfigurationError: ("misconfigured", 500, "Service misconfigured"),
@@ -74,6 +91,14 @@ PROBLEMS: dict[type[PalimpsestError], tuple[str, int, str]] = {
     DatabaseUnavailableError: ("database-unavailable", 503, "Database unavailable"),
     EmbedderUnavailableError: ("embedder-unavailable", 503, "Embedder unavailable"),
 }
+
+_UNAVAILABLE: tuple[type[Exception], ...] = (
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    LibraryOperationalError,
+    LibraryInterfaceError,
+)
+"""Driver errors that mean the database cannot be reached (pool timeouts included)."""
 
 _HTTP_SLUGS = {
     400: "malformed-request",
@@ -132,6 +157,20 @@ def _extension(error: PalimpsestError) -> dict[str, Any] | None:
     return None
 
 
+_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Return every method the API documents at the request's path, sorted."""
+    methods: set[str] = set()
+    for template, item in request.app.openapi().get("paths", {}).items():
+        parts = re.split(r"(\{[^/}]+\})", template)
+        pattern = "".join("[^/]+" if p.startswith("{") else re.escape(p) for p in parts)
+        if re.fullmatch(pattern, request.url.path):
+            methods |= {m.upper() for m in item if m in _METHODS}
+    return sorted(methods)
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     """Render every error as problem+json: ours, HTTP errors and validation errors."""
 
@@ -158,9 +197,24 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
+        headers = dict(exc.headers) if exc.headers else None
+        if exc.status_code == 405 and (allowed := _allowed_methods(request)):
+            # Starlette names only the methods of the first route whose path matched;
+            # RFC 9110 wants every method the resource supports.
+            headers = {**(headers or {}), "Allow": ", ".join(allowed)}
         slug = _HTTP_SLUGS.get(exc.status_code, "http-error")
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 400 and "parsing the body" in detail:
+            if isinstance(exc.__cause__, ValueError) and "integer string" in str(exc.__cause__):
+                # Valid JSON, but a number longer than Python reads (4,300 digits):
+                # far beyond any field's bound, so refused as the value it is.
+                return await palimpsest_error(
+                    request,
+                    InvalidInputError(
+                        "the request body holds an integer of more than 4,300 digits; "
+                        "no field takes a number that large"
+                    ),
+                )
             # FastAPI's answer to a body that is not UTF-8 (it decodes before parsing).
             slug, detail = "malformed-json", "the request body is not valid UTF-8 JSON"
         return problem_response(
@@ -169,6 +223,7 @@ def install_problem_handlers(app: FastAPI) -> None:
             slug.replace("-", " ").capitalize(),
             detail,
             instance=request.url.path,
+            headers=headers,
         )
 
     async def validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -199,6 +254,22 @@ def install_problem_handlers(app: FastAPI) -> None:
             extra={"errors": errors},
         )
 
+    async def database_error(request: Request, exc: Exception) -> JSONResponse:
+        # A lost, refused or timed-out connection, from any read or write that
+        # did not translate it itself: the caller may retry, nothing was
+        # acknowledged. Any other driver error is a bug (500).
+        return await palimpsest_error(
+            request, DatabaseUnavailableError(f"the database is unavailable: {exc}".strip())
+        )
+
+    async def data_error(request: Request, exc: Exception) -> JSONResponse:
+        # The database refused a value (a NUL in text, a number out of range)
+        # that validation let through: the caller's input, not an outage.
+        _log.warning("database refused a value", extra={"path": request.url.path})
+        return await palimpsest_error(
+            request, InvalidInputError(f"the database refused a value of the request: {exc}")
+        )
+
     async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
         _log.exception("unhandled error", extra={"path": request.url.path})
         return problem_response(
@@ -212,4 +283,8 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(PalimpsestError, palimpsest_error)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
+    for unavailable in _UNAVAILABLE:
+        app.add_exception_handler(unavailable, database_error)
+    for refused in (psycopg.DataError, LibraryDataError):
+        app.add_exception_handler(refused, data_error)
     app.add_exception_handler(Exception, unexpected_error)

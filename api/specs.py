@@ -12,6 +12,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from api.deps import CallerDep
+from domain.errors import NotFoundError
+from projections.commands.contributions import ContributionSpec
+from projections.commands.memory import EdgeRetractSpec
 from projections.commands.writer import (
     EdgeSpec,
     EraseSpec,
@@ -31,7 +35,9 @@ from projections.commands.writer import (
 if TYPE_CHECKING:
     from api.schemas import (
         BatchCreate,
+        ContributionsCreate,
         EdgeCreate,
+        EdgeRetract,
         ErasureCreate,
         EvidenceIn,
         ForgetCreate,
@@ -44,21 +50,40 @@ if TYPE_CHECKING:
         VersionCreate,
         WithdrawCreate,
     )
+    from projections.commands.caller import Caller
     from projections.commands.decisions import LabelOp
 
 __all__ = [
     "batch_specs",
+    "contributions_spec",
+    "edge_retract_spec",
     "edge_spec",
     "erase_spec",
     "label_spec",
     "memory_spec",
     "observation_spec",
+    "requires",
     "retention_spec",
     "retract_spec",
     "tenant_deletion_spec",
     "version_spec",
     "withdraw_spec",
 ]
+
+
+def requires(*kinds: type[WriteSpec]) -> Callable[[Caller], None]:
+    """Return a route dependency that refuses a caller whose role cannot perform
+    ``kinds`` (the writer checks it again).
+
+    Declared on the route, it runs before the body is validated: a caller who may
+    not write gets 403 and learns nothing about the body's rules (a 422 would).
+    """
+
+    def check_role(caller: CallerDep) -> None:
+        for kind in kinds:
+            caller.require(kind.role, kind.action)
+
+    return check_role
 
 
 def _id(value: UUID | str) -> UUID | Ref:
@@ -77,8 +102,9 @@ def observation_spec(body: ObservationCreate) -> ObservationSpec:
     )
 
 
-def memory_spec(body: MemoryCreate) -> MemorySpec:
-    """Create a memory from ``body``."""
+def memory_spec(body: MemoryCreate, index: int = 0) -> MemorySpec:
+    """Create a memory from ``body`` (item ``index`` of a batch)."""
+    _refuse_unresolvable(body, index)
     return MemorySpec(
         body.type,
         body.scope,
@@ -91,16 +117,33 @@ def memory_spec(body: MemoryCreate) -> MemorySpec:
     )
 
 
-def version_spec(memory_id: UUID | str, body: VersionCreate) -> VersionSpec:
-    """Record ``body`` as a new version of ``memory_id`` (a UUID or ``"$N"``)."""
+def version_spec(memory_id: UUID | str, body: VersionCreate, index: int = 0) -> VersionSpec:
+    """Record ``body`` as a new version of ``memory_id`` (a UUID or ``"$N"``; ``body``
+    is item ``index`` of a batch)."""
+    _refuse_unresolvable(body, index)
     return VersionSpec(
         _id(memory_id), body.content, _evidence(body.evidence), body.model_id, body.trust
     )
 
 
-def edge_spec(memory_id: UUID | str, body: EdgeCreate) -> EdgeSpec:
-    """Add ``body``'s edge from ``memory_id`` (a UUID or ``"$N"``)."""
-    return EdgeSpec(_id(memory_id), body.kind, _id(body.target_id))
+def edge_spec(memory_id: UUID | str, body: EdgeCreate, index: int = 0) -> EdgeSpec:
+    """Add ``body``'s edge from ``memory_id`` (a UUID or ``"$N"``; ``body`` is item
+    ``index`` of a batch)."""
+    _refuse_unresolvable(body, index)
+    return EdgeSpec(_id(memory_id), body.kind, _id(body.target_id), body.reason)
+
+
+def edge_retract_spec(memory_id: UUID, edge_id: UUID, body: EdgeRetract) -> EdgeRetractSpec:
+    """Retract edge ``edge_id`` of ``memory_id`` (its source)."""
+    return EdgeRetractSpec(memory_id, edge_id, body.reason)
+
+
+def contributions_spec(memory_id: UUID, body: ContributionsCreate) -> ContributionSpec:
+    """Add ``body``'s evidence as support for a version of ``memory_id``."""
+    _refuse_unresolvable(body, 0)
+    return ContributionSpec(
+        memory_id, body.version_id, _evidence(body.evidence), body.model_id, body.trust
+    )
 
 
 def retract_spec(observation_id: UUID, body: RetractCreate) -> RetractSpec:
@@ -138,14 +181,36 @@ def tenant_deletion_spec(body: TenantDeletion) -> TenantDeletionSpec:
 
 # Each batch item is its single-write endpoint's body plus ``op`` (and the
 # ``memory_id`` that endpoint takes from its path).
-_BATCH_OPS: dict[str, Callable[[Any], WriteSpec]] = {
-    "create_observation": observation_spec,
+_BATCH_OPS: dict[str, Callable[[Any, int], WriteSpec]] = {
+    "create_observation": lambda item, _: observation_spec(item),
     "create_memory": memory_spec,
-    "add_version": lambda item: version_spec(item.memory_id, item),
-    "add_edge": lambda item: edge_spec(item.memory_id, item),
+    "add_version": lambda item, index: version_spec(item.memory_id, item, index),
+    "add_edge": lambda item, index: edge_spec(item.memory_id, item, index),
 }
 
 
 def batch_specs(body: BatchCreate) -> list[WriteSpec]:
-    """Return the specs of a batch's items, in order."""
-    return [_BATCH_OPS[item.op](item) for item in body.items]
+    """Return the specs of a batch's items, in order.
+
+    Raises:
+        NotFoundError: an item's ``"$N"`` names no earlier item: like an id of
+            nothing, it names nothing (the OpenAPI document cannot state the
+            rule, so the answer is the one any unknown id gets).
+    """
+    return [_BATCH_OPS[item.op](item, index) for index, item in enumerate(body.items)]
+
+
+def _refuse_unresolvable(body: Any, index: int) -> None:
+    """Refuse a ``"$N"`` in ``body`` (item ``index`` of its batch; a single write is
+    item 0 of its own) that names no earlier item.
+
+    Raises:
+        NotFoundError: naming the reference (what an id of nothing answers).
+    """
+    refs = [getattr(body, field, None) for field in ("memory_id", "target_id")]
+    refs += [e.observation_id for e in getattr(body, "evidence", [])]
+    for ref in refs:
+        if isinstance(ref, str) and int(ref[1:]) >= index:
+            where = f"item {index}" if index else "this write"
+            msg = f"{where}: {ref} names no earlier item of a batch"
+            raise NotFoundError(msg)

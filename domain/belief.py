@@ -12,9 +12,18 @@ Grading rule (documented in docs/revision.md):
 - otherwise ``corroborated`` with active support from at least two distinct
   observations, ``supported`` with one, ``unsupported`` with none.
 
-Labels: ``superseded_by`` (memories with a ``supersedes`` edge to it),
-``archived`` (reason and decision of a forget), ``pinned`` and ``erased``;
-every label and the grade have a reason.
+Labels: ``superseded_by`` (memories with a live ``supersedes`` edge to it),
+``archived``, ``pinned`` and ``erased``; every label and the grade have a
+reason.
+
+Archival: a memory is archived (hidden from ordinary reads, listings and
+recall) when it is forgotten (the forget's reason and decision), or
+structurally when a live ``supersedes`` edge points at it: superseded, or the
+losing side of a conflict resolved by supersession (``reason``
+``"superseded"``, the superseding memory and the edge). A forget is shown
+first when both hold; ``restore`` reverses only the forget, and retracting
+the edge (a decision) ends the structural archival. An edge is live until a
+decision retracts it (``retracted_edges``).
 
 Erasure: the current version is the newest one whose content is not erased;
 a memory with none left (or erased itself) projects to a placeholder naming
@@ -35,6 +44,7 @@ from uuid import UUID
 from domain.salience import confidence
 
 __all__ = [
+    "Archival",
     "ArchiveFact",
     "Belief",
     "ContributionFact",
@@ -83,6 +93,25 @@ class ArchiveFact:
 
 
 @dataclass(frozen=True)
+class Archival:
+    """Why a belief is archived: a forget (``reason`` and ``decision_id``), or
+    structurally (``reason`` ``"superseded"``, with ``superseded_by`` and ``edge_id``)."""
+
+    reason: str
+    decision_id: UUID | None = None
+    """The forget's decision (structural archival has none of its own)."""
+    superseded_by: UUID | None = None
+    """The memory whose ``supersedes`` edge archives this one (the earliest live edge)."""
+    edge_id: UUID | None = None
+    """That edge: retracting it (a decision) ends the archival."""
+
+    @property
+    def structural(self) -> bool:
+        """Whether the archival follows from an edge (not reversible by ``restore``)."""
+        return self.superseded_by is not None
+
+
+@dataclass(frozen=True)
 class MemoryFacts:
     """Everything recorded about one memory that its labels depend on."""
 
@@ -102,6 +131,8 @@ class MemoryFacts:
     """Versions whose content an erasure removed: never current again."""
     erased_by: UUID | None = None
     """The erasure that removed the memory (or its last live version), if any."""
+    retracted_edges: frozenset[UUID] = frozenset()
+    """Edges touching this memory that a decision retracted: they no longer count."""
 
 
 @dataclass(frozen=True)
@@ -127,7 +158,8 @@ class Belief:
     support: tuple[UUID, ...]
     alternatives: tuple[UUID, ...]
     superseded_by: tuple[UUID, ...]
-    archived: ArchiveFact | None
+    archived: Archival | None
+    """Forgotten, or structurally archived (superseded); None when neither."""
     pinned: bool
     scope: str
     project: str | None
@@ -164,9 +196,32 @@ def _erased_belief(memory: MemoryFacts) -> Belief:
     )
 
 
-def _label_reasons(memory: MemoryFacts) -> list[Reason]:
+def _archival(memory: MemoryFacts, supersessors: list[EdgeFact]) -> Archival | None:
+    """Return why the memory is archived: its forget first, else its earliest live
+    ``supersedes`` edge (``supersessors`` are in log order)."""
+    if memory.archived is not None:
+        return Archival(memory.archived.reason, decision_id=memory.archived.decision_id)
+    if supersessors:
+        edge = supersessors[0]
+        return Archival("superseded", superseded_by=edge.source_id, edge_id=edge.edge_id)
+    return None
+
+
+def _label_reasons(memory: MemoryFacts, supersessors: list[EdgeFact]) -> list[Reason]:
     """Return the reasons of the archived and pinned labels."""
     reasons = []
+    if supersessors:
+        edge = supersessors[0]
+        reasons.append(
+            Reason(
+                "archived_structurally",
+                (
+                    ("reason", "superseded"),
+                    ("by", str(edge.source_id)),
+                    ("edge_id", str(edge.edge_id)),
+                ),
+            )
+        )
     if memory.archived is not None:
         reasons.append(
             Reason(
@@ -204,10 +259,13 @@ def project_belief(memory: MemoryFacts) -> Belief:
     for c in inactive:
         reasons.append(Reason("support_inactive", (("contribution_id", str(c.contribution_id)),)))
 
+    live_edges = [e for e in memory.edges if e.edge_id not in memory.retracted_edges]
+    supersessors: list[EdgeFact] = []
     superseded_by: list[UUID] = []
     conflicts: list[UUID] = []
-    for edge in sorted(memory.edges, key=lambda e: (e.position, str(e.edge_id))):
+    for edge in sorted(live_edges, key=lambda e: (e.position, str(e.edge_id))):
         if edge.kind == "supersedes" and edge.target_id == memory.memory_id:
+            supersessors.append(edge)
             superseded_by.append(edge.source_id)
             reasons.append(
                 Reason("superseded", (("by", str(edge.source_id)), ("edge_id", str(edge.edge_id))))
@@ -221,7 +279,7 @@ def project_belief(memory: MemoryFacts) -> Belief:
 
     resolved = {
         e.target_id
-        for e in memory.edges
+        for e in live_edges
         if e.kind == "supersedes" and e.source_id == memory.memory_id
     }
     resolved.update(superseded_by)
@@ -240,7 +298,7 @@ def project_belief(memory: MemoryFacts) -> Belief:
     else:
         grade = "unsupported"
     reasons.append(Reason("grade", (("grade", grade), ("sources", ",".join(map(str, sources))))))
-    reasons.extend(_label_reasons(memory))
+    reasons.extend(_label_reasons(memory, supersessors))
 
     return Belief(
         memory_id=memory.memory_id,
@@ -249,7 +307,7 @@ def project_belief(memory: MemoryFacts) -> Belief:
         support=_sorted(c.contribution_id for c in support),
         alternatives=_sorted(conflicts),
         superseded_by=_sorted(superseded_by),
-        archived=memory.archived,
+        archived=_archival(memory, supersessors),
         pinned=memory.pinned,
         scope=memory.scope,
         project=memory.project,

@@ -1,8 +1,9 @@
 """The ``Decision`` aggregate: one recorded judgment that changed labels.
 
 Every operation that changes labels on someone's behalf (an operator's
-edge, a support withdrawal, a forget, a restore, a pin, an erasure) is
-recorded as one decision: what it was asked to do, the inputs it referred to, the versions
+edge or its retraction, a support withdrawal, a forget, a restore, a pin, an
+erasure) is recorded as one decision: what it was asked to do and why (its
+``reason``, when the caller gave one), the inputs it referred to, the versions
 and content digests it saw, who proposed it, under which policy version,
 and which operations it accepted or refused. The events that carry its
 effects (``EdgeAdded``, ``ContributionDeactivated``, ``MemoryArchived`` …)
@@ -10,7 +11,9 @@ name the decision, and are recorded in the same transaction.
 
 Replaying an identical logical decision (same kind, subject and
 parameters) while its outcome still stands applies nothing and returns the
-original outcome: see :func:`logical_key`.
+original outcome: see :func:`logical_key`. The reason is part of the logical
+decision only where it is a parameter (forget, erasure, tenant deletion);
+elsewhere a replay with another reason returns the original, with its reason.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeAlias, get_args
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
@@ -27,12 +30,14 @@ __all__ = [
     "DECISION_KINDS",
     "Decision",
     "DecisionKind",
+    "DecisionParams",
     "POLICY_VERSION",
     "logical_key",
 ]
 
 DecisionKind = Literal[
     "add_edge",
+    "retract_edge",
     "retract_observation",
     "withdraw_proposer",
     "forget",
@@ -44,11 +49,14 @@ DecisionKind = Literal[
 ]
 DECISION_KINDS: tuple[DecisionKind, ...] = get_args(DecisionKind)
 
+DecisionParams: TypeAlias = dict[str, str | list[str]]
+"""A decision's parameters: labels and ids, or lists of ids (an erasure's)."""
+
 POLICY_VERSION = "palimpsest-policy/1"
 """The rules decisions are taken under; recorded with each so a later change is visible."""
 
 
-def logical_key(kind: str, subject: str, params: Mapping[str, str]) -> str:
+def logical_key(kind: str, subject: str, params: Mapping[str, str | list[str]]) -> str:
     """Return the identity of a logical decision: its kind, subject and parameters.
 
     Two requests with the same key ask for the same thing. Who asked, when,
@@ -73,14 +81,16 @@ class Decision(Aggregate):
         ``inputs`` are references (``{"kind", "id"}``), ``seen`` the versions
         and content digests the decision looked at, ``accepted`` and
         ``refused`` the operations, each a flat mapping of ids (refusals
-        carry a ``reason``). None of them carries claim text.
+        carry a ``reason``). None of them carries claim text. ``reason`` is why the
+        caller asked (None when it gave none; absent from decisions recorded before
+        decisions kept it).
         """
 
         TOPIC = "palimpsest:DecisionRecorded"
         tenant_id: UUID
         kind: str
         subject: str
-        params: dict[str, str]
+        params: DecisionParams
         logical_key: str
         inputs: list[dict[str, str]]
         seen: list[dict[str, str]]
@@ -89,6 +99,7 @@ class Decision(Aggregate):
         proposer_id: UUID
         policy_version: str
         principal_id: UUID
+        reason: str | None = None
 
     @event(Created)
     def __init__(
@@ -97,7 +108,7 @@ class Decision(Aggregate):
         tenant_id: UUID,
         kind: str,
         subject: str,
-        params: dict[str, str],
+        params: DecisionParams,
         logical_key: str,
         inputs: list[dict[str, str]],
         seen: list[dict[str, str]],
@@ -106,6 +117,7 @@ class Decision(Aggregate):
         proposer_id: UUID,
         policy_version: str,
         principal_id: UUID,
+        reason: str | None = None,
     ) -> None:
         self.tenant_id = tenant_id
         self.kind = kind
@@ -119,6 +131,7 @@ class Decision(Aggregate):
         self.proposer_id = proposer_id
         self.policy_version = policy_version
         self.principal_id = principal_id
+        self.reason = reason
 
     def outcome(self) -> dict[str, Any]:
         """Return what the decision did, as its API response states it."""
@@ -127,6 +140,7 @@ class Decision(Aggregate):
             "kind": self.kind,
             "subject": self.subject,
             "params": dict(self.params),
+            "reason": self.reason,
             "accepted": list(self.accepted),
             "refused": list(self.refused),
         }

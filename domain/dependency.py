@@ -64,6 +64,8 @@ class Dependencies:
     so replays are found, and a tenant deletion finds its erasure batches."""
     erased: list[UUID] = field(default_factory=list)
     """Observations whose content this write erases (their bytes are deleted with it)."""
+    retracted: list[UUID] = field(default_factory=list)
+    """Observations this write retracts as evidence."""
     memories_erased: list[UUID] = field(default_factory=list)
     """Memories this write erases."""
     versions_erased: list[UUID] = field(default_factory=list)
@@ -122,6 +124,8 @@ def _other_event(found: Dependencies, event: object) -> None:
         found.expired.append(event.originator_id)
     elif isinstance(event, Observation.Erased):
         found.erased.append(event.originator_id)
+    elif isinstance(event, Observation.Retracted):
+        found.retracted.append(event.originator_id)
     elif isinstance(event, Observation.DeadlineShortened):
         found.shortened.append((event.originator_id, event.deadline))
     elif isinstance(event, Tenant.RetentionSet):
@@ -132,9 +136,8 @@ def _other_event(found: Dependencies, event: object) -> None:
         found.deletion_completed = event.decision_id
     elif isinstance(event, Decision.Created):
         part_of = event.params.get("part_of")
-        found.decisions.append(
-            (event.originator_id, event.kind, event.logical_key, UUID(part_of) if part_of else None)
-        )
+        within = UUID(str(part_of)) if part_of else None
+        found.decisions.append((event.originator_id, event.kind, event.logical_key, within))
 
 
 def dependencies_of(events: Iterable[object]) -> Dependencies:

@@ -6,6 +6,8 @@ Every exception palimpsest defines descends from :class:`PalimpsestError`::
     ├── InvalidInputError            bad input that passed schema validation
     │   ├── ContentTooLargeError
     │   ├── EvidenceOutOfRangeError
+    │   ├── EvidenceRetractedError   citing an observation retracted as evidence
+    │   ├── EvidenceErasedError      citing an erased observation
     │   └── EdgeNotAllowedError
     ├── NotFoundError                unknown id, or an id of another tenant
     ├── ContentExpiredError          content deleted (or due) at its retention deadline
@@ -14,7 +16,8 @@ Every exception palimpsest defines descends from :class:`PalimpsestError`::
     ├── ConfirmationRequiredError    a destructive request without its confirmation
     ├── ConflictError
     │   ├── IdempotencyKeyReusedError
-    │   └── EdgeExistsError
+    │   ├── EdgeExistsError
+    │   └── StructurallyArchivedError  restore asked of a superseded memory
     ├── AuthenticationError          missing, malformed or unknown token
     ├── PermissionDeniedError        the token's role may not do this
     └── ConfigurationError           a setting is missing or invalid
@@ -34,12 +37,15 @@ __all__ = [
     "ContentTooLargeError",
     "EdgeExistsError",
     "EdgeNotAllowedError",
+    "EvidenceErasedError",
     "EvidenceOutOfRangeError",
+    "EvidenceRetractedError",
     "IdempotencyKeyReusedError",
     "InvalidInputError",
     "NotFoundError",
     "PalimpsestError",
     "PermissionDeniedError",
+    "StructurallyArchivedError",
     "TenantClosedError",
 ]
 
@@ -58,6 +64,14 @@ class ContentTooLargeError(InvalidInputError):
 
 class EvidenceOutOfRangeError(InvalidInputError):
     """Raised when evidence offsets fall outside the observation's content."""
+
+
+class EvidenceRetractedError(InvalidInputError):
+    """Raised when evidence cites an observation that was retracted as evidence."""
+
+
+class EvidenceErasedError(InvalidInputError):
+    """Raised when evidence cites an observation that was erased."""
 
 
 class EdgeNotAllowedError(InvalidInputError):
@@ -107,6 +121,11 @@ class IdempotencyKeyReusedError(ConflictError):
 
 class EdgeExistsError(ConflictError):
     """Raised when the same edge between two memories is added twice."""
+
+
+class StructurallyArchivedError(ConflictError):
+    """Raised when ``restore`` is asked of a memory archived by an edge (superseded),
+    not by a forget: retracting the edge is what ends that archival."""
 
 
 class AuthenticationError(PalimpsestError):

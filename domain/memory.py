@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 from uuid import UUID, uuid4
@@ -47,6 +47,9 @@ class Memory(Aggregate):
     erased_by: UUID | None = None
     """The erasure decision that erased the memory (``MemoryErased``: asked for, or
     its last live version went). A class default, so older snapshots still load."""
+    retracted_edges: Sequence[UUID] = ()
+    """Edges from or to this memory that a decision retracted (``EdgeRetracted``),
+    oldest first. A class default, so older snapshots still load."""
 
     class Created(Aggregate.Created):
         """A memory was created (``MemoryCreated``); its first version follows."""
@@ -100,6 +103,15 @@ class Memory(Aggregate):
         principal_id: UUID
         decision_id: UUID | None = None
         """The operator's decision that added it (None only in stores older than decisions)."""
+
+    class EdgeRetracted(Aggregate.Event):
+        """An edge stopped counting (``EdgeRetracted``), by a decision: recorded on
+        both of its memories, so each one's projection sees it without the other."""
+
+        TOPIC = "palimpsest:EdgeRetracted"
+        edge_id: UUID
+        decision_id: UUID
+        principal_id: UUID
 
     class Archived(Aggregate.Event):
         """The memory was forgotten (``MemoryArchived``): hidden from ordinary reads,
@@ -292,6 +304,72 @@ class Memory(Aggregate):
             )
         )
 
+    def add_contributions(
+        self,
+        version_id: UUID,
+        excerpts: tuple[Excerpt, ...],
+        *,
+        principal_id: UUID,
+        model_id: str | None,
+        trust: float,
+    ) -> list[UUID]:
+        """Record support for an existing version: one contribution per excerpt, by the
+        caller as proposer.
+
+        Returns:
+            The new contributions' ids, in the order of ``excerpts``.
+
+        Raises:
+            InvalidInputError: no excerpts, or ``trust`` outside ``[0, 1]``.
+            NotFoundError: the memory has no such version.
+            ConflictError: the memory or the version was erased, or the caller
+                already supports the version with an active contribution citing
+                the same observation (another excerpt of one source adds nothing:
+                support counts each observation once).
+        """
+        if self.erased_by is not None:
+            msg = f"memory {self.id} was erased (decision {self.erased_by}) and takes no support"
+            raise ConflictError(msg)
+        if not excerpts:
+            msg = "a contribution cites at least one excerpt"
+            raise InvalidInputError(msg)
+        if not 0.0 <= trust <= 1.0:
+            msg = f"trust must be between 0 and 1, got {trust}"
+            raise InvalidInputError(msg)
+        record = next((v for v in self.versions if v.version_id == version_id), None)
+        if record is None:
+            msg = f"memory {self.id} has no version {version_id}"
+            raise NotFoundError(msg)
+        if record.erased_by is not None:
+            msg = f"version {version_id} was erased (decision {record.erased_by})"
+            raise ConflictError(msg)
+        held = {
+            c.observation_id
+            for c in self.contributions
+            if c.version_id == version_id and c.active and c.proposer_id == principal_id
+        }
+        for excerpt in excerpts:
+            if excerpt.observation_id in held:
+                msg = (
+                    f"you already support version {version_id} with observation "
+                    f"{excerpt.observation_id}"
+                )
+                raise ConflictError(msg)
+        added = []
+        for excerpt in excerpts:
+            contribution_id = uuid4()
+            self._contribution_added(
+                contribution_id=contribution_id,
+                version_id=version_id,
+                excerpt=excerpt.as_event_value(),
+                proposer_id=principal_id,
+                model_id=model_id,
+                trust=trust,
+                principal_id=principal_id,
+            )
+            added.append(contribution_id)
+        return added
+
     def deactivate_contribution(
         self, contribution_id: UUID, *, decision_id: UUID, principal_id: UUID
     ) -> None:
@@ -367,6 +445,28 @@ class Memory(Aggregate):
         decision_id: UUID | None = None,
     ) -> None:
         self.edges[f"{kind}:{target_id}"] = edge_id
+
+    def edge(self, edge_id: UUID) -> tuple[str, UUID] | None:
+        """Return the kind and target of a live edge from this memory, if it has it."""
+        for key, value in self.edges.items():
+            if value == edge_id:
+                kind, target = key.split(":", 1)
+                return kind, UUID(target)
+        return None
+
+    def retract_edge(self, edge_id: UUID, *, decision_id: UUID, principal_id: UUID) -> bool:
+        """Record that an edge from or to this memory is retracted. Returns False (and
+        records nothing) if it was retracted already; the source memory forgets it, so
+        the same kind of edge to the same target may be added again (a new edge)."""
+        if edge_id in self.retracted_edges:
+            return False
+        self._edge_retracted(edge_id=edge_id, decision_id=decision_id, principal_id=principal_id)
+        return True
+
+    @event(EdgeRetracted)
+    def _edge_retracted(self, edge_id: UUID, decision_id: UUID, principal_id: UUID) -> None:
+        self.edges = {k: v for k, v in self.edges.items() if v != edge_id}
+        self.retracted_edges = [*self.retracted_edges, edge_id]
 
     def has_edge(self, kind: str, target_id: UUID) -> bool:
         """Return whether this memory has a ``kind`` edge to ``target_id``."""

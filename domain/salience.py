@@ -17,6 +17,16 @@ salience = base * decay(Δt) * (1 + ln(1 + accesses)) * pin_boost
   :data:`DOMINANCE_HORIZON_HALF_LIVES` half-lives and
   :data:`DOMINANCE_MAX_ACCESSES` accesses.
 
+Reads expose a *score* instead of the raw value, which grows without bound
+with accesses and is in the tens of billions while pinned:
+``score = s / (1 + s)``, where ``s`` is the salience without the pin boost
+(:func:`score`). It lies in ``[0, 1]``, rises and falls with ``s`` (so with
+confidence and accesses, and decays with time), and is 0.5 at ``s = 1`` (a
+corroborated memory of full trust, just recorded, never read). Pinning is
+reported as the belief's ``pinned`` label, not folded into the score;
+ranking still uses the full formula, so a pinned memory outranks every
+unpinned one whatever their scores.
+
 Pure: plain values in, a float out.
 """
 
@@ -35,6 +45,7 @@ __all__ = [
     "confidence",
     "decay",
     "salience",
+    "score",
 ]
 
 GRADE_WEIGHTS: Mapping[str, float] = {
@@ -124,3 +135,18 @@ def salience(
     since = last_access if last_access is not None else first_recorded
     value = base * decay(now - since, half_lives[memory_type]) * (1 + math.log1p(accesses))
     return value * (PIN_BOOST if pinned else 1.0)
+
+
+def score(unpinned: float) -> float:
+    """Return the bounded score of a salience computed without the pin boost:
+    ``s / (1 + s)``, in ``[0, 1]`` and non-decreasing in ``s``.
+
+    Raises:
+        ValueError: a negative salience.
+    """
+    if not unpinned >= 0.0:
+        msg = "salience cannot be negative"
+        raise ValueError(msg)
+    if math.isinf(unpinned):
+        return 1.0
+    return unpinned / (1.0 + unpinned)

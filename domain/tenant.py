@@ -6,7 +6,7 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.errors import InvalidInputError
+from domain.errors import InvalidInputError, NotFoundError
 from domain.role import ROLES
 
 __all__ = [
@@ -50,6 +50,14 @@ class Tenant(Aggregate):
         token_digest: str
         principal_id: UUID
 
+    class TokenRevoked(Aggregate.Event):
+        """A token was revoked (``TokenRevoked``): it no longer authenticates."""
+
+        TOPIC = "palimpsest:TokenRevoked"
+        token_id: UUID
+        token_digest: str
+        principal_id: UUID
+
     class RetentionSet(Aggregate.Event):
         """The tenant set its retention of observation bytes (``RetentionSet``), in hours.
 
@@ -89,6 +97,9 @@ class Tenant(Aggregate):
         self.founder_id = principal_id
         self.principals: dict[UUID, str] = {}
         self.token_digests: set[str] = set()
+        self.tokens: dict[UUID, str] = {}
+        """The digest of each token that authenticates, by token id."""
+        self.revoked_tokens: set[UUID] = set()
         self.retention: tuple[int, int] | None = None
 
     @classmethod
@@ -136,6 +147,28 @@ class Tenant(Aggregate):
         self, token_id: UUID, holder_id: UUID, role: str, token_digest: str, principal_id: UUID
     ) -> None:
         self.token_digests.add(token_digest)
+        self.tokens[token_id] = token_digest
+
+    def revoke_token(self, token_id: UUID, *, principal_id: UUID) -> str | None:
+        """Revoke a token; return its digest (None, recording nothing, if it was
+        revoked already).
+
+        Raises:
+            NotFoundError: the tenant never issued this token.
+        """
+        if token_id in self.revoked_tokens:
+            return None
+        if token_id not in self.tokens:
+            msg = f"token {token_id} not found in tenant {self.id}"
+            raise NotFoundError(msg)
+        digest = self.tokens[token_id]
+        self._revoked(token_id=token_id, token_digest=digest, principal_id=principal_id)
+        return digest
+
+    @event(TokenRevoked)
+    def _revoked(self, token_id: UUID, token_digest: str, principal_id: UUID) -> None:
+        del self.tokens[token_id]
+        self.revoked_tokens.add(token_id)
 
     def set_retention(
         self,

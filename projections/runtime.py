@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -15,6 +16,7 @@ from projections.store.eventlog import EventLog
 from projections.store.migrations import migrate
 from projections.store.schema import vector_index_ddl
 from projections.store.settings import DatabaseSettings
+from projections.views.publications import PublicationWatch
 from projections.views.version_cache import VersionCache, cache_for
 
 __all__ = [
@@ -32,6 +34,10 @@ class Runtime:
     log: EventLog
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     _embedder: Embedder | None = None
+    _publications: PublicationWatch | None = None
+    embedder_loaded: threading.Event = field(default_factory=threading.Event)
+    """Set once :meth:`load_embedder` has embedded with the current embedder
+    (readiness: until then the first recall would pay for loading the model)."""
 
     @property
     def embedder(self) -> Embedder:
@@ -42,17 +48,42 @@ class Runtime:
         return self._embedder
 
     @property
+    def publications(self) -> PublicationWatch:
+        """Publication notices of this process (made on first use; ``create_app``
+        starts listening): what waiting reads await instead of polling."""
+        if self._publications is None:
+            self._publications = PublicationWatch(self.database)
+        return self._publications
+
+    @property
     def version_cache(self) -> VersionCache:
         """Decoded memories by version, for as-of reads (``create_app`` sizes it)."""
         return cache_for(self.log)
 
     def use_embedder(self, embedder: Embedder) -> None:
-        """Use ``embedder`` from now on, and make sure its dimension has an index."""
+        """Use ``embedder`` from now on, and make sure its dimension has an index
+        (it counts as loaded once :meth:`load_embedder` has run with it)."""
+        self.embedder_loaded.clear()
         self._embedder = embedder
         ensure_vector_index(self.database, embedder.dimension)
 
+    def load_embedder(self) -> None:
+        """Load the embedder now (one embedding: the local model loads, an endpoint
+        answers) and set :attr:`embedder_loaded`.
+
+        Raises:
+            EmbedderUnavailableError: the model cannot be loaded or reached.
+        """
+        embedder = self.embedder
+        embedder.embed(["warm up"])
+        if embedder is self._embedder:
+            self.embedder_loaded.set()
+
     def close(self) -> None:
-        """Close the event log's connection pool (the embedded server stops at exit)."""
+        """Stop listening for publications and close the event log's connection pool
+        (the embedded server stops at exit)."""
+        if self._publications is not None:
+            self._publications.stop()
         self.log.close()
 
 

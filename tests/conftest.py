@@ -8,6 +8,8 @@ database can be had, tests skip locally with the reason and fail in CI.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +39,29 @@ class RunDatabase:
 
     settings: DatabaseSettings
     env: dict[str, str]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give each run a temporary directory of its own.
+
+    pytest's default ``/tmp/pytest-of-<user>/pytest-<n>`` keeps only the last
+    three runs and deletes older ones as a run starts, so two runs at once on
+    one machine deleted each other's embedded PostgreSQL. ``--basetemp``
+    still wins when given.
+    """
+    if config.option.basetemp is None:
+        config.option.basetemp = tempfile.mkdtemp(prefix="palimpsest-tests-")
+        config.stash[_OWN_BASETEMP] = config.option.basetemp
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Remove this run's own directory when it passed (kept for a failure's logs)."""
+    own = session.config.stash.get(_OWN_BASETEMP, None)
+    if own is not None and exitstatus == 0:
+        shutil.rmtree(own, ignore_errors=True)
+
+
+_OWN_BASETEMP = pytest.StashKey[str]()
 
 
 def _unavailable(reason: str) -> Any:

@@ -3,15 +3,19 @@
 Reads ``BROKER_URL`` and the database settings, connects, registers the
 actors and starts a sweeper that sends a hint every sweep interval, so that a
 lost message or a killed worker delays work and never loses it. Migrations
-are not run here: run ``palimpsest migrate`` (or ``serve``) first.
+are not run here: run ``palimpsest migrate`` (or ``serve``) first. Each actor
+runs its stages one tenant at a time (a failing tenant is backed off, the others
+go on); see :mod:`projections.drains.stages`.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import dramatiq
 
+from projections.drains.counters import HINTS_UNSENT, count
 from projections.drains.hints import broker_for
 from projections.drains.settings import DrainSettings
 from projections.recall.settings import EmbeddingSettings
@@ -23,6 +27,7 @@ from workers.expiry import register_expiry_actor
 from workers.indexing import register_index_actor
 from workers.revision import register_drain_actor
 
+_log = logging.getLogger(__name__)
 _settings = DrainSettings()
 if _settings.broker_url is None:
     raise SystemExit("palimpsest: error: BROKER_URL must be set for distributed workers")
@@ -44,12 +49,19 @@ index = register_index_actor(
 
 
 def _sweep() -> None:
+    """Send each actor a hint every sweep interval; a broker that is down costs this
+    sweep's hints (logged and counted), never the sweeper."""
     stop = threading.Event()
     while not stop.wait(_settings.sweep_interval_s):
-        drain.send()
-        expiry.send()
-        erasure.send()
-        index.send()
+        for actor in (drain, expiry, erasure, index):
+            try:
+                actor.send()
+            except Exception as e:  # the next sweep tries again
+                count(HINTS_UNSENT, actor.queue_name)
+                _log.warning(
+                    "drain hint not sent",
+                    extra={"queue": actor.queue_name, "error": type(e).__name__},
+                )
 
 
 drain.send()  # work left by a previous run

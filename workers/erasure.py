@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
-from projections.drains.tenant_erasure import erase_deleted_tenants
+from projections.drains.isolation import Backoff
+from projections.drains.stages import erasure_stage, run_pass
 from workers.hints import hinted_drain
 
 if TYPE_CHECKING:
@@ -25,14 +26,18 @@ def register_erasure_actor(
 
     An erasure request does its own work in its transaction; a tenant deletion
     is too large for one, so this drain erases what is left of each closed
-    tenant, ``batch`` observations and memories per write, and completes the
-    deletion when nothing is left. A message is a hint: the work is found in
-    the database, and a run that erased anything sends itself another hint.
+    tenant, ``batch`` observations and memories per write (at most the
+    erasure's limit), and completes the deletion when nothing is left. A
+    message is a hint: the work is found in the database, and a run that
+    erased anything sends itself another hint. Each tenant fails alone, with
+    backoff.
     """
+    stage = erasure_stage(log, batch=batch)
+    backoff = Backoff()
 
     return hinted_drain(
         broker,
         name=ERASURE_ACTOR,
         queue="erasure",
-        run_pass=lambda: {"erased": erase_deleted_tenants(log, limit=batch)},
+        run_pass=lambda: {"erased": run_pass(stage, backoff)},
     )

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
-from projections.drains.expiry import expire_due
-from projections.drains.retention import apply_retention
+from projections.drains.isolation import Backoff
+from projections.drains.stages import expiry_stage, retention_stage, run_pass
 from workers.hints import hinted_drain
 
 if TYPE_CHECKING:
@@ -31,14 +31,18 @@ def register_expiry_actor(
     """Register ``drain_raw_expiry`` on ``broker``: expire due observations of ``log``.
 
     Like every drain, a message is a hint: due observations are found in the
-    database, each expires once, and a run that expired a full batch sends
-    itself another hint.
+    database (the tenants whose earliest deadline has passed), each expires
+    once, and a run that expired anything sends itself another hint. Each
+    stage and tenant fails alone, with backoff.
     """
+    retention = retention_stage(log, batch=batch, clock=clock)
+    expiry = expiry_stage(log, batch=batch, clock=clock)
+    backoff = Backoff()
 
-    def run_pass() -> dict[str, int]:
+    def run_pass_once() -> dict[str, int]:
         # A tenant's shorter retention first, so expiry sees the moved deadlines.
-        moved = apply_retention(log, now=clock(), limit=batch)
-        expired = expire_due(log, now=clock(), limit=batch)
+        moved = run_pass(retention, backoff)
+        expired = run_pass(expiry, backoff)
         return {"observations_expired": expired, "deadlines_shortened": moved}
 
-    return hinted_drain(broker, name=EXPIRY_ACTOR, queue="expiry", run_pass=run_pass)
+    return hinted_drain(broker, name=EXPIRY_ACTOR, queue="expiry", run_pass=run_pass_once)

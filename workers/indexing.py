@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
-from projections.recall.indexing import index_pending
+from projections.drains.isolation import Backoff
+from projections.drains.stages import index_stage, run_pass
 from workers.hints import hinted_drain
 
 if TYPE_CHECKING:
@@ -26,10 +27,16 @@ def register_index_actor(
 ) -> dramatiq.Actor[[], None]:
     """Register ``drain_index`` on ``broker``: embed, in batches, the published
     versions recall has not indexed with ``embedder``'s model. The model is
-    loaded once per worker process, on its first batch."""
+    loaded once per worker process, on its first batch; that process's first
+    run looks at every tenant once (a model change makes their memories due
+    again), later runs only at tenants with publishes not yet indexed."""
+    stage = index_stage(log, embedder, batch=batch)
+    backoff = Backoff()
+    first = {"run": True}
 
-    def run_pass() -> dict[str, int]:
-        done = index_pending(log, embedder, limit=batch)
-        return {"embedded": done.embedded, "marked": done.marked}
+    def run_pass_once() -> dict[str, int]:
+        done = run_pass(stage, backoff, first=first["run"])
+        first["run"] = False
+        return {"indexed": done}
 
-    return hinted_drain(broker, name=INDEX_ACTOR, queue="index", run_pass=run_pass)
+    return hinted_drain(broker, name=INDEX_ACTOR, queue="index", run_pass=run_pass_once)

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING
 import dramatiq
 
 from projections.drains.hints import DRAIN_ACTOR, DRAIN_QUEUE
-from projections.drains.revision import LEASE_SECONDS, drain_revisions
+from projections.drains.isolation import Backoff
+from projections.drains.revision import LEASE_SECONDS
+from projections.drains.stages import revision_stage, run_pass
 from workers.hints import hinted_drain
 
 if TYPE_CHECKING:
@@ -22,13 +24,15 @@ def register_drain_actor(
     """Register ``drain_revisions`` on ``broker``, draining ``log``.
 
     A message carries nothing: it is a wake-up hint, and the work is found in
-    the database. Delivery is at least once and a run is idempotent. A run
-    that claimed anything sends itself another hint, so a backlog drains
-    without waiting for the sweep.
+    the database (the tenants marked dirty). Delivery is at least once and a
+    run is idempotent. A run that claimed anything sends itself another hint,
+    so a backlog drains without waiting for the sweep. A tenant whose batch
+    fails is logged, counted and backed off; the others go on.
     """
+    stage = revision_stage(log, batch=batch, lease_s=lease_s)
+    backoff = Backoff()
 
-    def run_pass() -> dict[str, int]:
-        report = drain_revisions(log, limit=batch, lease_s=lease_s)
-        return {"claimed": report.claimed, "published": report.published}
+    def run_pass_once() -> dict[str, int]:
+        return {"claimed": run_pass(stage, backoff)}
 
-    return hinted_drain(broker, name=DRAIN_ACTOR, queue=DRAIN_QUEUE, run_pass=run_pass)
+    return hinted_drain(broker, name=DRAIN_ACTOR, queue=DRAIN_QUEUE, run_pass=run_pass_once)

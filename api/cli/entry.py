@@ -16,7 +16,14 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
-from api.cli.admin import run_tenant_create, run_token_create
+from api.cli.admin import (
+    run_tenant_create,
+    run_tenant_list,
+    run_token_create,
+    run_token_list,
+    run_token_path,
+    run_token_revoke,
+)
 from api.cli.console import report
 from api.cli.deployment import run_config, run_migrate
 from api.cli.exit_code import EXIT_DATABASE, EXIT_FAILURE, EXIT_USAGE
@@ -28,7 +35,7 @@ from api.settings import ApiSettings
 from domain.errors import ConfigurationError, InvalidInputError, NotFoundError, PalimpsestError
 from domain.role import ROLES
 from projections.runtime import start_runtime
-from projections.store.errors import DatabaseUnavailableError
+from projections.store.errors import DatabaseUnavailableError, DataDirectoryInUseError
 from projections.store.settings import DatabaseSettings
 
 if TYPE_CHECKING:
@@ -38,19 +45,24 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-# Commands that need only their settings; every other one runs on a started runtime.
-_SETTINGS_COMMANDS: dict[str, Callable[[DatabaseSettings, ApiSettings], int]] = {
-    "config": run_config,
-    "serve": run_serve,
+# Commands (verb, and action for those that have one) that need only their
+# settings; every other one runs on a started runtime.
+_SETTINGS_COMMANDS: dict[tuple[str, str | None], Callable[[DatabaseSettings, ApiSettings], int]] = {
+    ("config", None): run_config,
+    ("serve", None): run_serve,
+    ("token", "path"): run_token_path,
 }
-_RUNTIME_COMMANDS: dict[str, Callable[[Runtime, argparse.Namespace], int]] = {
-    "migrate": run_migrate,
-    "rebuild": run_rebuild,
-    "reindex": run_reindex,
-    "replay": run_replay,
-    "tenant": run_tenant_create,
-    "token": run_token_create,
-    "verify": run_verify,
+_RUNTIME_COMMANDS: dict[tuple[str, str | None], Callable[[Runtime, argparse.Namespace], int]] = {
+    ("migrate", None): run_migrate,
+    ("rebuild", None): run_rebuild,
+    ("reindex", None): run_reindex,
+    ("replay", None): run_replay,
+    ("tenant", "create"): run_tenant_create,
+    ("tenant", "list"): run_tenant_list,
+    ("token", "create"): run_token_create,
+    ("token", "list"): run_token_list,
+    ("token", "revoke"): run_token_revoke,
+    ("verify", None): run_verify,
 }
 
 
@@ -67,6 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except ValidationError as e:
         print(f"palimpsest: error: {_settings_error(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except DataDirectoryInUseError as e:
+        # A conflict over the arguments (which directory), not a database failure.
+        if debug:
+            raise
+        print(f"palimpsest: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except (InvalidInputError, NotFoundError, ConfigurationError) as e:
         if debug:
@@ -97,11 +115,12 @@ def _run(args: argparse.Namespace) -> int:
     # One-shot commands print their result; their log shows only what went wrong.
     quiet = "WARNING" if args.command != "serve" else api.log_level
     configure_logging("DEBUG" if args.debug else quiet)
-    if args.command in _SETTINGS_COMMANDS:
-        return _SETTINGS_COMMANDS[args.command](db, api)
+    command = (args.command, getattr(args, "action", None))
+    if command in _SETTINGS_COMMANDS:
+        return _SETTINGS_COMMANDS[command](db, api)
     runtime = start_runtime(db, progress=report)
     try:
-        return _RUNTIME_COMMANDS[args.command](runtime, args)
+        return _RUNTIME_COMMANDS[command](runtime, args)
     finally:
         runtime.close()
 
@@ -115,40 +134,70 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
+def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """Add the options every command takes, before or after its verb.
+
+    Below the top level their default is ``SUPPRESS``: a verb's parser that
+    did not see one leaves what the top level parsed (or its default) alone.
+    """
+    keep: Any = argparse.SUPPRESS
+    parser.add_argument(
+        "--debug", action="store_true", default=False if top else keep, help="show tracebacks"
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None if top else keep,
+        help="embedded data directory (PALIMPSEST_DATA_DIR)",
+    )
+
+
+class _Commands:
+    """Adds verbs that each take the global options (``palimpsest serve --data-dir D``)."""
+
+    def __init__(self, parser: argparse.ArgumentParser, dest: str) -> None:
+        self._sub = parser.add_subparsers(dest=dest, required=True, parser_class=_Parser)
+
+    def add(self, name: str, help_text: str) -> argparse.ArgumentParser:
+        verb: argparse.ArgumentParser = self._sub.add_parser(name, help=help_text)
+        _global_options(verb, top=False)
+        return verb
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="palimpsest", description="Memory for LLM agents.")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    parser.add_argument(
-        "--data-dir", type=Path, help="embedded data directory (PALIMPSEST_DATA_DIR)"
-    )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    serve = sub.add_parser("serve", help="migrate, then serve HTTP")
+    _global_options(parser, top=True)
+    sub = _Commands(parser, "command")
+    serve = sub.add("serve", "migrate, then serve HTTP")
     serve.add_argument("--host", help="address to bind (PALIMPSEST_HOST, default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (PALIMPSEST_PORT, default 8080)")
-    sub.add_parser("migrate", help="apply schema migrations")
-    sub.add_parser("config", help="print the effective settings, secrets masked")
-    tenant = sub.add_parser("tenant", help="manage tenants")
-    tenant_sub = tenant.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    create = tenant_sub.add_parser("create", help="create a tenant; prints its id and admin token")
-    create.add_argument("name")
+    sub.add("migrate", "apply schema migrations")
+    sub.add("config", "print the effective settings, secrets masked")
+    tenant = _Commands(sub.add("tenant", "manage tenants"), "action")
+    create = tenant.add("create", "create a tenant; prints its id and admin token")
+    create.add_argument("name", help="a name no other tenant has")
     create.add_argument("--admin", default="admin", help="name of the admin principal")
-    token = sub.add_parser("token", help="manage tokens")
-    token_sub = token.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    token_create = token_sub.add_parser("create", help="issue a token to a principal")
-    token_create.add_argument("--tenant", required=True, type=_uuid, help="tenant id")
+    tenant.add("list", "list every tenant's id and name")
+    token = _Commands(sub.add("token", "manage tokens"), "action")
+    token_create = token.add("create", "issue a token to a principal")
+    token_create.add_argument("--tenant", required=True, help="tenant id or name")
     token_create.add_argument("--principal", required=True, help="principal name")
     token_create.add_argument("--role", required=True, choices=ROLES)
-    replay = sub.add_parser("replay", help="print the beliefs at a log position or time")
+    token_list = token.add("list", "list a tenant's tokens (ids, holders and roles; no secrets)")
+    token_list.add_argument("--tenant", required=True, help="tenant id or name")
+    token_revoke = token.add("revoke", "revoke a token: it no longer authenticates")
+    token_revoke.add_argument("token_id", type=_token_id, help="the token's id (token list)")
+    token_revoke.add_argument("--tenant", required=True, help="tenant id or name")
+    token.add("path", "print where serve saved the default tenant's admin token")
+    replay = sub.add("replay", "print the beliefs at a log position or time")
     point = replay.add_mutually_exclusive_group(required=True)
     point.add_argument("--at-position", type=_position, help="log position")
     point.add_argument("--as-of", type=_time, help="RFC 3339 time, with its offset")
     replay.add_argument("--tenant", type=_uuid, help="only this tenant")
     replay.add_argument("--out", type=Path, help="write JSON lines here (default stdout)")
-    rebuild = sub.add_parser(
-        "rebuild", help="rebuild every read model from the log, then swap it in"
-    )
-    sub.add_parser("reindex", help="embed every memory not yet embedded with the configured model")
-    verify = sub.add_parser("verify", help="compare the read models with a recomputation")
+    rebuild = sub.add("rebuild", "rebuild every read model from the log, then swap it in")
+    sub.add("reindex", "embed every memory not yet embedded with the configured model")
+    verify = sub.add("verify", "compare the read models with a recomputation")
     verify.add_argument("--tenant", type=_uuid, help="only this tenant")
     for command in (rebuild, verify):
         command.add_argument(
@@ -191,6 +240,14 @@ def _uuid(value: str) -> UUID:
         return UUID(value)
     except ValueError:
         msg = f"{value!r} is not a tenant id (a UUID)"
+        raise argparse.ArgumentTypeError(msg) from None
+
+
+def _token_id(value: str) -> UUID:
+    try:
+        return UUID(value)
+    except ValueError:
+        msg = f"{value!r} is not a token id (a UUID, as token list shows it)"
         raise argparse.ArgumentTypeError(msg) from None
 
 

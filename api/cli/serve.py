@@ -7,9 +7,12 @@ import logging
 import os
 import signal
 import sys
+import threading
 from typing import TYPE_CHECKING
 
+from api.cli.admin import admin_token_path
 from api.cli.exit_code import EXIT_OK
+from domain.errors import PalimpsestError
 from projections.commands.tokens import create_tenant
 from projections.drains.hints import broker_for, send_drain_hint
 from projections.drains.loop import DrainLoop
@@ -29,7 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["run_serve"]
 
 _log = logging.getLogger("palimpsest.cli")
-_ADMIN_TOKEN_FILE = "admin-token"
+_RETRY_LOAD_S = (1.0, 60.0)
+"""The first and the longest wait between attempts to load the embedder."""
 
 
 def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
@@ -53,8 +57,10 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
         try:
             if db.embedded:
                 _bootstrap_default_tenant(runtime, db.data_dir)
+            loader = _EmbedderLoader(runtime)
             loop, wake = _drains(runtime)
-            app = create_app(api, runtime, wake)
+            running = None if loop is None else (lambda: loop.running)
+            app = create_app(api, runtime, wake, drains_running=running)
             # Everything loaded so far lives as long as the process: moving it out
             # of the collector's reach keeps full collections short. Without it,
             # they added 30-40 ms to the slowest 1% of as-of reads of long memories.
@@ -66,11 +72,13 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
                     "port": api.port,
                     "embedded": db.embedded,
                     "drains": "broker" if loop is None else "in-process",
+                    "admin_token_file": str(admin_token_path(db.data_dir)) if db.embedded else None,
                 },
             )
             try:
                 uvicorn.run(app, host=api.host, port=api.port, log_config=None, access_log=False)
             finally:
+                loader.stop()
                 if loop is not None:
                     loop.stop()
         finally:
@@ -83,7 +91,7 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
 
 def _bootstrap_default_tenant(runtime: Runtime, data_dir: Path) -> None:
     """On the first serve of an empty embedded store, create tenant ``default``."""
-    token_file = data_dir / _ADMIN_TOKEN_FILE
+    token_file = admin_token_path(data_dir)
     with runtime.database.owner_connection() as conn, conn.cursor() as cur:
         head = log_head(cur, runtime.database.schema)
     if token_file.exists() or head > 0:
@@ -95,6 +103,38 @@ def _bootstrap_default_tenant(runtime: Runtime, data_dir: Path) -> None:
     print(f"created tenant 'default' ({issued.tenant_id})", file=sys.stderr)
     print(f"admin token (shown once, also saved to {token_file}):", file=sys.stderr)
     print(issued.token, file=sys.stderr)
+
+
+class _EmbedderLoader:
+    """Loads the embedder in the background, retrying with growing waits until it
+    loads (``/readyz`` is not ready until then)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._load, name="palimpsest-embedder-load", daemon=True
+        )
+        self._thread.start()
+
+    def _load(self) -> None:
+        wait_s, longest_s = _RETRY_LOAD_S
+        while not self._stop.is_set():
+            try:
+                self._runtime.load_embedder()
+            except PalimpsestError as e:
+                _log.warning("embedder not loaded", extra={"error": str(e), "retry_s": wait_s})
+                self._stop.wait(wait_s)
+                wait_s = min(wait_s * 2, longest_s)
+            else:
+                _log.info("embedder loaded", extra={"model": self._runtime.embedder.model_id})
+                return
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop retrying, and let a load under way finish: exiting while a thread is
+        inside torch's import can abort the interpreter instead of exiting."""
+        self._stop.set()
+        self._thread.join(timeout_s)
 
 
 def _drains(runtime: Runtime) -> tuple[DrainLoop | None, Callable[[], None]]:

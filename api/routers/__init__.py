@@ -6,8 +6,12 @@ Modules:
 - :mod:`api.routers.admin`: ``/v1/admin``: the service's resident state, for
   the tenant's administrators.
 - :mod:`api.routers.batch`: ``/v1/batch``: many writes in one transaction.
+- :mod:`api.routers.contributions`: ``/v1/memories/{id}/contributions``: add
+  support to a version without rewriting it.
 - :mod:`api.routers.decisions`: ``/v1/decisions``: explain one recorded
   decision.
+- :mod:`api.routers.edges`: ``/v1/memories/{id}/edges/{edge_id}``: retract an
+  edge, by a recorded decision.
 - :mod:`api.routers.erasures`: ``/v1/erasures``: erase content and its lineage,
   and read the receipts.
 - :mod:`api.routers.events`: ``/v1/events``: the tenant's event feed, paged or
@@ -31,7 +35,9 @@ from __future__ import annotations
 __all__ = [
     "admin",
     "batch",
+    "contributions",
     "decisions",
+    "edges",
     "erasures",
     "events",
     "health",

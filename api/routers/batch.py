@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
 from api.deps import WriteDep
 from api.schemas import BatchCreate, BatchPublic
-from api.specs import batch_specs
+from api.specs import batch_specs, requires
+from projections.commands.writer import EdgeSpec, MemorySpec, ObservationSpec, VersionSpec
 
 __all__ = [
     "create_batch",
@@ -18,7 +19,14 @@ __all__ = [
 router = APIRouter(prefix="/v1/batch", tags=["batch"])
 
 
-@router.post("", status_code=201, response_model=BatchPublic)
+@router.post(
+    "",
+    status_code=201,
+    response_model=BatchPublic,
+    responses={200: {"model": BatchPublic, "description": "Replayed: nothing recorded."}},
+    # Every op a batch takes needs the same role: refuse a caller before reading items.
+    dependencies=[Depends(requires(ObservationSpec, MemorySpec, VersionSpec, EdgeSpec))],
+)
 def create_batch(body: BatchCreate, write: WriteDep) -> dict[str, Any]:
     """Apply up to 1,000 writes all-or-nothing. Each item has an `op`
     (`create_observation`, `create_memory`, `add_version`, `add_edge`) and that

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Depends, Response
 
 from api.deps import AnyAdminDep, RuntimeDep, WriteDep
 from api.schemas import ErasureCreate, ErasureReceipt
-from api.specs import erase_spec
+from api.specs import erase_spec, requires
+from projections.commands.writer import EraseSpec
 from projections.views.receipts import Receipt, erasure_receipt
 
 __all__ = [
@@ -20,7 +21,13 @@ __all__ = [
 router = APIRouter(prefix="/v1/erasures", tags=["erasures"])
 
 
-@router.post("", response_model=ErasureReceipt, status_code=201)
+@router.post(
+    "",
+    response_model=ErasureReceipt,
+    status_code=201,
+    responses={200: {"model": ErasureReceipt, "description": "Replayed: the same receipt."}},
+    dependencies=[Depends(requires(EraseSpec))],
+)
 def erase(body: ErasureCreate, response: Response, write: WriteDep) -> Receipt:
     """Erase observations and memories (admin). In one transaction: the named
     observations' bytes and the named memories' versions are deleted, with every

@@ -12,6 +12,7 @@ from fastapi.responses import StreamingResponse
 
 from api.deps import CallerDep, RuntimeDep
 from api.schemas import EventPagePublic
+from api.schemas.common import MAX_POSITION
 from projections.views.timeline import event_feed
 
 __all__ = [
@@ -30,7 +31,9 @@ _HEARTBEAT_S = 15.0
 def list_events(
     caller: CallerDep,
     runtime: RuntimeDep,
-    after: Annotated[int, Query(ge=0, description="Log position to start after")] = 0,
+    after: Annotated[
+        int, Query(ge=0, le=MAX_POSITION, description="Log position to start after")
+    ] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> EventPagePublic:
     """Return the tenant's accepted events after a log position, oldest first: what was
@@ -44,11 +47,13 @@ def list_events(
 def stream_events(
     caller: CallerDep,
     runtime: RuntimeDep,
-    after: Annotated[int, Query(ge=0, description="Log position to start after")] = 0,
+    after: Annotated[
+        int, Query(ge=0, le=MAX_POSITION, description="Log position to start after")
+    ] = 0,
     limit: Annotated[
         int | None, Query(ge=1, description="Close the stream after this many events")
     ] = None,
-    last_event_id: Annotated[int | None, Header(ge=0)] = None,
+    last_event_id: Annotated[int | None, Header(ge=0, le=MAX_POSITION)] = None,
 ) -> StreamingResponse:
     """Stream the same feed as Server-Sent Events (`text/event-stream`): each event has
     `id` (its log position, so a reconnect with `Last-Event-ID` resumes after it),

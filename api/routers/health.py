@@ -1,37 +1,154 @@
-"""``/healthz`` and ``/metrics``: for operators and their monitoring."""
+"""``/healthz``, ``/readyz`` and ``/metrics``: for operators and their monitoring.
+
+``/healthz`` is liveness: the process answers HTTP (restart it when it does
+not). ``/readyz`` is readiness: the process can serve requests as fast as
+it will once warm (send it traffic only when it is). A load balancer
+routes by ``/readyz``; an orchestrator's liveness probe restarts by
+``/healthz``, never by ``/readyz`` (a database outage would restart every
+replica and fix nothing).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
 
+from alembic.script import ScriptDirectory
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from psycopg import sql
+from pydantic import BaseModel
 
+import projections.store.migrations
 from api.deps import RuntimeDep
+from api.problems import problem_response
 from domain.errors import PalimpsestError
-from projections.store.errors import DatabaseUnavailableError
+from projections.runtime import Runtime
+from projections.store.database import Database
 
 __all__ = [
+    "Checks",
+    "Liveness",
+    "Readiness",
     "healthz",
     "metrics",
+    "readyz",
     "router",
+    "schema_revisions",
 ]
 
 router = APIRouter(tags=["operations"])
 
+Check = Literal["ok", "missing", "external", "unknown"]
 
-@router.get("/healthz")
-def healthz(runtime: RuntimeDep) -> dict[str, Any]:
-    """Report whether the service can reach its database (503 when it cannot)."""
+
+class Liveness(BaseModel):
+    """The process answers."""
+
+    status: Literal["ok"] = "ok"
+
+
+class Checks(BaseModel):
+    """Each condition of readiness: ``ok``, ``missing`` (not yet, or no longer),
+    ``unknown`` (not checked: the database does not answer) or, for the drains,
+    ``external`` (workers elsewhere, over a broker)."""
+
+    database: Check
+    migrations: Check
+    embedder: Check
+    drains: Check
+
+    def missing(self) -> list[str]:
+        """The conditions not met, in order."""
+        return [name for name, check in self if check not in {"ok", "external"}]
+
+
+class Readiness(BaseModel):
+    """Ready: every check is met."""
+
+    status: Literal["ready"] = "ready"
+    checks: Checks
+
+
+_NOT_READY = {
+    "description": "Not ready: `application/problem+json` of type "
+    "`urn:palimpsest:problem:not-ready`, with the same `checks` and `missing`, "
+    "the conditions that are not met",
+    "content": {"application/problem+json": {}},
+}
+
+
+@router.get("/healthz", response_model=Liveness)
+def healthz() -> Liveness:
+    """Liveness: the process answers HTTP. It checks nothing else (a database outage
+    is not fixed by restarting the service): route traffic by `/readyz`."""
+    return Liveness()
+
+
+@router.get("/readyz", response_model=Readiness, responses={503: _NOT_READY})
+def readyz(request: Request, runtime: RuntimeDep) -> Any:
+    """Readiness: 200 when the database answers, its schema is at this code's newest
+    migration, the embedder has loaded (the first recall does not pay for it), and
+    the drain loop runs (when this process drains; `external` with a broker).
+    Otherwise 503 `not-ready`, naming what is missing. A load balancer routes by this."""
+    drains: Callable[[], bool] | None = request.app.state.drains_running
+    database = _database(runtime)
+    checks = Checks(
+        database=database,
+        migrations=_migrations(runtime) if database == "ok" else "unknown",
+        embedder="ok" if runtime.embedder_loaded.is_set() else "missing",
+        drains="external" if drains is None else ("ok" if drains() else "missing"),
+    )
+    missing = checks.missing()
+    if not missing:
+        return Readiness(checks=checks)
+    return problem_response(
+        503,
+        "not-ready",
+        "Not ready",
+        f"not ready: {', '.join(missing)} missing",
+        instance=request.url.path,
+        extra={"checks": checks.model_dump(), "missing": missing},
+        headers={"Retry-After": "1"},
+    )
+
+
+def _database(runtime: Runtime) -> Check:
     try:
         with runtime.log.datastore.transaction(commit=False) as curs:
             curs.execute("SELECT 1")
-    except Exception as e:
-        if isinstance(e, PalimpsestError):
-            raise
-        msg = f"the database does not answer: {type(e).__name__}"
-        raise DatabaseUnavailableError(msg) from e
-    return {"status": "ok", "database": "ok"}
+    except Exception:  # any driver or pool error means the same: not reachable
+        return "missing"
+    return "ok"
+
+
+@lru_cache(maxsize=1)
+def _head_revision() -> str | None:
+    """The newest migration this code has (read from its scripts, once)."""
+    scripts = Path(projections.store.migrations.__file__).resolve().parent
+    return ScriptDirectory(str(scripts)).get_current_head()
+
+
+def _migrations(runtime: Runtime) -> Check:
+    try:
+        at = schema_revisions(runtime.database)
+    except PalimpsestError:  # unreachable
+        return "missing"
+    return "ok" if at == [_head_revision()] else "missing"
+
+
+def schema_revisions(database: Database) -> list[str]:
+    """Return the revisions Alembic records for ``database`` (one query as the owner,
+    which can read Alembic's table; Alembic itself would log at every probe)."""
+    with database.owner_connection() as conn:
+        rows = conn.execute(
+            sql.SQL("SELECT version_num FROM {}.alembic_version").format(
+                sql.Identifier(database.schema)
+            )
+        ).fetchall()
+    return sorted(str(row[0]) for row in rows)
 
 
 @router.get("/metrics", response_class=Response)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Response
-from pydantic import AwareDatetime
+from fastapi import APIRouter, Depends, Query, Response
+from starlette.concurrency import run_in_threadpool
 
 from api.cursor import decode_cursor, encode_cursor
 from api.deps import CallerDep, ClockDep, RuntimeDep, WriteDep, WriteRequest
@@ -28,18 +27,21 @@ from api.schemas import (
     VersionCreate,
     VersionCreated,
 )
-from api.specs import edge_spec, label_spec, memory_spec, version_spec
-from domain.errors import ContentErasedError, InvalidInputError
+from api.schemas.common import MAX_POSITION, Cursor, Label, QueryFlag, Rfc3339
+from api.schemas.memories import MAX_IDS, MemoryBatchPublic
+from api.specs import edge_spec, label_spec, memory_spec, requires, version_spec
+from api.waiting import await_drains
+from domain.errors import ContentErasedError
 from domain.memory import MemoryType
 from projections.commands.caller import Caller
+from projections.commands.writer import EdgeSpec, LabelSpec, MemorySpec, VersionSpec
 from projections.runtime import Runtime
-from projections.views.access_stamps import salience_of, stamp_accesses
+from projections.views.access_stamps import scores_of, stamp_accesses
 from projections.views.as_of import BeliefAsOf, belief_as_of, list_beliefs_as_of, position_at
 from projections.views.candidates import Candidates, potential_contradictions
 from projections.views.current_beliefs import (
     CurrentBelief,
     ErasedBelief,
-    ListedCurrentBelief,
     PendingBelief,
     current_belief,
     list_beliefs,
@@ -57,6 +59,7 @@ __all__ = [
     "pin_memory",
     "read_candidates",
     "read_history",
+    "read_memories",
     "read_memory",
     "read_versions",
     "restore_memory",
@@ -67,8 +70,14 @@ __all__ = [
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
 
-@router.post("", status_code=201, response_model=MemoryCreated, response_model_exclude_none=True)
-def create_memory(body: MemoryCreate, write: WriteDep) -> dict[str, Any]:
+@router.post(
+    "",
+    status_code=201,
+    response_model=MemoryCreated,
+    response_model_exclude_none=True,
+    dependencies=[Depends(requires(MemorySpec))],
+)
+async def create_memory(body: MemoryCreate, write: WriteDep) -> dict[str, Any]:
     """Create a memory with its first version. Each `evidence` excerpt is checked against
     the observation's content and recorded as a contribution by the caller.
 
@@ -77,8 +86,8 @@ def create_memory(body: MemoryCreate, write: WriteDep) -> dict[str, Any]:
     floor, newest first: advisory, nothing is labelled. It is `pending` when the
     version was not embedded within the wait (`PALIMPSEST_CANDIDATE_WAIT_S`); then see
     `GET /v1/memories/{id}/candidates`."""
-    result = write.perform(body, memory_spec(body))
-    return _with_candidates(write, result, UUID(str(result["id"])))
+    result = await run_in_threadpool(write.perform, body, memory_spec(body))
+    return await _with_candidates(write, result, UUID(str(result["id"])))
 
 
 @router.post(
@@ -86,30 +95,33 @@ def create_memory(body: MemoryCreate, write: WriteDep) -> dict[str, Any]:
     status_code=201,
     response_model=VersionCreated,
     response_model_exclude_none=True,
+    dependencies=[Depends(requires(VersionSpec))],
 )
-def create_version(memory_id: UUID, body: VersionCreate, write: WriteDep) -> dict[str, Any]:
+async def create_version(memory_id: UUID, body: VersionCreate, write: WriteDep) -> dict[str, Any]:
     """Record a new version (a revision) of a memory, with its
     `potential_contradictions` as for a new memory."""
-    result = write.perform(body, version_spec(memory_id, body))
-    return _with_candidates(write, result, memory_id)
+    result = await run_in_threadpool(write.perform, body, version_spec(memory_id, body))
+    return await _with_candidates(write, result, memory_id)
 
 
-def _with_candidates(
+async def _with_candidates(
     write: WriteRequest, result: dict[str, Any], memory_id: UUID
 ) -> dict[str, Any]:
     """Add the new version's potential contradictions, waiting for its embedding as
-    long as configured when a drain runs (without one, the answer is pending)."""
+    long as configured when a drain runs (without one, the answer is pending); the
+    wait holds no thread (:func:`api.waiting.await_drains`)."""
     runtime = write.runtime
     settings = runtime.embedding
     version_id = UUID(str(result["version_id"]))
-    deadline = time.monotonic() + (settings.candidate_wait_s if write.drains else 0)
-    while True:
-        found = potential_contradictions(
+    found = await await_drains(
+        runtime,
+        write.caller.tenant_id,
+        lambda: potential_contradictions(
             runtime.log, write.caller.tenant_id, memory_id, version_id, settings.conflict_floor
-        )
-        if found.status == "ready" or time.monotonic() >= deadline:
-            break
-        time.sleep(0.02)
+        ),
+        lambda found: found.status == "ready",
+        settings.candidate_wait_s if write.drains else 0,
+    )
     if found.status == "pending":
         found = CandidatesPublic(**dict(found), url=f"/v1/memories/{memory_id}/candidates")
     return {**result, "potential_contradictions": found}
@@ -138,44 +150,60 @@ def read_candidates(
     )
 
 
-@router.post("/{memory_id}/edges", status_code=201, response_model=EdgeCreated)
+@router.post(
+    "/{memory_id}/edges",
+    status_code=201,
+    response_model=EdgeCreated,
+    responses={200: {"model": EdgeCreated, "description": "Replayed: the edge existed."}},
+    dependencies=[Depends(requires(EdgeSpec))],
+)
 def create_edge(memory_id: UUID, body: EdgeCreate, write: WriteDep) -> dict[str, Any]:
     """Add an edge from this memory to another: `supersedes` (this one is newer),
     `conflicts_with`, `extends` or `derived_from`. Event memories accept only `extends`."""
     return write.perform(body, edge_spec(memory_id, body))
 
 
-@router.get("", response_model=MemoryPagePublic, response_model_exclude_none=True)
+@router.get("", response_model=MemoryPagePublic)
 def list_memories(
     caller: CallerDep,
     runtime: RuntimeDep,
     clock: ClockDep,
     type: MemoryType | None = None,
-    scope: Annotated[str | None, Query(max_length=200)] = None,
-    project: Annotated[str | None, Query(max_length=200)] = None,
+    scope: Annotated[Label | None, Query()] = None,
+    project: Annotated[Label | None, Query()] = None,
+    topic: Annotated[Label | None, Query()] = None,
     status: Literal["current", "pending"] | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
-    at_position: Annotated[int | None, Query(ge=0, description="Log position to list at")] = None,
-    as_of: Annotated[AwareDatetime | None, Query(description="RFC 3339 time to list at")] = None,
+    cursor: Annotated[Cursor | None, Query()] = None,
+    at_position: Annotated[
+        int | None, Query(ge=0, le=MAX_POSITION, description="Log position to list at")
+    ] = None,
+    as_of: Annotated[Rfc3339 | None, Query(description="RFC 3339 time to list at")] = None,
     include_archived: Annotated[
-        bool, Query(description="Also list forgotten memories (flagged in their labels)")
+        QueryFlag, Query(description="Also list forgotten memories (flagged in their labels)")
     ] = False,
+    include_content: Annotated[
+        QueryFlag, Query(description="Each current memory's text (false leaves it out)")
+    ] = True,
 ) -> MemoryPagePublic:
-    """List memories, newest first, with filters. Each is `current` with its belief, or
-    `pending` without one (never with stale content). Pass `next_cursor` back as `cursor`
-    for the next page. Forgotten memories are left out unless `include_archived=true`,
-    which lists them flagged (labels.archived: reason and decision).
+    """List memories, newest first, with filters. Each is `current` with its belief, its
+    type, scope, project and topic, and its current version's `content` (unless
+    `include_content=false`), or `pending` without belief or content (never stale
+    content). Pass `next_cursor` back as `cursor` for the next page. Forgotten memories
+    are left out unless `include_archived=true`, which lists them flagged
+    (labels.archived: reason and decision). A listing's `salience` is the score in [0, 1];
+    listing is not an access. To read memories by id, see `GET /v1/memories/batch`.
 
     With `at_position` or `as_of`, lists what was believed then: the memories that
     existed, each `as_of` with its belief computed from the log up to that position
-    (reported as `position`; pass the same position with each page's cursor)."""
+    (reported as `position`; pass the same position with each page's cursor). Given
+    both, the earlier of the two positions is used. An as-of listing is never pending:
+    `status=pending` lists nothing, `status=current` everything."""
     after = decode_cursor(cursor) if cursor else None
     position = _as_of_position(runtime, caller, at_position, as_of)
     if position is not None:
-        if status is not None:
-            msg = "status filters current reads; an as-of listing is never pending"
-            raise InvalidInputError(msg)
+        if status == "pending":  # what was believed then is settled: nothing is pending
+            return MemoryPagePublic(items=[], position=position)
         used, as_of_items, after = list_beliefs_as_of(
             runtime.log,
             caller.tenant_id,
@@ -183,6 +211,7 @@ def list_memories(
             memory_type=type,
             scope=scope,
             project=project,
+            topic=topic,
             limit=limit,
             after=after,
             include_archived=include_archived,
@@ -194,27 +223,72 @@ def list_memories(
     items, after = list_beliefs(
         runtime.log,
         caller.tenant_id,
-        MemoryFilter(type, scope, project, status, include_archived),
+        MemoryFilter(type, scope, project, status, include_archived, topic),
         limit=limit,
         after=after,
         now=now,
+        include_content=include_content,
     )
-    current = [i for i in items if isinstance(i, ListedCurrentBelief)]
-    ranked = iter(_rank_and_stamp(runtime, caller, current, [i.id for i in current], now))
-    items = [next(ranked) if isinstance(i, ListedCurrentBelief) else i for i in items]
+    items = _with_scores(runtime, caller, items, [i.id for i in items], now, stamp=False)
     return MemoryPagePublic(items=items, next_cursor=encode_cursor(after) if after else None)
+
+
+@router.get("/batch", response_model=MemoryBatchPublic)
+def read_memories(
+    caller: CallerDep,
+    runtime: RuntimeDep,
+    clock: ClockDep,
+    ids: Annotated[
+        list[UUID],
+        Query(
+            min_length=1,
+            max_length=MAX_IDS,
+            description=f"The memories to read (repeat the parameter, at most {MAX_IDS}).",
+        ),
+    ],
+    include_content: Annotated[
+        QueryFlag, Query(description="Each current memory's text (false leaves it out)")
+    ] = True,
+) -> MemoryBatchPublic:
+    """Read up to 100 memories by id in one call: each as `GET /v1/memories/{id}` answers
+    it (archived ones flagged, erased ones as placeholders), in the order given (each
+    once), and the ids that name no memory of the tenant in `not_found`. Each current
+    one counts as an access, as a read by id does. It never waits for revision."""
+    return _read_by_ids(runtime, caller, ids, clock(), include_content)
+
+
+def _read_by_ids(
+    runtime: Runtime, caller: Caller, ids: list[UUID], now: datetime, include_content: bool
+) -> MemoryBatchPublic:
+    """Return the memories of ``ids`` in the order given (each once), and the ids not
+    found; the current ones count as accessed."""
+    wanted = list(dict.fromkeys(ids))
+    items, _ = list_beliefs(
+        runtime.log,
+        caller.tenant_id,
+        MemoryFilter(include_archived=True, ids=tuple(wanted)),
+        limit=len(wanted),
+        after=None,
+        now=now,
+        include_content=include_content,
+    )
+    scored = _with_scores(runtime, caller, items, [i.id for i in items], now, stamp=True)
+    found = {i.id: i for i in scored}
+    return MemoryBatchPublic(
+        items=[found[i] for i in wanted if i in found],
+        not_found=[i for i in wanted if i not in found],
+    )
 
 
 def _as_of_position(
     runtime: Runtime, caller: Caller, at_position: int | None, as_of: datetime | None
 ) -> int | None:
-    """Return the log position an as-of read asks for (None for a current read)."""
-    if at_position is not None and as_of is not None:
-        msg = "give at_position or as_of, not both"
-        raise InvalidInputError(msg)
-    if as_of is not None:
-        return position_at(runtime.log, caller.tenant_id, as_of)
-    return at_position
+    """Return the log position an as-of read asks for (None for a current read): the
+    earlier of the two when both are given (what was believed at both bounds)."""
+    if as_of is None:
+        return at_position
+    by_time = position_at(runtime.log, caller.tenant_id, as_of)
+    return by_time if at_position is None else min(at_position, by_time)
 
 
 @router.get("/{memory_id}/history", response_model=MemoryHistoryPublic)
@@ -226,16 +300,18 @@ def read_history(memory_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> Mem
     return memory_history(runtime.log, caller.tenant_id, memory_id)
 
 
-@router.get("/{memory_id}", response_model=BeliefPublic, response_model_exclude_none=True)
-def read_memory(
+@router.get("/{memory_id}", response_model=BeliefPublic)
+async def read_memory(
     memory_id: UUID,
     response: Response,
     caller: CallerDep,
     runtime: RuntimeDep,
     clock: ClockDep,
     wait: Annotated[float, Query(ge=0, le=30, description="Seconds to wait for revision")] = 0,
-    at_position: Annotated[int | None, Query(ge=0, description="Log position to read at")] = None,
-    as_of: Annotated[AwareDatetime | None, Query(description="RFC 3339 time to read at")] = None,
+    at_position: Annotated[
+        int | None, Query(ge=0, le=MAX_POSITION, description="Log position to read at")
+    ] = None,
+    as_of: Annotated[Rfc3339 | None, Query(description="RFC 3339 time to read at")] = None,
 ) -> CurrentBelief | PendingBelief | ErasedBelief | BeliefAsOf:
     """Return what palimpsest currently believes about a memory. The answer is `current`
     (with the belief) only when every accepted write that could change it has been
@@ -244,33 +320,64 @@ def read_memory(
 
     With `at_position` or `as_of`, the answer is what was believed then (`as_of`, with
     the log position used; a time resolves to the last position recorded by then), computed
-    by the same projection function from the log up to that position. It is never pending."""
-    position = _as_of_position(runtime, caller, at_position, as_of)
-    if position is not None:
-        return belief_as_of(runtime.log, caller.tenant_id, memory_id, position)
-    answer = current_belief(runtime.log, caller.tenant_id, memory_id, now=clock, wait_s=wait)
+    by the same projection function from the log up to that position; given both, the
+    earlier of the two positions). It is never pending."""
+    if at_position is not None or as_of is not None:
+        return await run_in_threadpool(_read_as_of, runtime, caller, memory_id, at_position, as_of)
+    answer = await await_drains(
+        runtime,
+        caller.tenant_id,
+        lambda: current_belief(runtime.log, caller.tenant_id, memory_id, now=clock),
+        lambda answer: not isinstance(answer, PendingBelief),
+        wait,
+    )
     if isinstance(answer, PendingBelief):
         response.headers["Retry-After"] = "1"
     if not isinstance(answer, CurrentBelief):
         return answer  # nothing to rank: no belief yet, or erased
-    [ranked] = _rank_and_stamp(runtime, caller, [answer], [memory_id], clock())
+    [ranked] = await run_in_threadpool(
+        _with_scores, runtime, caller, [answer], [memory_id], clock(), stamp=True
+    )
     return ranked
 
 
-_Current = TypeVar("_Current", bound=CurrentBelief)
+def _read_as_of(
+    runtime: Runtime,
+    caller: Caller,
+    memory_id: UUID,
+    at_position: int | None,
+    as_of: datetime | None,
+) -> BeliefAsOf | ErasedBelief:
+    position = _as_of_position(runtime, caller, at_position, as_of)
+    assert position is not None  # one of the two is given
+    return belief_as_of(runtime.log, caller.tenant_id, memory_id, position)
 
 
-def _rank_and_stamp(
-    runtime: Runtime, caller: Caller, answers: list[_Current], ids: list[UUID], now: datetime
-) -> list[_Current]:
-    """Return each current answer with its salience (from accesses so far), and count
-    this read as one more access of each. Tuning state only: never an event or a label."""
-    beliefs = {i: a.belief for i, a in zip(ids, answers, strict=True)}
-    ranked = salience_of(runtime.log, caller.tenant_id, beliefs, now)
-    stamp_accesses(runtime.log, caller.tenant_id, ids, now)
+_Item = TypeVar("_Item")
+
+
+def _with_scores(
+    runtime: Runtime,
+    caller: Caller,
+    answers: list[_Item],
+    ids: list[UUID],
+    now: datetime,
+    *,
+    stamp: bool,
+) -> list[_Item]:
+    """Return the answers (of the memories ``ids``) with each current one's salience
+    score (from accesses so far), and, when ``stamp``, count this read as one more
+    access of each current one (reads by id; never listings, never the polls of a
+    wait). Tuning state only: never an event or a label."""
+    beliefs = {
+        i: a.belief for i, a in zip(ids, answers, strict=True) if isinstance(a, CurrentBelief)
+    }
+    scores = scores_of(runtime.log, caller.tenant_id, beliefs, now)
+    if stamp:
+        stamp_accesses(runtime.log, caller.tenant_id, list(beliefs), now)
     return [
-        answer.model_copy(update={"salience": ranked.get(memory_id)})
-        for memory_id, answer in zip(ids, answers, strict=True)
+        a.model_copy(update={"salience": scores.get(i)}) if isinstance(a, CurrentBelief) else a
+        for i, a in zip(ids, answers, strict=True)
     ]
 
 
@@ -291,6 +398,7 @@ _DECISION_RESPONSES: dict[int | str, dict[str, Any]] = {
     status_code=201,
     response_model=DecisionOutcome,
     responses=_DECISION_RESPONSES,
+    dependencies=[Depends(requires(LabelSpec))],
 )
 def forget_memory(memory_id: UUID, body: ForgetCreate, write: WriteDep) -> dict[str, Any]:
     """Forget a memory: archive it reversibly, by a recorded decision with a required
@@ -304,6 +412,7 @@ def forget_memory(memory_id: UUID, body: ForgetCreate, write: WriteDep) -> dict[
     status_code=201,
     response_model=DecisionOutcome,
     responses=_DECISION_RESPONSES,
+    dependencies=[Depends(requires(LabelSpec))],
 )
 def restore_memory(
     memory_id: UUID, write: WriteDep, body: LabelChange | None = None
@@ -319,6 +428,7 @@ def restore_memory(
     status_code=201,
     response_model=DecisionOutcome,
     responses=_DECISION_RESPONSES,
+    dependencies=[Depends(requires(LabelSpec))],
 )
 def pin_memory(memory_id: UUID, write: WriteDep, body: LabelChange | None = None) -> dict[str, Any]:
     """Pin a memory, by a recorded decision."""
@@ -331,6 +441,7 @@ def pin_memory(memory_id: UUID, write: WriteDep, body: LabelChange | None = None
     status_code=201,
     response_model=DecisionOutcome,
     responses=_DECISION_RESPONSES,
+    dependencies=[Depends(requires(LabelSpec))],
 )
 def unpin_memory(
     memory_id: UUID, write: WriteDep, body: LabelChange | None = None

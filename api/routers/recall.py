@@ -16,14 +16,15 @@ __all__ = [
 router = APIRouter(prefix="/v1/recall", tags=["recall"])
 
 
-@router.post("", response_model=RecallPublic, response_model_exclude_none=True)
+@router.post("", response_model=RecallPublic)
 def recall_memories(
     body: RecallCreate, response: Response, caller: CallerDep, runtime: RuntimeDep, clock: ClockDep
 ) -> RecallPublic:
-    """Return the `k` current memories most similar to `query`, filtered by type, scope
-    and project inside the database, best first. Equal similarities (to 3 decimals)
-    rank by salience, then recency, then id; each item says which decided. Each
-    current memory returned counts as an access (it feeds salience). A memory whose
+    """Return the `k` current memories most similar to `query`, filtered by type, scope,
+    project and topic inside the database, best first. Equal similarities (to 3
+    decimals) rank by salience (a pinned memory first, then the score), then recency,
+    then id; each item says which decided. Each current memory returned counts as an
+    access (it feeds salience); its `salience` is the score in [0, 1]. A memory whose
     revision or embedding has not caught up is returned `pending`, without content;
     archived ones only with `include_archived`, flagged in their belief. Similarity
     only recalls: it never decides anything. `Server-Timing` reports the query's
@@ -39,6 +40,7 @@ def recall_memories(
             body.scope,
             body.project,
             body.include_archived,
+            body.topic,
         ),
         now=clock(),
     )

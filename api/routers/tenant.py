@@ -8,15 +8,22 @@ from datetime import timedelta
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 from fastapi.responses import StreamingResponse
 
 from api.deps import AdminDep, CallerDep, ClockDep, RuntimeDep, UnkeyedWriteDep, WriteDep, WriterDep
-from api.schemas import ErasureReceipt, RetentionPublic, RetentionUpdate, TenantDeletion
-from api.specs import retention_spec, tenant_deletion_spec
+from api.schemas import (
+    ErasureReceipt,
+    Label,
+    Reason,
+    RetentionPublic,
+    RetentionUpdate,
+    TenantDeletion,
+)
+from api.specs import requires, retention_spec, tenant_deletion_spec
 from domain.errors import ConfirmationRequiredError
-from domain.limits import MAX_REASON_CHARS
 from projections.commands.tenant_deletion import confirmation_token
+from projections.commands.writer import RetentionSpec
 from projections.views.export import export_tenant
 from projections.views.receipts import Receipt, erasure_receipt
 
@@ -56,7 +63,7 @@ def _hours(value: timedelta) -> int:
     return int(value / timedelta(hours=1))
 
 
-@router.get("/retention", response_model=RetentionPublic)
+@router.get("/retention", response_model=RetentionPublic, response_model_exclude_none=True)
 def read_retention(caller: CallerDep, writer: WriterDep) -> dict[str, Any]:
     """Return the retention new observations get (the tenant's own if it set one,
     else the deployment's) and the deployment's maxima."""
@@ -69,7 +76,11 @@ def read_retention(caller: CallerDep, writer: WriterDep) -> dict[str, Any]:
     }
 
 
-@router.put("/retention", response_model=RetentionPublic)
+@router.put(
+    "/retention",
+    response_model=RetentionPublic,
+    dependencies=[Depends(requires(RetentionSpec))],
+)
 def update_retention(body: RetentionUpdate, response: Response, write: WriteDep) -> dict[str, Any]:
     """Set the tenant's retention of observation bytes (admin, within the deployment's
     maxima). New captures take it at once. A shortening also applies to deadlines not
@@ -84,18 +95,29 @@ def update_retention(body: RetentionUpdate, response: Response, write: WriteDep)
     }
 
 
-@router.delete("", response_model=ErasureReceipt, status_code=202)
+@router.delete(
+    "",
+    response_model=ErasureReceipt,
+    status_code=202,
+    responses={
+        428: {
+            "description": "Confirmation required: repeat with `confirm` set to the "
+            "problem's `confirmation_token` (nothing was written).",
+            "content": {"application/problem+json": {}},
+        }
+    },
+)
 def delete_tenant(
     response: Response,
     caller: AdminDep,
     write: UnkeyedWriteDep,
     confirm: Annotated[
-        str | None,
-        Query(max_length=100, description="The confirmation token a first call returned."),
+        Label | None,
+        Query(description="The confirmation token a first call returned (any other: 428)."),
     ] = None,
-    reason: Annotated[
-        str, Query(min_length=1, max_length=MAX_REASON_CHARS, description="Why (no personal data).")
-    ] = "tenant deletion requested",
+    reason: Annotated[Reason, Query(description="Why (no personal data).")] = (
+        "tenant deletion requested"
+    ),
 ) -> Receipt:
     """Delete the whole tenant (admin), in two steps. Without `confirm` (or with a stale
     one) the answer is 428 with a `confirmation_token` and nothing is written; the

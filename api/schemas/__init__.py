@@ -21,9 +21,17 @@ from api.schemas.common import (
     Reason,
     RequestBody,
 )
+from api.schemas.contributions import (
+    ContributionAdded,
+    ContributionsCreate,
+    ContributionsCreated,
+)
 from api.schemas.decisions import (
     DecisionOutcome,
     DecisionPublic,
+)
+from api.schemas.edges import (
+    EdgeRetract,
 )
 from api.schemas.erasures import (
     ErasureCreate,
@@ -93,12 +101,16 @@ __all__ = [
     "CacheEvicted",
     "CandidatePublic",
     "CandidatesPublic",
+    "ContributionAdded",
     "ContributionPublic",
+    "ContributionsCreate",
+    "ContributionsCreated",
     "DecisionOutcome",
     "DecisionPublic",
     "EdgeCreate",
     "EdgeCreated",
     "EdgePublic",
+    "EdgeRetract",
     "ErasureCreate",
     "ErasureReceipt",
     "ErasureRemoved",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from projections.views.decision_records import DecisionRecord
 
@@ -21,7 +21,10 @@ class DecisionOutcome(BaseModel):
     id: UUID
     kind: str
     subject: str
-    params: dict[str, str]
+    params: dict[str, str | list[str]]
+    reason: str | None = Field(
+        default=None, description="Why the caller asked, as recorded (null when not given)."
+    )
     accepted: list[dict[str, str]]
     refused: list[dict[str, str]]
     replayed: bool

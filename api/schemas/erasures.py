@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from api.schemas.common import Reason, RequestBody
 from domain.limits import MAX_BATCH_ITEMS
@@ -21,9 +21,29 @@ class ErasureCreate(RequestBody):
     """Erase observations and memories: their content and everything formed only
     from them. At least one id; at most 1,000 in all."""
 
+    # Published, so that a client sees the rule: one of the two lists is not empty.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {
+                    "properties": {"observation_ids": {"minItems": 1}},
+                    "required": ["observation_ids"],
+                },
+                {"properties": {"memory_ids": {"minItems": 1}}, "required": ["memory_ids"]},
+            ]
+        }
+    )
+
     observation_ids: list[UUID] = Field(default_factory=list, max_length=MAX_BATCH_ITEMS)
     memory_ids: list[UUID] = Field(default_factory=list, max_length=MAX_BATCH_ITEMS)
     reason: Reason
+
+    @model_validator(mode="after")
+    def _names_something(self) -> ErasureCreate:
+        if not self.observation_ids and not self.memory_ids:
+            msg = "an erasure names at least one observation or memory"
+            raise ValueError(msg)
+        return self
 
 
 ErasureRemoved = RemovedCounts

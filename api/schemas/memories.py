@@ -7,7 +7,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import BatchRef, Label, Reason, RequestBody
+from api.schemas.common import NOT_BLANK, BatchRef, JsonInt, Label, Reason, RequestBody
 from domain.edge import EdgeKind
 from domain.evidence import Excerpt
 from domain.limits import MAX_EVIDENCE_ITEMS
@@ -39,6 +39,8 @@ __all__ = [
     "ForgetCreate",
     "HistoryVersionPublic",
     "LabelChange",
+    "MAX_IDS",
+    "MemoryBatchPublic",
     "MemoryCreate",
     "MemoryCreated",
     "MemoryHistoryPublic",
@@ -56,15 +58,20 @@ class EvidenceIn(RequestBody):
     """An excerpt ``[start, end)`` of an observation, in Unicode code points."""
 
     observation_id: UUID | BatchRef
-    start: int = Field(ge=0)
-    end: int = Field(ge=1)
+    start: JsonInt = Field(ge=0)
+    end: JsonInt = Field(ge=1)
 
 
 class _Claim(RequestBody):
-    content: str = Field(description="The claim's text, at most 64 KiB as UTF-8.")
+    content: str = Field(
+        min_length=1,
+        pattern=NOT_BLANK,
+        description="The claim's text, at most 64 KiB as UTF-8, not blank. Stored as bytes: "
+        "any character may appear (U+0000 included).",
+    )
     evidence: list[EvidenceIn] = Field(default_factory=list, max_length=MAX_EVIDENCE_ITEMS)
     model_id: Label | None = Field(default=None, description="The model that proposed it, if any.")
-    trust: float = Field(default=1.0, ge=0.0, le=1.0)
+    trust: float = Field(default=1.0, ge=0.0, le=1.0, strict=True)
 
 
 class MemoryCreate(_Claim):
@@ -85,6 +92,7 @@ class EdgeCreate(RequestBody):
 
     kind: EdgeKind
     target_id: UUID | BatchRef
+    reason: Reason | None = Field(default=None, description="Why; recorded with its decision.")
 
 
 class ForgetCreate(RequestBody):
@@ -171,14 +179,25 @@ MemoryListItem = Annotated[
 as of a past position."""
 
 
+MAX_IDS = 100
+"""Memories one ``GET /v1/memories?ids=…`` reads."""
+
+
 class MemoryPagePublic(BaseModel):
-    """A page of memories, and the cursor of the next page (absent on the last)."""
+    """A page of memories, and the cursor of the next page (null on the last)."""
 
     items: list[MemoryListItem]
     next_cursor: str | None = None
     position: int | None = Field(
-        default=None, description="The log position an as-of listing used."
+        default=None, description="The log position an as-of listing used (null otherwise)."
     )
+
+
+class MemoryBatchPublic(BaseModel):
+    """The memories read by id, in the order given, and the ids of none."""
+
+    items: list[MemoryListItem]
+    not_found: list[UUID] = Field(description="The ids that name no memory of the tenant.")
 
 
 ContributionPublic = ContributionRecord

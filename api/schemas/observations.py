@@ -5,29 +5,41 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel
+from pydantic import BaseModel, Field
 
-from api.schemas.common import Label, MediaType, Reason, RequestBody
-from projections.views.observations import Milestone, Milestones, ObservationRecord
+from api.schemas.common import Label, MediaType, Reason, RequestBody, Rfc3339
+from projections.views.observations import (
+    Milestone,
+    Milestones,
+    ObservationRecord,
+    ObservationSummary,
+)
 
 __all__ = [
     "Milestone",
     "Milestones",
     "ObservationCreate",
     "ObservationCreated",
+    "ObservationListItem",
+    "ObservationPagePublic",
     "ObservationPublic",
     "RetractCreate",
 ]
 
 
 class ObservationCreate(RequestBody):
-    """A raw report to capture. Content is text, at most 1 MiB as UTF-8."""
+    """A raw report to capture. Content is text, at most 1 MiB as UTF-8; it is stored
+    as bytes, so it may hold any character (U+0000 included)."""
 
-    content: str
+    content: str = Field(min_length=1, description="The report's text, at most 1 MiB as UTF-8.")
     media_type: MediaType = "text/plain"
     source: Label | None = None
-    captured_at: AwareDatetime | None = None
-    transient: bool = False
+    captured_at: Rfc3339 | None = Field(
+        default=None,
+        description="When the report was made (default: when received); a time after "
+        "it was received, beyond 5 minutes of clock skew, is refused (422 invalid-input).",
+    )
+    transient: bool = Field(default=False, strict=True)
 
 
 class ObservationCreated(BaseModel):
@@ -40,6 +52,19 @@ class ObservationCreated(BaseModel):
 
 class ObservationPublic(ObservationRecord):
     """An observation's metadata (its content is at ``/content``)."""
+
+
+ObservationListItem = ObservationSummary
+"""An observation in a listing: its metadata (milestones at ``GET /v1/observations/{id}``,
+content at ``/content``)."""
+
+
+class ObservationPagePublic(BaseModel):
+    """A page of observations, newest first, and the cursor of the next page (null on
+    the last)."""
+
+    items: list[ObservationListItem]
+    next_cursor: str | None = None
 
 
 class RetractCreate(RequestBody):

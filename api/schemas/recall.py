@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import Label, RequestBody
+from api.schemas.common import JsonInt, Label, PgText, RequestBody
 from domain.memory import MemoryType
 from projections.recall.recalled import RecallItem, RecallRank
 
@@ -19,14 +19,16 @@ __all__ = [
 
 
 class RecallCreate(RequestBody):
-    """What to recall: a query, how many, and filters applied inside the database."""
+    """What to recall: a query, how many, and filters (type, scope, project, topic)
+    applied inside the database."""
 
-    query: str = Field(min_length=1, max_length=4000)
-    k: int = Field(default=10, ge=1, le=100)
+    query: PgText = Field(min_length=1, max_length=4000)
+    k: JsonInt = Field(default=10, ge=1, le=100)
     type: MemoryType | None = None
     scope: Label | None = None
     project: Label | None = None
-    include_archived: bool = False
+    topic: Label | None = None
+    include_archived: bool = Field(default=False, strict=True)
 
 
 RecalledMemory = RecallItem

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from api.schemas.common import Reason, RequestBody
+from api.schemas.common import JsonPositiveInt, Reason, RequestBody
 
 __all__ = [
     "RetentionPublic",
@@ -15,10 +15,11 @@ __all__ = [
 
 class RetentionUpdate(RequestBody):
     """The tenant's retention of observation bytes, in hours; an omitted value is
-    kept. Each must be at most the deployment's maximum."""
+    kept. Each must be at most the deployment's maximum (published as each field's
+    ``maximum`` in the OpenAPI document)."""
 
-    raw_hours: int | None = Field(default=None, ge=1)
-    transient_hours: int | None = Field(default=None, ge=1)
+    raw_hours: JsonPositiveInt | None = None
+    transient_hours: JsonPositiveInt | None = None
 
 
 class RetentionPublic(BaseModel):
@@ -29,6 +30,7 @@ class RetentionPublic(BaseModel):
     max_raw_hours: int
     max_transient_hours: int
     position: int | None = None
+    """The log position of the write that set it (a ``PUT``'s answer only)."""
 
 
 class TenantDeletion(RequestBody):

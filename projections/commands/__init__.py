@@ -8,6 +8,8 @@ Modules:
   principal, its tenant and its role.
 - :mod:`projections.commands.capture`: Capturing observations: raw reports,
   their bytes stored apart from their event.
+- :mod:`projections.commands.contributions`: Adding support: contributions to
+  an existing version, without writing its text again.
 - :mod:`projections.commands.decisions`: Taking decisions: operations that
   change labels on someone's behalf.
 - :mod:`projections.commands.erasure`: Erasure: remove content and the lineage
@@ -15,7 +17,8 @@ Modules:
 - :mod:`projections.commands.idempotency`: Looking up the recorded response of
   an ``Idempotency-Key``.
 - :mod:`projections.commands.memory`: Writing memories: a new memory, a new
-  version of one, an edge between two.
+  version of one, an edge between two (and its retraction), and the evidence
+  check every citation goes through.
 - :mod:`projections.commands.policy`: The deployment's capture policy: what the
   write path needs from the settings.
 - :mod:`projections.commands.retention`: The tenant's retention of observation
@@ -37,6 +40,7 @@ from __future__ import annotations
 __all__ = [
     "caller",
     "capture",
+    "contributions",
     "decisions",
     "erasure",
     "idempotency",

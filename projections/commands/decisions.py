@@ -5,7 +5,9 @@ from the log, never from a read model); its effects and its
 ``DecisionRecorded`` event are recorded in the request's one transaction.
 A request that would apply nothing, and repeats the logical decision (see
 :func:`domain.decision.logical_key`) that last produced that state, is a
-replay: it records nothing and returns the original outcome.
+replay: it records nothing and returns the original outcome. Every decision
+records the caller's ``reason`` (required for a forget, an erasure and a
+tenant deletion, optional elsewhere).
 
 Which memories a withdrawal affects is found through the dependency rows
 (``evidence_links``, ``proposer_links``), which are written in the same
@@ -20,8 +22,13 @@ from dataclasses import dataclass
 from typing import Any, Literal, LiteralString
 from uuid import UUID, uuid4
 
-from domain.decision import POLICY_VERSION, Decision, logical_key
-from domain.errors import ConflictError, InvalidInputError
+from domain.decision import POLICY_VERSION, Decision, DecisionParams, logical_key
+from domain.errors import (
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    StructurallyArchivedError,
+)
 from domain.memory import Memory
 from domain.observation import Observation
 from projections.commands.spec import Batch, WriteSpec
@@ -39,6 +46,7 @@ __all__ = [
     "decide_retract",
     "decide_withdraw",
     "find_decision",
+    "given_reason",
     "record_decision",
     "seen_version",
 ]
@@ -113,21 +121,28 @@ def find_decision(log: EventLog, tenant_id: UUID, key: str) -> tuple[UUID, int] 
     return None if row is None else (row["decision_id"], row["position"])
 
 
+def given_reason(reason: str | None) -> str | None:
+    """Return the caller's reason as recorded: stripped, and None when blank."""
+    return (reason or "").strip() or None
+
+
 def record_decision(
     uow: UnitOfWork,
     *,
     kind: str,
     subject: str,
-    params: dict[str, str],
+    params: DecisionParams,
     inputs: list[dict[str, str]],
     take: Callable[[UUID], Operations],
     nothing_to_do: ConflictError | None,
+    reason: str | None = None,
 ) -> Item:
     """Evaluate a decision with ``take`` and record it, or replay the original.
 
     ``take`` receives the new decision's id, applies the accepted operations
     to the unit of work's aggregates, and returns what it accepted, refused
-    and saw.
+    and saw. ``reason`` (the caller's, if given) is recorded with it; a replay
+    answers the original's.
 
     Raises:
         ConflictError: ``nothing_to_do``, raised when nothing would be applied
@@ -163,6 +178,7 @@ def record_decision(
         proposer_id=uow.caller.principal_id,
         policy_version=POLICY_VERSION,
         principal_id=uow.caller.principal_id,
+        reason=given_reason(reason),
     )
     uow.add(decision)
     return Item(
@@ -251,6 +267,7 @@ def decide_retract(uow: UnitOfWork, spec: RetractSpec) -> Item:
         inputs=[{"kind": "observation", "id": str(observation.id)}],
         take=take,
         nothing_to_do=ConflictError(f"observation {observation.id} is already retracted"),
+        reason=spec.reason,
     )
 
 
@@ -269,6 +286,12 @@ def decide_withdraw(uow: UnitOfWork, spec: WithdrawSpec) -> Item:
         inputs.append({"kind": "model", "id": spec.model_id})
     template = _PROPOSED[spec.proposer_id is not None, spec.model_id is not None]
     memory_ids = _linked_memories(uow, template, tuple(params))
+    if not memory_ids:
+        # Nothing by them was ever recorded: a decision would only record a no-op
+        # forever (and a mistyped id would look withdrawn).
+        named = " with ".join(f"{i['kind']} {i['id']}" for i in inputs)
+        msg = f"{named} never contributed support in this tenant: nothing to withdraw"
+        raise NotFoundError(msg)
 
     def matches(c: Any) -> bool:
         return (spec.proposer_id is None or c.proposer_id == spec.proposer_id) and (
@@ -288,6 +311,7 @@ def decide_withdraw(uow: UnitOfWork, spec: WithdrawSpec) -> Item:
         inputs=inputs,
         take=lambda decision_id: _deactivate(uow, memory_ids, matches, decision_id),
         nothing_to_do=None,
+        reason=spec.reason,
     )
 
 
@@ -295,13 +319,16 @@ def decide_label(uow: UnitOfWork, spec: LabelSpec) -> Item:
     """Forget, restore, pin or unpin one memory."""
     memory = uow.load(spec.memory_id, Memory, "memory")
     principal_id = uow.caller.principal_id
-    reason = (spec.reason or "").strip()
-    if spec.op == "forget" and not reason:
+    reason = given_reason(spec.reason)
+    if spec.op == "forget" and reason is None:
         msg = "forget requires a non-blank reason"
         raise InvalidInputError(msg)
+    if spec.op == "restore" and memory.archived is None:
+        _refuse_structural_restore(uow, memory)
 
     def take(decision_id: UUID) -> Operations:
         if spec.op == "forget":
+            assert reason is not None
             done = memory.forget(reason, decision_id=decision_id, principal_id=principal_id)
         elif spec.op == "restore":
             done = memory.restore(decision_id=decision_id, principal_id=principal_id)
@@ -317,11 +344,48 @@ def decide_label(uow: UnitOfWork, spec: LabelSpec) -> Item:
         uow,
         kind=spec.op,
         subject=f"memory:{memory.id}",
-        params={"reason": reason} if spec.op == "forget" else {},
+        params={"reason": reason} if spec.op == "forget" and reason is not None else {},
         inputs=[{"kind": "memory", "id": str(memory.id)}],
         take=take,
         nothing_to_do=ConflictError(_why_not(memory, spec.op)),
+        reason=reason,
     )
+
+
+def _superseding_edges(uow: UnitOfWork, memory: Memory) -> list[tuple[UUID, UUID]]:
+    """Return the live ``supersedes`` edges to ``memory`` as (source, edge id), oldest
+    first: from the dependency rows (written with the events they index), less the
+    edges the memory itself records as retracted."""
+    with tenant_transaction(uow.log.datastore, uow.caller.tenant_id, commit=False) as cur:
+        cur.execute(
+            schema_sql(
+                "SELECT linked_id, edge_id FROM {schema}.memory_links"
+                " WHERE memory_id = %s AND kind = 'supersedes' AND NOT outgoing"
+                " ORDER BY position, edge_id",
+                uow.log.datastore.schema,
+            ),
+            (memory.id,),
+        )
+        rows = cur.fetchall()
+    retracted = set(memory.retracted_edges)
+    return [(r["linked_id"], r["edge_id"]) for r in rows if r["edge_id"] not in retracted]
+
+
+def _refuse_structural_restore(uow: UnitOfWork, memory: Memory) -> None:
+    """Refuse to restore a memory that is archived by an edge, not by a forget.
+
+    Raises:
+        StructurallyArchivedError: a live ``supersedes`` edge points at it.
+    """
+    edges = _superseding_edges(uow, memory)
+    if edges:
+        source, edge_id = edges[0]
+        msg = (
+            f"memory {memory.id} is archived because memory {source} supersedes it "
+            f"(edge {edge_id}); restore reverses only a forget: retract the edge "
+            f"with POST /v1/memories/{source}/edges/{edge_id}/retract"
+        )
+        raise StructurallyArchivedError(msg)
 
 
 def _why_not(memory: Memory, op: LabelOp) -> str:
@@ -329,10 +393,7 @@ def _why_not(memory: Memory, op: LabelOp) -> str:
         decision = memory.archived.decision_id if memory.archived else None
         return f"memory {memory.id} is already forgotten (decision {decision})"
     if op == "restore":
-        return (
-            f"memory {memory.id} is not forgotten; restore reverses only a forget "
-            "(a structural archival, such as being superseded, is not restorable)"
-        )
+        return f"memory {memory.id} is not forgotten; restore reverses only a forget"
     if op == "pin":
         return f"memory {memory.id} is already pinned"
     return f"memory {memory.id} is not pinned"

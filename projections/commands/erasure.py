@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from domain.decision import DecisionParams
 from domain.erasure import versions_formed_only_from
 from domain.errors import ConflictError, InvalidInputError
 from domain.limits import MAX_BATCH_ITEMS, MAX_REASON_CHARS
@@ -239,10 +240,10 @@ def decide_erase(uow: UnitOfWork, spec: EraseSpec) -> Item:
             accepted.extend({"op": "recompute", "memory_id": str(m)} for m in dependents)
         return accepted, refused, seen
 
-    params = {
+    params: DecisionParams = {
         "reason": reason,
-        "observation_ids": ",".join(map(str, observation_ids)),
-        "memory_ids": ",".join(map(str, named_memory_ids)),
+        "observation_ids": [str(i) for i in observation_ids],
+        "memory_ids": [str(i) for i in named_memory_ids],
     }
     if spec.part_of is not None:
         params["part_of"] = str(spec.part_of)
@@ -257,4 +258,5 @@ def decide_erase(uow: UnitOfWork, spec: EraseSpec) -> Item:
         ],
         take=take,
         nothing_to_do=ConflictError("everything named is erased already"),
+        reason=reason,
     )

@@ -1,11 +1,17 @@
-"""Writing memories: a new memory, a new version of one, an edge between two."""
+"""Writing memories: a new memory, a new version of one, an edge between two (and
+its retraction), and the evidence check every citation goes through."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from uuid import UUID
 
-from domain.errors import EdgeExistsError, InvalidInputError
+from domain.errors import (
+    EdgeExistsError,
+    EvidenceErasedError,
+    EvidenceRetractedError,
+    NotFoundError,
+)
 from domain.evidence import Excerpt, cut_excerpt
 from domain.limits import MAX_VERSION_BYTES, encode_content
 from domain.memory import Memory
@@ -15,10 +21,12 @@ from projections.commands.spec import Batch, Id, WriteSpec
 from projections.commands.unit_of_work import Item
 
 __all__ = [
+    "EdgeRetractSpec",
     "EdgeSpec",
     "EvidenceSpec",
     "MemorySpec",
     "VersionSpec",
+    "cite_evidence",
 ]
 
 
@@ -105,6 +113,7 @@ class EdgeSpec(WriteSpec):
     memory_id: Id
     kind: str
     target_id: Id
+    reason: str | None = None
 
     def apply(self, batch: Batch) -> Item:
         """Add the edge as an operator's decision; the same edge again replays it.
@@ -144,6 +153,7 @@ class EdgeSpec(WriteSpec):
             nothing_to_do=EdgeExistsError(
                 f"memory {source.id} already has a {self.kind!r} edge to {target.id}"
             ),
+            reason=self.reason,
         )
         edge = decided.fields["accepted"][0]
         return Item(
@@ -161,6 +171,99 @@ class EdgeSpec(WriteSpec):
         )
 
 
+@dataclass(frozen=True)
+class EdgeRetractSpec(WriteSpec):
+    """Retract an edge from one memory to another, as a decision: it stops counting
+    (a supersession ends, a conflict is no longer open), on both memories."""
+
+    role = "writer"
+    action = "retract edges"
+
+    memory_id: UUID
+    """The edge's source: the memory it was added from."""
+    edge_id: UUID
+    reason: str | None
+
+    def apply(self, batch: Batch) -> Item:
+        """Record ``EdgeRetracted`` on both memories under one ``retract_edge``
+        decision; retracting it again replays that decision.
+
+        Raises:
+            NotFoundError: the memory has no such edge (from it), live or retracted.
+        """
+        uow = batch.uow
+        source = uow.load(self.memory_id, Memory, "memory")
+        live = source.edge(self.edge_id)
+        if live is None and self.edge_id not in source.retracted_edges:
+            msg = f"memory {source.id} has no edge {self.edge_id} (retract it from its source)"
+            raise NotFoundError(msg)
+        principal_id = uow.caller.principal_id
+
+        def take(decision_id: UUID) -> Operations:
+            if live is None:
+                return [], [], []
+            kind, target_id = live
+            target = uow.load(target_id, Memory, "target memory")
+            for memory in (source, target):
+                memory.retract_edge(
+                    self.edge_id, decision_id=decision_id, principal_id=principal_id
+                )
+            accepted = {
+                "op": "retract_edge",
+                "edge_id": str(self.edge_id),
+                "memory_id": str(source.id),
+                "kind": kind,
+                "target_id": str(target.id),
+            }
+            return [accepted], [], [seen_version(source), seen_version(target)]
+
+        return record_decision(
+            uow,
+            kind="retract_edge",
+            subject=f"memory:{source.id}",
+            params={"edge_id": str(self.edge_id)},
+            inputs=[
+                {"kind": "memory", "id": str(source.id)},
+                {"kind": "edge", "id": str(self.edge_id)},
+            ],
+            take=take,
+            nothing_to_do=None,
+            reason=self.reason,
+        )
+
+
+def cite_evidence(batch: Batch, evidence: tuple[EvidenceSpec, ...]) -> tuple[Excerpt, ...]:
+    """Return the excerpts ``evidence`` cites, each checked against its observation.
+
+    Raises:
+        NotFoundError: an observation is unknown.
+        EvidenceErasedError: an observation was erased.
+        EvidenceRetractedError: an observation was retracted as evidence.
+        InvalidInputError: an observation has no content left to cite.
+        EvidenceOutOfRangeError: the offsets fall outside its content.
+    """
+    uow = batch.uow
+    excerpts: list[Excerpt] = []
+    for cited in evidence:
+        observation = uow.load(batch.resolve(cited.observation_id), Observation, "observation")
+        if observation.erased_by is not None:
+            msg = (
+                f"observation {observation.id} was erased "
+                f"(decision {observation.erased_by}) and cannot be cited"
+            )
+            raise EvidenceErasedError(msg)
+        if observation.retracted_by is not None:
+            msg = (
+                f"observation {observation.id} was retracted as evidence "
+                f"(decision {observation.retracted_by}) and cannot be cited"
+            )
+            raise EvidenceRetractedError(msg)
+        excerpts.append(
+            cut_excerpt(observation.id, uow.content_of(observation), cited.start, cited.end)
+        )
+    return tuple(excerpts)
+
+
 def _record_version(
     batch: Batch,
     memory: Memory,
@@ -174,28 +277,11 @@ def _record_version(
     data = encode_content(
         content, limit_bytes=MAX_VERSION_BYTES, what="memory content", allow_blank=False
     )
-    excerpts: list[Excerpt] = []
-    for cited in evidence:
-        observation = uow.load(batch.resolve(cited.observation_id), Observation, "observation")
-        if observation.erased_by is not None:
-            msg = (
-                f"observation {observation.id} was erased "
-                f"(decision {observation.erased_by}) and cannot be cited"
-            )
-            raise InvalidInputError(msg)
-        if observation.retracted_by is not None:
-            msg = (
-                f"observation {observation.id} was retracted as evidence "
-                f"(decision {observation.retracted_by}) and cannot be cited"
-            )
-            raise InvalidInputError(msg)
-        excerpts.append(
-            cut_excerpt(observation.id, uow.content_of(observation), cited.start, cited.end)
-        )
+    excerpts = cite_evidence(batch, evidence)
     return memory.record_version(
         content_digest=uow.store_payload(data),
         size_bytes=len(data),
-        excerpts=tuple(excerpts),
+        excerpts=excerpts,
         principal_id=uow.caller.principal_id,
         model_id=model_id,
         trust=trust,

@@ -101,4 +101,5 @@ def decide_tenant_deletion(uow: UnitOfWork, reason: str) -> Item:
         nothing_to_do=ConflictError(
             f"tenant {tenant.id} is already being deleted (decision {tenant.deletion})"
         ),
+        reason=reason,
     )

@@ -1,5 +1,11 @@
 """Tenants, principals and bearer tokens: issuing them and authenticating them.
 
+Tenant names are unique: creating a tenant under a name another tenant has
+is refused (``ConflictError``), so an operator can name a tenant where an id
+is asked for (:func:`find_tenant`). Creators take one advisory lock while
+they check the name and record the tenant, so two concurrent ``tenant
+create`` of one name cannot both succeed.
+
 A token reads ``pal_<tenant id hex>_<secret>``. The tenant part lets the
 lookup run under that tenant's row-level security, with no role that can
 see every tenant's tokens; the secret part is 256 random bits. Only the
@@ -12,27 +18,43 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import threading
+import unicodedata
+import weakref
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 from uuid import UUID, uuid4
 
 from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.persistence import StoredEvent
+from psycopg import Cursor
 
-from domain.errors import AuthenticationError, NotFoundError
+from domain.errors import AuthenticationError, ConflictError, InvalidInputError, NotFoundError
+from domain.limits import MAX_LABEL_CHARS
 from domain.tenant import Tenant
 from projections.commands.caller import Caller
 from projections.store.eventlog import EventLog, TokenRow, WriteContext
 from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_scope, tenant_transaction
+from projections.store.tenancy import set_tenant, tenant_scope, tenant_transaction
 
 __all__ = [
     "IssuedToken",
+    "TenantEntry",
+    "TokenEntry",
     "authenticate",
     "create_tenant",
+    "find_tenant",
     "issue_token",
+    "list_tenants",
+    "list_tokens",
+    "revoke_token",
     "token_digest",
 ]
 
 _TOKEN_PATTERN = re.compile(r"^pal_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$")
+
+_CREATE_LOCK_KEY = 0x70616C74656E  # "paltén": tenant creation, one at a time
 
 
 @dataclass(frozen=True)
@@ -44,6 +66,27 @@ class IssuedToken:
     principal_name: str
     role: str
     token: str
+    token_id: UUID
+
+
+@dataclass(frozen=True)
+class TenantEntry:
+    """A tenant as the operator's listing shows it."""
+
+    tenant_id: UUID
+    name: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class TokenEntry:
+    """A token as its tenant's listing shows it: who holds it, with which role
+    (never the secret, nor its digest)."""
+
+    token_id: UUID
+    principal_id: UUID
+    principal_name: str
+    role: str
 
 
 def token_digest(token: str) -> str:
@@ -64,16 +107,180 @@ def _issue(
     digest = token_digest(token)
     tenant.issue_token(token_id, holder_id, role, digest, principal_id=issuer_id)
     row = TokenRow(digest, token_id, holder_id, name, role)
-    return IssuedToken(tenant.id, holder_id, name, role, token), row
+    return IssuedToken(tenant.id, holder_id, name, role, token, token_id), row
+
+
+def _checked_name(name: str) -> str:
+    """Return ``name`` if it can name a tenant, else raise ``InvalidInputError``.
+
+    A name that reads as a UUID is refused: ``--tenant`` would take it for an id.
+    """
+    if not name.strip() or len(name) > MAX_LABEL_CHARS:
+        msg = f"a tenant name has 1 to {MAX_LABEL_CHARS} characters, not all blank"
+        raise InvalidInputError(msg)
+    if any(unicodedata.category(c) in {"Cc", "Cs"} for c in name):
+        msg = "a tenant name cannot hold control characters"
+        raise InvalidInputError(msg)
+    try:
+        UUID(name)
+    except ValueError:
+        return name
+    msg = f"{name!r} reads as a tenant id; choose a name that is not a UUID"
+    raise InvalidInputError(msg)
 
 
 def create_tenant(log: EventLog, name: str, admin_name: str = "admin") -> IssuedToken:
-    """Create a tenant with an admin principal, and return the admin's token."""
+    """Create a tenant with an admin principal, and return the admin's token.
+
+    Raises:
+        ConflictError: another tenant has this name; nothing was written.
+        InvalidInputError: the name is blank, too long, has control
+            characters, or reads as a UUID.
+    """
+    _checked_name(name)
     tenant_id = uuid4()
     tenant = Tenant.create(tenant_id, name, admin_name)
     issued, row = _issue(tenant, admin_name, "admin", issuer_id=tenant.founder_id)
-    log.record([tenant], WriteContext(tenant_id=tenant_id, tokens=[row]))
+    # The lock lasts until this transaction ends, after the tenant is recorded
+    # (on another connection): the next creator's check sees it.
+    with log.datastore.transaction(commit=False) as curs:
+        curs.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK_KEY,))
+        if any(entry.name == name for entry in _entries(log, curs)):
+            msg = f"a tenant named {name!r} exists already; choose another name"
+            raise ConflictError(msg)
+        log.record([tenant], WriteContext(tenant_id=tenant_id, tokens=[row]))
     return issued
+
+
+class _Directory:
+    """This process's copy of tenant names (a tenant's name never changes)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.entries: dict[UUID, TenantEntry] = {}
+
+
+_directories: weakref.WeakKeyDictionary[EventLog, _Directory] = weakref.WeakKeyDictionary()
+
+
+def _entries(log: EventLog, curs: Cursor[Any]) -> list[TenantEntry]:
+    """Return every tenant, reading on ``curs`` the names not read before.
+
+    The ids come from ``revision_tenants`` (every recorded tenant has a row,
+    and the table has no row-level security); each name from the tenant's
+    first event, read under that tenant's row-level security.
+    """
+    curs.execute(
+        schema_sql("SELECT tenant_id FROM {schema}.revision_tenants", log.datastore.schema)
+    )
+    ids = [row["tenant_id"] for row in curs.fetchall()]
+    directory = _directories.setdefault(log, _Directory())
+    with directory.lock:
+        for tenant_id in ids:
+            if tenant_id in directory.entries:
+                continue
+            set_tenant(curs, tenant_id)
+            curs.execute(
+                schema_sql(
+                    "SELECT originator_id, originator_version, topic, state"
+                    " FROM {schema}.{events}"
+                    " WHERE originator_id = %s AND originator_version = 1",
+                    log.datastore.schema,
+                ),
+                (tenant_id,),
+            )
+            row = curs.fetchone()
+            if row is None:
+                continue
+            created = log.mapper.to_domain_event(
+                StoredEvent(
+                    row["originator_id"],
+                    row["originator_version"],
+                    row["topic"],
+                    bytes(row["state"]),
+                )
+            )
+            if isinstance(created, Tenant.Created):
+                directory.entries[tenant_id] = TenantEntry(
+                    tenant_id, created.name, created.timestamp
+                )
+        set_tenant(curs, None)
+        known = set(ids)
+        return [entry for tenant_id, entry in directory.entries.items() if tenant_id in known]
+
+
+def list_tenants(log: EventLog) -> list[TenantEntry]:
+    """Return every tenant, by name."""
+    with log.datastore.transaction(commit=False) as curs:
+        return sorted(_entries(log, curs), key=lambda entry: (entry.name, str(entry.tenant_id)))
+
+
+def find_tenant(log: EventLog, reference: str) -> UUID:
+    """Return the id of the tenant ``reference`` names: its id, or its name.
+
+    Raises:
+        NotFoundError: no tenant has that id or name.
+    """
+    try:
+        tenant_id = UUID(reference)
+    except ValueError:
+        tenant_id = None
+    with log.datastore.transaction(commit=False) as curs:
+        entries = _entries(log, curs)
+    for entry in entries:
+        if entry.tenant_id == tenant_id or (tenant_id is None and entry.name == reference):
+            return entry.tenant_id
+    msg = f"tenant {reference} not found" if tenant_id else f"no tenant is named {reference!r}"
+    raise NotFoundError(msg)
+
+
+def list_tokens(log: EventLog, tenant_id: UUID) -> list[TokenEntry]:
+    """Return the tenant's tokens that still authenticate, by holder then id."""
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            schema_sql(
+                "SELECT token_id, principal_id, principal_name, role FROM {schema}.tokens"
+                " ORDER BY principal_name, token_id",
+                log.datastore.schema,
+            )
+        )
+        return [
+            TokenEntry(r["token_id"], r["principal_id"], r["principal_name"], r["role"])
+            for r in cur.fetchall()
+        ]
+
+
+def _tenant(log: EventLog, tenant_id: UUID) -> Tenant:
+    """Load a tenant (within its ``tenant_scope``).
+
+    Raises:
+        NotFoundError: the tenant does not exist.
+    """
+    try:
+        tenant: object = log.repository.get(tenant_id)
+    except AggregateNotFoundError:
+        tenant = None
+    if not isinstance(tenant, Tenant):
+        msg = f"tenant {tenant_id} not found"
+        raise NotFoundError(msg)
+    return tenant
+
+
+def revoke_token(log: EventLog, tenant_id: UUID, token_id: UUID) -> bool:
+    """Revoke a token of a tenant: ``TokenRevoked`` and the removal of its lookup row,
+    in one transaction, so it stops authenticating at once. Returns False (and
+    writes nothing) when it was revoked already.
+
+    Raises:
+        NotFoundError: the tenant, or this token in it, does not exist.
+    """
+    with tenant_scope(tenant_id):
+        tenant = _tenant(log, tenant_id)
+        digest = tenant.revoke_token(token_id, principal_id=tenant.founder_id)
+        if digest is None:
+            return False
+        log.record([tenant], WriteContext(tenant_id=tenant_id, revoked_tokens=[digest]))
+    return True
 
 
 def issue_token(log: EventLog, tenant_id: UUID, principal_name: str, role: str) -> IssuedToken:
@@ -87,13 +294,7 @@ def issue_token(log: EventLog, tenant_id: UUID, principal_name: str, role: str) 
         InvalidInputError: the role is unknown.
     """
     with tenant_scope(tenant_id):
-        try:
-            tenant: object = log.repository.get(tenant_id)
-        except AggregateNotFoundError:
-            tenant = None
-        if not isinstance(tenant, Tenant):
-            msg = f"tenant {tenant_id} not found"
-            raise NotFoundError(msg)
+        tenant = _tenant(log, tenant_id)
         issued, row = _issue(tenant, principal_name, role, issuer_id=tenant.founder_id)
         log.record([tenant], WriteContext(tenant_id=tenant_id, tokens=[row]))
     return issued

@@ -36,7 +36,11 @@ from projections.commands.retention import RetentionSpec, retention_for
 from projections.commands.spec import Batch, Ref, WriteSpec
 from projections.commands.tenant_deletion import TenantDeletionSpec
 from projections.commands.unit_of_work import Item, UnitOfWork
-from projections.store.errors import ConcurrentWriteError, DatabaseUnavailableError
+from projections.store.errors import (
+    ConcurrentWriteError,
+    DatabaseUnavailableError,
+    StaleReadError,
+)
 from projections.store.eventlog import EventLog, IdempotencyRecord, Positions
 from projections.store.tenancy import tenant_scope
 
@@ -162,9 +166,10 @@ class Writer:
             )
         try:
             recordings = self.log.record(uow.aggregates.values(), uow.context)
-        except IntegrityError:
-            # Either the same Idempotency-Key committed first (replay it) or
-            # another write took the next version of one of our aggregates.
+        except (IntegrityError, StaleReadError):
+            # Either the same Idempotency-Key committed first (replay it), or
+            # another write took the next version of one of our aggregates or
+            # changed one we decided from: build the write again.
             return self._replay(caller, idempotency)
         except (OperationalError, InterfaceError) as e:
             # Lost or refused connections; any other database error is a bug

@@ -3,10 +3,14 @@ dramatiq workers; a message is only ever a hint.
 
 Modules:
 
+- :mod:`projections.drains.counters`: Process-wide counts of what went wrong in
+  the background, for ``/metrics``.
 - :mod:`projections.drains.expiry`: Raw expiry: delete observation bytes at
   their retention deadline.
 - :mod:`projections.drains.hints`: The dramatiq broker that carries wake-up
   hints, shared by senders and workers.
+- :mod:`projections.drains.isolation`: Drain work one stage and one tenant at a
+  time: a failure stays where it happened.
 - :mod:`projections.drains.loop`: The in-process drain loop that embedded
   ``serve`` runs beside the HTTP server.
 - :mod:`projections.drains.retention`: The retention drain: apply a tenant's
@@ -14,6 +18,8 @@ Modules:
 - :mod:`projections.drains.revision`: The revision drain: recompute dirty
   memories and publish their beliefs.
 - :mod:`projections.drains.settings`: Settings of the drain workers.
+- :mod:`projections.drains.stages`: The stages of a drain pass, each over the
+  tenants that have its work due.
 - :mod:`projections.drains.tenant_erasure`: The tenant erasure drain: erase a
   deleted tenant in bounded batches, then complete it.
 """
@@ -21,11 +27,14 @@ Modules:
 from __future__ import annotations
 
 __all__ = [
+    "counters",
     "expiry",
     "hints",
+    "isolation",
     "loop",
     "retention",
     "revision",
     "settings",
+    "stages",
     "tenant_erasure",
 ]

@@ -1,10 +1,20 @@
-"""The dramatiq broker that carries wake-up hints, shared by senders and workers."""
+"""The dramatiq broker that carries wake-up hints, shared by senders and workers.
+
+A hint is sent after a write has committed, so it is best effort: a broker
+that is down costs a delay (the workers' sweep finds the work anyway), never
+the write's answer. A hint that could not be sent is logged as one structured
+line and counted (``palimpsest_hints_unsent_total`` on ``/metrics``).
+"""
 
 from __future__ import annotations
+
+import logging
 
 import dramatiq
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.brokers.redis import RedisBroker
+
+from projections.drains.counters import HINTS_UNSENT, count
 
 __all__ = [
     "DRAIN_ACTOR",
@@ -12,6 +22,8 @@ __all__ = [
     "broker_for",
     "send_drain_hint",
 ]
+
+_log = logging.getLogger(__name__)
 
 DRAIN_ACTOR = "drain_revisions"
 DRAIN_QUEUE = "revisions"
@@ -25,9 +37,20 @@ def broker_for(url: str) -> dramatiq.Broker:
 
 
 def send_drain_hint(broker: dramatiq.Broker) -> None:
-    """Send a ``drain_revisions`` wake-up hint (it carries no data)."""
-    broker.enqueue(
-        dramatiq.Message(
-            queue_name=DRAIN_QUEUE, actor_name=DRAIN_ACTOR, args=(), kwargs={}, options={}
+    """Send a ``drain_revisions`` wake-up hint (it carries no data).
+
+    Never raises: the write it follows has committed, and its caller must get
+    that write's answer.
+    """
+    try:
+        broker.enqueue(
+            dramatiq.Message(
+                queue_name=DRAIN_QUEUE, actor_name=DRAIN_ACTOR, args=(), kwargs={}, options={}
+            )
         )
-    )
+    except Exception as e:  # any broker failure: the sweep finds the work anyway
+        count(HINTS_UNSENT, DRAIN_QUEUE)
+        _log.warning(
+            "drain hint not sent",
+            extra={"queue": DRAIN_QUEUE, "error": type(e).__name__, "error_detail": str(e)},
+        )

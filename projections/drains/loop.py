@@ -7,12 +7,10 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from projections.drains.expiry import expire_due
-from projections.drains.retention import apply_retention
-from projections.drains.revision import LEASE_SECONDS, drain_revisions
-from projections.drains.tenant_erasure import erase_deleted_tenants
+from projections.drains.isolation import Backoff
+from projections.drains.revision import LEASE_SECONDS
+from projections.drains.stages import drain_stages, run_pass
 from projections.recall.embedders import Embedder
-from projections.recall.indexing import index_pending
 from projections.store.eventlog import EventLog
 
 __all__ = ["DrainLoop"]
@@ -25,10 +23,15 @@ class DrainLoop:
 
     ``wake()`` is the hint a write sends after it commits; the loop also
     sweeps every ``sweep_s`` seconds, so a hint that never came only delays
-    work. Each pass first applies retention, expires observations whose
-    retention deadline has passed (by ``clock``) and erases deleted tenants,
-    then drains revisions until nothing is left to claim, then (with an
-    ``embedder``) embeds the current versions recall has not indexed yet.
+    work. Each pass runs the stages of :func:`projections.drains.stages.drain_stages`
+    in order: retention, expiry (by ``clock``), tenant erasure and revisions
+    (each again while it finds work), then (with an ``embedder``) indexing.
+
+    Each stage reads only the tenants with its work due, and each (stage,
+    tenant) fails alone: a failure is logged, counted on ``/metrics`` and
+    retried after a growing wait (``backoff``), while every other tenant and
+    stage goes on. The loop outlives a database restart: the work stays in
+    the database, and the next pass retries it.
     """
 
     def __init__(
@@ -40,6 +43,7 @@ class DrainLoop:
         lease_s: float = LEASE_SECONDS,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         embedder: Embedder | None = None,
+        backoff: Backoff | None = None,
     ) -> None:
         self.log = log
         self.embedder = embedder
@@ -47,6 +51,13 @@ class DrainLoop:
         self.lease_s = lease_s
         self.sweep_s = sweep_s
         self.batch = batch
+        self.backoff = backoff or Backoff(base_s=sweep_s, max_s=max(300.0, sweep_s))
+        self.stages = drain_stages(
+            log, batch=batch, lease_s=lease_s, clock=clock, embedder=embedder
+        )
+        self.passes = 0
+        """Passes completed so far (tests wait on it rather than on time)."""
+        self._passed = threading.Condition()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="palimpsest-drain", daemon=True)
@@ -60,11 +71,32 @@ class DrainLoop:
         """Ask for a pass now (a hint: safe to call any number of times)."""
         self._wake.set()
 
+    @property
+    def running(self) -> bool:
+        """Whether the loop's thread is alive (``/readyz`` reports it)."""
+        return self._thread.is_alive()
+
     def stop(self, timeout_s: float = 10.0) -> None:
         """Finish the current batch and stop."""
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout_s)
+
+    def wait_for_passes(self, passes: int, timeout_s: float) -> bool:
+        """Wait until ``passes`` passes have completed; return whether they had."""
+        with self._passed:
+            return self._passed.wait_for(lambda: self.passes >= passes, timeout_s)
+
+    def run_once(self, *, first: bool = False) -> None:
+        """Run one pass of every stage now, in this thread (``first``: the pass that also
+        looks at tenants no mark records, as the loop's first pass does)."""
+        for stage in self.stages:
+            widen = first
+            while not self._stop.is_set():
+                did = run_pass(stage, self.backoff, first=widen)
+                widen = False
+                if not (stage.repeat and did):
+                    break
 
     def _warm_up(self) -> None:
         """Load the embedding model now, beside the loop (which it must not delay),
@@ -79,26 +111,12 @@ class DrainLoop:
 
     def _run(self) -> None:
         threading.Thread(target=self._warm_up, name="palimpsest-warm-up", daemon=True).start()
+        first = True
         while not self._stop.is_set():
             self._wake.wait(self.sweep_s)
             self._wake.clear()
-            try:
-                # Shorter deadlines first: expiry then sees them in the same sweep.
-                apply_retention(self.log, now=self.clock(), limit=self.batch)
-                expire_due(self.log, now=self.clock(), limit=self.batch)
-                while not self._stop.is_set() and erase_deleted_tenants(self.log, limit=self.batch):
-                    pass
-                while (
-                    not self._stop.is_set()
-                    and drain_revisions(self.log, limit=self.batch, lease_s=self.lease_s).claimed
-                ):
-                    pass
-                # Embedding follows publication: it reads the published current version.
-                while not self._stop.is_set() and self.embedder is not None:
-                    done = index_pending(self.log, self.embedder, limit=self.batch)
-                    if not (done.embedded or done.marked):
-                        break
-            except Exception:
-                # The loop must outlive a database restart; the work stays in
-                # the database and the next pass retries it.
-                _log.exception("drain pass failed; retrying at the next sweep")
+            self.run_once(first=first)
+            first = False
+            with self._passed:
+                self.passes += 1
+                self._passed.notify_all()

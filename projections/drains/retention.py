@@ -6,7 +6,10 @@ is later than its capture time plus the new retention gets an
 ``ObservationDeadlineShortened`` event (never later than now), in bounded
 batches, one write per batch. A killed pass leaves the rest to the next. A
 later lengthening finds nothing to do: deadlines never move later. Captures
-racing the policy change are caught by the next pass.
+racing the policy change are caught by the next pass. A pass reads only
+tenants marked for retention (a policy change, or a capture in a tenant
+that has one: :mod:`projections.store.work_due`); one with nothing left to
+move is recorded done.
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ from projections.commands.unit_of_work import UnitOfWork
 from projections.store.eventlog import EventLog, WriteContext
 from projections.store.schema import EVENTS_TABLE
 from projections.store.sql import schema_sql
-from projections.store.tenancy import known_tenants, tenant_scope, tenant_transaction
+from projections.store.tenancy import tenant_scope, tenant_transaction
+from projections.store.work_due import marked_tenants, note_done
 
 __all__ = [
     "RETENTION_PRINCIPAL",
     "apply_retention",
+    "apply_tenant_retention",
 ]
 
 RETENTION_PRINCIPAL = "system:retention"
@@ -66,31 +71,42 @@ def _candidates(
     return rows, (policy["raw_hours"], policy["transient_hours"])
 
 
-def apply_retention(log: EventLog, *, now: datetime, limit: int = 500) -> int:
-    """Shorten up to ``limit`` deadlines per tenant; return how many moved."""
-    moved = 0
-    for tenant_id in known_tenants(log.datastore):
-        candidates, policy = _candidates(log, tenant_id, now, limit)
-        if not candidates or policy is None:
-            continue
-        principal_id = principal_id_for(tenant_id, RETENTION_PRINCIPAL)
-        uow = UnitOfWork(log, Caller(tenant_id, principal_id, RETENTION_PRINCIPAL, "admin"))
-        with tenant_scope(tenant_id):
-            uow.preload([observation_id for observation_id, _ in candidates])
-            changed = []
-            for observation_id, received_at in candidates:
-                observation = uow.aggregates.get(observation_id)
-                if not isinstance(observation, Observation):
-                    continue
-                hours = policy[1] if observation.transient else policy[0]
-                deadline = received_at + timedelta(hours=hours)
-                if observation.shorten_deadline(deadline, now=now, principal_id=principal_id):
-                    changed.append(observation)
-            if not changed:
+def apply_tenant_retention(
+    log: EventLog, tenant_id: UUID, seen: int, *, now: datetime, limit: int = 500
+) -> int:
+    """Shorten up to ``limit`` of the tenant's deadlines; return how many moved. With
+    none to move, record the tenant done as of mark ``seen`` (read before calling)."""
+    candidates, policy = _candidates(log, tenant_id, now, limit)
+    if not candidates or policy is None:
+        note_done(log.datastore, tenant_id, "retention", seen)
+        return 0
+    principal_id = principal_id_for(tenant_id, RETENTION_PRINCIPAL)
+    uow = UnitOfWork(log, Caller(tenant_id, principal_id, RETENTION_PRINCIPAL, "admin"))
+    with tenant_scope(tenant_id):
+        uow.preload([observation_id for observation_id, _ in candidates])
+        changed = []
+        for observation_id, received_at in candidates:
+            observation = uow.aggregates.get(observation_id)
+            if not isinstance(observation, Observation):
                 continue
-            try:
-                log.record(changed, WriteContext(tenant_id=tenant_id))
-            except IntegrityError:
-                continue  # a concurrent pass (or expiry) moved first; the next pass sees it
-            moved += len(changed)
-    return moved
+            hours = policy[1] if observation.transient else policy[0]
+            deadline = received_at + timedelta(hours=hours)
+            if observation.shorten_deadline(deadline, now=now, principal_id=principal_id):
+                changed.append(observation)
+        if not changed:
+            return 0
+        try:
+            log.record(changed, WriteContext(tenant_id=tenant_id))
+        except IntegrityError:
+            return 0  # a concurrent pass (or expiry) moved first; the next pass sees it
+    return len(changed)
+
+
+def apply_retention(log: EventLog, *, now: datetime, limit: int = 500) -> int:
+    """Shorten up to ``limit`` deadlines per tenant marked for retention; return how
+    many moved. A tenant's failure is raised (the drain loop and the workers run
+    tenants one at a time with :func:`apply_tenant_retention` instead)."""
+    return sum(
+        apply_tenant_retention(log, tenant_id, seen, now=now, limit=limit)
+        for tenant_id, seen in marked_tenants(log.datastore, "retention").items()
+    )

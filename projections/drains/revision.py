@@ -23,12 +23,15 @@ from domain.belief import MemoryFacts, project_belief
 from projections.store.eventlog import EventLog
 from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
+from projections.store.work_due import mark_published, marked_tenants
 from projections.views.belief_facts import belief_document, facts_of
+from projections.views.publications import publication_channel
 
 __all__ = [
     "DrainReport",
     "LEASE_SECONDS",
     "drain_revisions",
+    "drain_tenant",
 ]
 
 _log = logging.getLogger(__name__)
@@ -42,19 +45,6 @@ class DrainReport:
 
     claimed: int
     published: int
-
-
-def _tenants(log: EventLog) -> list[tuple[UUID, int]]:
-    """Return tenants marked since they were last found clean, with the mark seen."""
-    with log.datastore.transaction(commit=False) as cur:
-        cur.execute(
-            schema_sql(
-                "SELECT tenant_id, marked_position FROM {schema}.revision_tenants"
-                " WHERE marked_position > drained_position",
-                log.datastore.schema,
-            )
-        )
-        return [(row["tenant_id"], row["marked_position"]) for row in cur]
 
 
 def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
@@ -148,29 +138,44 @@ def _publish_all(log: EventLog, tenant_id: UUID, computed: list[tuple[MemoryFact
             ),
             ([f.memory_id for f, _, _ in beliefs], [r for _, _, r in beliefs]),
         )
+        mark_published(cur, schema, tenant_id)  # recall has new versions to index
+        # Delivered at commit: wakes requests waiting for this tenant's revision.
+        cur.execute("SELECT pg_notify(%s, %s)", (publication_channel(schema), str(tenant_id)))
+
+
+def drain_tenant(
+    log: EventLog, tenant_id: UUID, seen: int, *, limit: int = 100, lease_s: float = LEASE_SECONDS
+) -> DrainReport:
+    """Recompute and publish up to ``limit`` dirty memories of one tenant; with none
+    to claim, record the tenant clean as of mark ``seen`` (read before calling)."""
+    batch = _claim(log, tenant_id, limit, lease_s)
+    if not batch:
+        _note_clean(log, tenant_id, seen)
+        return DrainReport(0, 0)
+    facts = facts_of(log, tenant_id, [memory_id for memory_id, _ in batch])
+    computed = []
+    for memory_id, requested in batch:
+        if memory_id not in facts:
+            _log.error("dirty memory has no events", extra={"memory_id": str(memory_id)})
+            continue
+        computed.append((facts[memory_id], requested))
+    _publish_all(log, tenant_id, computed)
+    return DrainReport(len(batch), len(computed))
 
 
 def drain_revisions(
     log: EventLog, *, limit: int = 100, lease_s: float = LEASE_SECONDS
 ) -> DrainReport:
-    """Recompute and publish up to ``limit`` dirty memories per tenant.
+    """Recompute and publish up to ``limit`` dirty memories per tenant marked dirty.
 
     Idempotent and safe to run concurrently: at-least-once delivery of a
-    wake-up message only ever costs a recompute.
+    wake-up message only ever costs a recompute. A tenant's failure is
+    raised (the drain loop and the workers run tenants one at a time with
+    :func:`drain_tenant` instead).
     """
     claimed = published = 0
-    for tenant_id, seen in _tenants(log):
-        batch = _claim(log, tenant_id, limit, lease_s)
-        if not batch:
-            _note_clean(log, tenant_id, seen)
-        claimed += len(batch)
-        facts = facts_of(log, tenant_id, [memory_id for memory_id, _ in batch])
-        computed = []
-        for memory_id, requested in batch:
-            if memory_id not in facts:
-                _log.error("dirty memory has no events", extra={"memory_id": str(memory_id)})
-                continue
-            computed.append((facts[memory_id], requested))
-        _publish_all(log, tenant_id, computed)
-        published += len(computed)
+    for tenant_id, seen in marked_tenants(log.datastore, "revision").items():
+        report = drain_tenant(log, tenant_id, seen, limit=limit, lease_s=lease_s)
+        claimed += report.claimed
+        published += report.published
     return DrainReport(claimed, published)

@@ -27,10 +27,14 @@ DecidedBy = Literal["first", "similarity", "salience", "recency", "id"]
 class RecallRank(Record):
     """Why a memory ranks where it does: the rounded similarity, then salience, then
     recency (the newest write that touched it), then id; ``decided_by`` names the one
-    that put it below the memory before it."""
+    that put it below the memory before it. Salience ranks a pinned memory above every
+    unpinned one, then by the score."""
 
     similarity: float
-    salience: float | None
+    salience: float | None = Field(
+        description="The salience score in [0, 1] (see docs/forgetting.md); null while pending."
+    )
+    pinned: bool = Field(description="Pinned: ranks above unpinned memories on salience.")
     recency: int
     decided_by: DecidedBy
 
@@ -50,7 +54,9 @@ class RecalledCurrent(_Recalled):
     """A recalled memory that is current: its content and belief."""
 
     status: Literal["current"] = "current"
-    salience: float | None = None
+    salience: float | None = Field(
+        default=None, description="The salience score in [0, 1] (see docs/forgetting.md)."
+    )
     version_id: UUID
     content: str | None = None
     belief: BeliefJson

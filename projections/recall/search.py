@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Integer, cast, func, select
+from sqlalchemy import Integer, cast, exists, func, select
 from typing_extensions import TypedDict
 
 from projections.recall.embedders import Embedder
@@ -40,7 +40,12 @@ from projections.recall.recalled import (
 )
 from projections.store.sql import tables_in
 from projections.store.tenancy import tenant_transaction
-from projections.views.access_stamps import salience_columns, salience_from, stamp_accesses
+from projections.views.access_stamps import (
+    salience_columns,
+    salience_from,
+    score_from,
+    stamp_accesses,
+)
 from projections.views.belief_facts import BeliefDocument
 from projections.views.current_beliefs import due_deadlines
 from projections.views.listing import attribute_conditions, attribute_values
@@ -92,6 +97,7 @@ class RecallQuery:
     scope: str | None = None
     project: str | None = None
     include_archived: bool = False
+    topic: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,7 @@ class SearchRow(TypedDict):
     revision: int
     scope: str
     project: str | None
+    topic: str | None
     similarity: float
     requested: int
     published: int
@@ -137,11 +144,23 @@ def _vector(values: list[float]) -> str:
     return "[" + ",".join(map(repr, values)) + "]"
 
 
+def _of_topic(tables: dict[str, Any], e: Any) -> Any:
+    """The condition that embedding ``e``'s memory has ``%(topic)s``: the topic is a
+    memory attribute the embeddings do not copy, so it is looked up by primary key."""
+    m = tables["memory_index"].alias("t")
+    return exists(
+        select(inline(1)).where(
+            m.c.memory_id == e.c.memory_id, m.c.topic == param("topic", m.c.topic.type)
+        )
+    )
+
+
 def search_statement(
-    schema: str, dimension: int, exact: bool, filtered: tuple[str, ...]
+    schema: str, dimension: int, exact: bool, filtered: tuple[str, ...], topic: bool = False
 ) -> Select[Any]:
     """Return the query of :func:`search` (SQLAlchemy Core), for vectors of
-    ``dimension`` and the filters on the columns ``filtered``.
+    ``dimension`` and the filters on the columns ``filtered`` (and on ``%(topic)s``
+    when ``topic``).
 
     The nearest embeddings come first, in a CTE, ordered by cosine distance on
     ``embedding::vector(dimension)`` with ``dimension = N`` in the text: the
@@ -171,6 +190,7 @@ def search_statement(
             e.c.model_id == param("model", e.c.model_id.type),
             e.c.dimension == inline(dimension),
             *attribute_conditions(e, filtered),
+            *([_of_topic(tables, e)] if topic else []),
         )
         # An expression the index cannot serve forces the exact plan.
         .order_by(distance + inline(0) if exact else distance)
@@ -192,6 +212,7 @@ def search_statement(
         n.c.revision,
         n.c.scope,
         n.c.project,
+        m.c.topic,
         n.c.similarity,
         r.c.requested,
         r.c.published,
@@ -228,8 +249,13 @@ def search(
     otherwise the HNSW index is walked (``hnsw.ef_search`` = ``limit``).
     """
     filters = attribute_values(where.memory_type, where.scope, where.project)
-    query = shaped_sql(search_statement, log.datastore.schema, dimension, exact, tuple(filters))
+    topic = where.topic is not None
+    query = shaped_sql(
+        search_statement, log.datastore.schema, dimension, exact, tuple(filters), topic
+    )
     params = {**filters, "q": _vector(vector), "model": model_id, "limit": limit, "now": now}
+    if topic:
+        params["topic"] = where.topic
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         # One round trip for the settings. The tenant's btree index plus a sort is
         # an exact search, cheap on a small tenant and linear on a large one: the
@@ -251,14 +277,16 @@ def _archived(row: SearchRow) -> bool:
     return belief is not None and belief["labels"].get("archived") is not None
 
 
-def _selected_count(schema: str, filtered: tuple[str, ...]) -> Select[Any]:
+def _selected_count(schema: str, filtered: tuple[str, ...], topic: bool) -> Select[Any]:
     """How many embeddings of ``%(model)s`` the filters select, up to ``%(upto)s``."""
-    e = tables_in(schema)["memory_embeddings"].alias("e")
+    tables = tables_in(schema)
+    e = tables["memory_embeddings"].alias("e")
     selected = (
         select(inline(1))
         .where(
             e.c.model_id == param("model", e.c.model_id.type),
             *attribute_conditions(e, filtered),
+            *([_of_topic(tables, e)] if topic else []),
         )
         .limit(param("upto", Integer))
         .subquery("s")
@@ -271,11 +299,17 @@ def _selected(
 ) -> int:
     """Return how many embedded memories the tenant and filters select, counting no
     further than ``upto`` (a few thousand btree entries at most)."""
-    filters = attribute_values(query.memory_type, query.scope, query.project)
+    filters: dict[str, object] = {**attribute_values(query.memory_type, query.scope, query.project)}
+    topic = query.topic is not None
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            shaped_sql(_selected_count, log.datastore.schema, tuple(filters)),
-            {**filters, "model": embedder.model_id, "upto": upto},
+            shaped_sql(_selected_count, log.datastore.schema, tuple(filters), topic),
+            {
+                **filters,
+                **({"topic": query.topic} if topic else {}),
+                "model": embedder.model_id,
+                "upto": upto,
+            },
         )
         row = cur.fetchone()
     return int(row["n"]) if row else 0
@@ -351,6 +385,11 @@ def _rank(
         for r in rows
         if r["memory_id"] in current
     }
+    scores = {
+        r["memory_id"]: score_from(current[r["memory_id"]], r, now)
+        for r in rows
+        if r["memory_id"] in current
+    }
     ranked = sorted(
         rows,
         key=lambda r: rank_key(
@@ -360,11 +399,15 @@ def _rank(
     items: list[RecalledCurrent | RecalledPending] = []
     previous: tuple[Any, ...] | None = None
     for r in ranked:
-        salience = saliences.get(r["memory_id"])
-        key = rank_key(r["similarity"], salience or 0.0, r["revision"], str(r["memory_id"]))
+        belief = current.get(r["memory_id"])
+        salience = scores.get(r["memory_id"])
+        key = rank_key(
+            r["similarity"], saliences.get(r["memory_id"], 0.0), r["revision"], str(r["memory_id"])
+        )
         rank = RecallRank(
             similarity=round(float(r["similarity"]), SIMILARITY_DECIMALS),
             salience=salience,
+            pinned=belief is not None and bool(belief["labels"]["pinned"]),
             recency=r["revision"],
             decided_by=_decided_by(previous, key),
         )
@@ -374,10 +417,10 @@ def _rank(
             "memory_type": r["memory_type"],
             "scope": r["scope"],
             "project": r["project"],
+            "topic": r["topic"],
             "similarity": round(float(r["similarity"]), 6),
             "rank": rank,
         }
-        belief = current.get(r["memory_id"])
         if belief is not None:
             content = r["content"]
             items.append(

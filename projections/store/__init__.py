@@ -26,6 +26,8 @@ Modules:
   transactions that enforce it.
 - :mod:`projections.store.transcodings`: How snapshot state that is not plain
   JSON is stored.
+- :mod:`projections.store.work_due`: Which tenants have background work due, so
+  a sweep reads only those tenants.
 """
 
 from __future__ import annotations
@@ -42,4 +44,5 @@ __all__ = [
     "sql",
     "tenancy",
     "transcodings",
+    "work_due",
 ]

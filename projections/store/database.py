@@ -79,7 +79,9 @@ class Database:
             "POSTGRES_POOL_SIZE": str(settings.db_pool_size),
             "POSTGRES_MAX_OVERFLOW": str(settings.db_max_overflow),
             "POSTGRES_LOCK_TIMEOUT": str(settings.db_lock_timeout_s),
-            "POSTGRES_CONNECT_TIMEOUT": "10",
+            # The pool's wait for a connection: during an outage, each read
+            # and each write attempt gives up after this long.
+            "POSTGRES_CONNECT_TIMEOUT": str(settings.db_wait_s),
             # No pre-ping: it costs a round trip per checkout, and the library
             # already retries a write that meets a dead connection.
             "POSTGRES_PRE_PING": "no",

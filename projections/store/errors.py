@@ -11,6 +11,7 @@ __all__ = [
     "EmbedderUnavailableError",
     "PgvectorMissingError",
     "SchemaTooNewError",
+    "StaleReadError",
 ]
 
 
@@ -36,3 +37,9 @@ class DataDirectoryInUseError(ConfigurationError):
 
 class ConcurrentWriteError(ConflictError):
     """Raised when a write kept losing races with other writers of the same memory."""
+
+
+class StaleReadError(ConflictError):
+    """Raised inside an insert transaction when something the write decided from
+    changed after it was read: the transaction rolls back and the write is built
+    again from fresh aggregates."""

@@ -33,13 +33,20 @@ from psycopg.types.json import Jsonb
 
 from domain.dependency import Dependencies, dependencies_of
 from domain.memory import Memory
+from projections.store.errors import StaleReadError
 from projections.store.schema import SNAPSHOTS_TABLE
 from projections.store.sql import schema_query
 from projections.store.tenancy import current_tenant, set_tenant
 from projections.store.transcodings import SNAPSHOT_TRANSCODINGS
+from projections.store.work_due import mark_written
 
 SNAPSHOT_INTERVAL = 100
 """Events between snapshots of one memory."""
+
+WRITE_ATTEMPTS = 3
+"""Tries of one insert transaction that met a lost or refused connection. Each
+waits at most ``PALIMPSEST_DB_WAIT_S`` for a connection, so an outage answers a
+write within about three times that (it was ten tries of ten seconds)."""
 
 
 if TYPE_CHECKING:
@@ -54,6 +61,7 @@ __all__ = [
     "TenantScopedRecorder",
     "TenantScopedSnapshotRecorder",
     "TokenRow",
+    "WRITE_ATTEMPTS",
     "WriteContext",
     "event_mapper",
 ]
@@ -153,9 +161,15 @@ class WriteContext:
     tenant_id: UUID
     payloads: dict[str, bytes] = field(default_factory=dict)
     tokens: list[TokenRow] = field(default_factory=list)
+    revoked_tokens: list[str] = field(default_factory=list)
+    """Digests of tokens revoked by this write: their lookup rows go with it."""
     idempotency: IdempotencyRecord | None = None
     dependencies: Dependencies | None = None
     response: dict[str, Any] | None = None
+    read_versions: dict[UUID, int] = field(default_factory=dict)
+    """Aggregates the write read but does not change, at the version it read."""
+    loaded: frozenset[UUID] = frozenset()
+    """Every aggregate the write read or changed."""
 
 
 _MARK_EXPIRED = (
@@ -257,16 +271,66 @@ def _record_removals(curs: Cursor[Any], schema: str, found: Dependencies, positi
         )
 
 
+def _check_reads(curs: Cursor[Any], schema: str, write: WriteContext) -> None:
+    """Refuse the transaction if what the write decided from has changed since.
+
+    Runs under the events-table lock, so no other write commits between this
+    check and ours. Two things are checked: every aggregate the write only
+    read is still at the version it read (a citation must not commit after
+    its observation was retracted or erased), and a write that retracts or
+    erases observations loaded every memory citing them (a citation committed
+    after the decision looked for citations would otherwise keep its support).
+
+    Raises:
+        StaleReadError: the write must be built again from fresh aggregates.
+    """
+    if write.read_versions:
+        ids = list(write.read_versions)
+        curs.execute(
+            schema_query(
+                "SELECT originator_id, max(originator_version) AS version"
+                " FROM {schema}.{events} WHERE originator_id = ANY(%b::uuid[])"
+                " GROUP BY originator_id",
+                schema,
+            ),
+            (ids,),
+        )
+        changed = [
+            r["originator_id"]
+            for r in curs.fetchall()
+            if r["version"] != write.read_versions[r["originator_id"]]
+        ]
+        if changed:
+            msg = f"aggregates changed since they were read: {sorted(map(str, changed))}"
+            raise StaleReadError(msg)
+    found = write.dependencies
+    removed = [] if found is None else [*found.retracted, *found.erased]
+    if removed:
+        curs.execute(
+            schema_query(
+                "SELECT DISTINCT memory_id FROM {schema}.evidence_links"
+                " WHERE observation_id = ANY(%b::uuid[]) AND memory_id <> ALL(%b::uuid[])",
+                schema,
+            ),
+            (removed, list(write.loaded)),
+        )
+        unseen = [r["memory_id"] for r in curs.fetchall()]
+        if unseen:
+            msg = f"memories began citing removed observations: {sorted(map(str, unseen))}"
+            raise StaleReadError(msg)
+
+
 def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, position: int) -> None:
-    """Record dependency rows and raise the requested revision of the closure.
+    """Record dependency rows and raise the requested revision of what can change.
 
     Runs inside the transaction that inserts the events, so no reader ever
-    sees an event whose requested revision has not been raised. The closure
-    is every memory the write touches, every memory linked to those by edges
-    (in either direction, transitively), and every memory citing an
-    observation this write cites. The whole transaction is one log
-    position for readers, so its last position is each closure member's new
-    requested revision.
+    sees an event whose requested revision has not been raised. A belief is
+    projected from its memory's own events and the edges touching it
+    (``domain/belief.py``), so what can change is exactly the memories the
+    write records events on and both ends of each edge it adds
+    (``Dependencies.touched``): nothing transitive, and nothing for merely
+    citing the same observation. The whole transaction is one log position
+    for readers, so its last position is each one's new requested revision.
     """
     if found.links:
         curs.execute(
@@ -381,22 +445,16 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
             (list(ids), list(deadlines)),
         )
     _record_removals(curs, schema, found, position)
-    cited = sorted({o for o, _ in found.evidence} | set(found.expired) | set(found.erased), key=str)
     curs.execute(
         schema_query(
-            "WITH RECURSIVE closure(id) AS ("
-            "  SELECT unnest(%b::uuid[])"
-            "  UNION SELECT memory_id FROM {schema}.evidence_links"
-            "   WHERE observation_id = ANY(%b::uuid[])"
-            "  UNION SELECT l.linked_id FROM {schema}.memory_links l"
-            "   JOIN closure c ON l.memory_id = c.id"
-            ") INSERT INTO {schema}.revisions (memory_id, requested) SELECT id, %b FROM closure"
+            "INSERT INTO {schema}.revisions (memory_id, requested)"
+            " SELECT unnest(%b::uuid[]), %b"
             " ON CONFLICT (tenant_id, memory_id) DO UPDATE"
             " SET requested = greatest(revisions.requested, excluded.requested),"
             " requested_at = clock_timestamp()",
             schema,
         ),
-        (sorted(found.touched, key=str), cited, position),
+        (sorted(found.touched, key=str), position),
     )
     curs.execute(
         schema_query(
@@ -458,7 +516,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
     so another tenant's aggregate is simply not found.
     """
 
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    @retry((InterfaceError, OperationalError), max_attempts=WRITE_ATTEMPTS, wait=0.5)
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
@@ -470,15 +528,38 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         transactions keep the pipeline; large ones run as an ordinary
         transaction, where a few more round trips do not matter.
         """
-        if len(stored_events) <= _PIPELINE_MAX_EVENTS:
-            ids: Sequence[int] | None = super().insert_events(stored_events, **kwargs)
-            return ids
+        if 0 < len(stored_events) <= _PIPELINE_MAX_EVENTS:
+            return self._insert_pipelined(stored_events, **kwargs)
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
             self._insert_events(curs, stored_events, **kwargs)
             if not stored_events:
                 return []
             self._insert_stored_events(curs, stored_events, **kwargs)
             return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+
+    def _insert_pipelined(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        """The library's pipelined insert, except that an exception rolls back.
+
+        The library's own version keeps an exception raised after the insert
+        (by our checks in ``_fetch_ids_after_insert_events``) until the
+        transaction block has exited, so the transaction commits before the
+        exception is raised again. Here it leaves the block, which rolls back.
+        """
+        with (
+            self.datastore.get_connection() as conn,
+            conn.pipeline() as pipeline,
+            conn.transaction(),
+        ):
+            with conn.cursor() as curs:
+                self._insert_events(curs, stored_events, **kwargs)
+            with conn.cursor() as curs:
+                self._insert_stored_events(curs, stored_events, **kwargs)
+                # Sync now, so a uniqueness violation raises here and not
+                # at commit (as the library does).
+                pipeline.sync()
+                return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
 
     def _insert_stored_events(
         self, curs: Cursor[Any], stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -517,6 +598,13 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
                 ),
                 (list(write.payloads), list(write.payloads.values())),
             )
+        if write.revoked_tokens:
+            curs.execute(
+                schema_query(
+                    "DELETE FROM {schema}.tokens WHERE token_digest = ANY(%s::text[])", schema
+                ),
+                (write.revoked_tokens,),
+            )
         if write.tokens:
             curs.execute(
                 schema_query(
@@ -545,8 +633,11 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         write: WriteContext | None = kwargs.get("write")
         if write is None or not ids:
             return ids
+        _check_reads(curs, self.datastore.schema, write)
         if write.dependencies is not None:
             _mark_for_revision(curs, self.datastore.schema, write.dependencies, max(ids))
+            # Work due for the sweeps (expiry, retention, deletion): store/work_due.py.
+            mark_written(curs, self.datastore.schema, write.dependencies, max(ids))
         if write.idempotency is None:
             return ids
         positions = {
@@ -661,11 +752,17 @@ class EventLog(Application[UUID]):
         cost a tenth of a 100-memory batch; this application has no snapshot
         or notification hooks for ``save()`` to run.
 
+        ``aggregates`` with no pending events are what the write read: it
+        commits only if none of them has changed since (``StaleReadError``
+        otherwise, and nothing is written).
+
         Returns:
             One recording (event and log position) per event, in order.
         """
         aggregates = list(aggregates)
         pending = {a.id: len(a.pending_events) for a in aggregates}
+        write.read_versions = {a.id: a.version for a in aggregates if not pending[a.id]}
+        write.loaded = frozenset(pending)
         events = [event for aggregate in aggregates for event in aggregate.collect_events()]
         write.dependencies = dependencies_of(events)
         recordings = self.events.put(events, write=write)

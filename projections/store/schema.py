@@ -49,6 +49,7 @@ __all__ = [
     "decision_index",
     "evidence_links",
     "idempotency_keys",
+    "index_tenants",
     "memory_access",
     "memory_embeddings",
     "memory_index",
@@ -62,6 +63,7 @@ __all__ = [
     "snapshots",
     "tenant_deletions",
     "tenant_retention",
+    "tenant_work",
     "tokens",
     "vector_index_ddl",
     "version_digests",
@@ -274,8 +276,54 @@ revision_tenants = Table(
     Column("tenant_id", Uuid, primary_key=True),
     Column("marked_position", BigInteger, nullable=False),
     Column("drained_position", BigInteger, nullable=False, server_default=text("0")),
+    Index(
+        "revision_tenants_due",
+        "tenant_id",
+        postgresql_where=text("marked_position > drained_position"),
+    ),
+    Index("revision_tenants_marked_position_idx", "marked_position"),
 )
 """Which tenants may have dirty memories: ids and positions only, no tenant data."""
+
+tenant_work = Table(
+    "tenant_work",
+    metadata,
+    Column("tenant_id", Uuid, primary_key=True),
+    Column("expiry_due_at", DateTime(timezone=True)),
+    Column("retention_marked", BigInteger, nullable=False, server_default=text("0")),
+    Column("retention_done", BigInteger, nullable=False, server_default=text("0")),
+    Column("deletion_marked", BigInteger, nullable=False, server_default=text("0")),
+    Column("deletion_done", BigInteger, nullable=False, server_default=text("0")),
+    Index("tenant_work_expiry_due_at_idx", "expiry_due_at"),
+    Index(
+        "tenant_work_retention_due",
+        "tenant_id",
+        postgresql_where=text("retention_marked > retention_done"),
+    ),
+    Index(
+        "tenant_work_deletion_due",
+        "tenant_id",
+        postgresql_where=text("deletion_marked > deletion_done"),
+    ),
+)
+"""Which tenants have expiry, retention or deletion work due (ids, times and
+positions only, no tenant data), so a sweep reads only those tenants: the earliest
+deadline not yet expired, and per kind the last write that marked the tenant and
+the mark a drain saw before it found nothing left."""
+
+index_tenants = Table(
+    "index_tenants",
+    metadata,
+    Column("tenant_id", Uuid, primary_key=True),
+    Column("marked", BigInteger, nullable=False, server_default=text("0")),
+    Column("indexed", BigInteger, nullable=False, server_default=text("0")),
+    Column("published_at", DateTime(timezone=True)),
+    Index("index_tenants_due", "tenant_id", postgresql_where=text("marked > indexed")),
+    Index("index_tenants_published_at_idx", "published_at"),
+)
+"""Which tenants have published beliefs recall has not indexed: a count of
+publishes (``marked``), the count the indexing drain saw before it found nothing
+left (``indexed``), and the time of the last publish (for throughput metrics)."""
 
 decision_index = Table(
     "decision_index",

@@ -44,6 +44,9 @@ class DatabaseSettings(BaseSettings):
     db_pool_size: int = Field(default=4, ge=1, le=64)
     db_max_overflow: int = Field(default=8, ge=0, le=256)
     db_lock_timeout_s: int = Field(default=10, ge=0, le=600)
+    db_wait_s: int = Field(default=5, ge=1, le=120)
+    """How long a request waits for a database connection before it answers 503
+    ``database-unavailable`` (a write tries three times: docs/configuration.md)."""
     embedded_shared_buffers_mb: int = Field(default=512, ge=16, le=65536)
     """The embedded server's ``shared_buffers``: recall's HNSW index inserts and
     searches touch the graph at random, and it should fit (docs/benchmarks.md)."""

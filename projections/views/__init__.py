@@ -23,9 +23,12 @@ Modules:
 - :mod:`projections.views.listing`: What listings of memories filter and page
   by, as SQLAlchemy Core conditions.
 - :mod:`projections.views.observations`: Observation reads: an observation's
-  recorded metadata and milestones, and its bytes.
+  recorded metadata and milestones, its bytes, and the tenant's observations
+  page by page.
 - :mod:`projections.views.payloads`: Content from the payload store:
   observation bytes and version texts, by digest.
+- :mod:`projections.views.publications`: Waiting for revision without holding
+  a thread: publication notices.
 - :mod:`projections.views.read_models`: Every read model, recomputed from the
   log in memory.
 - :mod:`projections.views.receipts`: Erasure receipts: what an erasure or a
@@ -40,8 +43,12 @@ Modules:
   and the tenant's event feed.
 - :mod:`projections.views.version_cache`: The one resident cache: decoded
   memories at a version, for as-of reads.
+- :mod:`projections.views.version_texts`: The text of current versions, for
+  reads that serve a belief with its content.
 - :mod:`projections.views.versions`: Version reads: a memory's recorded
   attributes and every version, with its content.
+- :mod:`projections.views.write_times`: When each write became visible: the end
+  of the write a log position falls in.
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ __all__ = [
     "listing",
     "observations",
     "payloads",
+    "publications",
     "read_models",
     "receipts",
     "record",
@@ -65,5 +73,7 @@ __all__ = [
     "statement",
     "timeline",
     "version_cache",
+    "version_texts",
     "versions",
+    "write_times",
 ]

@@ -1,8 +1,15 @@
 """Access counts: the tuning state salience reads, stamped by reads.
 
-Reads that return a memory's current belief stamp it (one more access, and
-when). This is never an event and never changes a label; it only feeds
-salience, and losing it resets ranking, nothing else.
+Reads that return a memory's current belief *to use* stamp it (one more
+access, and when): a single read by id (``GET /v1/memories/{id}``, or the
+``ids=`` batch of them) and each current memory recall returns. Listings,
+as-of reads and the polls of a ``?wait=`` read count nothing: browsing is not
+use, and a read that waits is one read. This is never an event and never
+changes a label; it only feeds salience, and losing it resets ranking,
+nothing else.
+
+Ranking uses the full salience (:func:`salience_from`); reads report its
+bounded score (:func:`score_from`, see :func:`domain.salience.score`).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from uuid import UUID
 from sqlalchemy import and_, select
 from typing_extensions import TypedDict
 
-from domain.salience import salience
+from domain.salience import salience, score
 from projections.store.sql import schema_sql, tables_in
 from projections.store.tenancy import tenant_transaction
 from projections.views.belief_facts import BeliefDocument
@@ -32,7 +39,8 @@ __all__ = [
     "SalienceRow",
     "salience_columns",
     "salience_from",
-    "salience_of",
+    "score_from",
+    "scores_of",
     "stamp_accesses",
 ]
 
@@ -99,11 +107,11 @@ def _salience_inputs(schema: str) -> Select[Any]:
     )
 
 
-def salience_of(
+def scores_of(
     log: EventLog, tenant_id: UUID, beliefs: dict[UUID, BeliefDocument], now: datetime
 ) -> dict[UUID, float]:
-    """Return each memory's salience at ``now``, from its belief (confidence, pinned),
-    its type, when it was first recorded, and its accesses so far."""
+    """Return each memory's salience score at ``now`` (:func:`score_from`), from its
+    belief (confidence), its type, when it was first recorded, and its accesses so far."""
     if not beliefs:
         return {}
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
@@ -111,17 +119,26 @@ def salience_of(
             shaped_sql(_salience_inputs, log.datastore.schema), {"memory_ids": list(beliefs)}
         )
         rows = cur.fetchall()
-    return {row["memory_id"]: salience_from(beliefs[row["memory_id"]], row, now) for row in rows}
+    return {row["memory_id"]: score_from(beliefs[row["memory_id"]], row, now) for row in rows}
 
 
-def salience_from(belief: BeliefDocument, row: SalienceRow, now: datetime) -> float:
-    """Return a memory's salience from its belief and a row of :func:`salience_columns`."""
+def salience_from(
+    belief: BeliefDocument, row: SalienceRow, now: datetime, *, pin: bool = True
+) -> float:
+    """Return a memory's salience from its belief and a row of :func:`salience_columns`
+    (the rank weight; without the pin boost when not ``pin``)."""
     return salience(
         base=float(belief.get("confidence", 1.0)),
         memory_type=row["memory_type"],
         first_recorded=row["recorded_at"],
         last_access=row["last_access"],
         accesses=int(row["accesses"] or 0),
-        pinned=bool(belief["labels"]["pinned"]),
+        pinned=pin and bool(belief["labels"]["pinned"]),
         now=now,
     )
+
+
+def score_from(belief: BeliefDocument, row: SalienceRow, now: datetime) -> float:
+    """Return the salience score a read reports: bounded in ``[0, 1]``, without the pin
+    boost (the belief's ``pinned`` label says it is pinned)."""
+    return score(salience_from(belief, row, now, pin=False))

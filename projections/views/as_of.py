@@ -30,6 +30,7 @@ from projections.views.listing import (
 )
 from projections.views.record import Record
 from projections.views.statement import param, shaped_sql
+from projections.views.write_times import write_ends
 
 if TYPE_CHECKING:
     from sqlalchemy import Select
@@ -62,22 +63,32 @@ class ListedBeliefAsOf(MemoryAttributes):
 
 
 def position_at(log: EventLog, tenant_id: UUID, when: datetime) -> int:
-    """Return the tenant's last log position recorded at or before ``when`` (0 if none).
+    """Return the position an as-of read at ``when`` reads at (0 if nothing was
+    recorded by then): the end of the tenant's last write that had begun by ``when``.
 
     ``recorded_at`` is the database's clock at insert, and rises with the
-    position because inserts are serialised, so the answer is repeatable.
+    position because inserts are serialised, so the answer is repeatable. A
+    write's events carry rising times, and it became visible after its last
+    one; a time within the write reads the state *after* it, so every time
+    reported for a version or a write (its events' ``recorded_at``, its
+    ``visible_at``) reads that version, never the moment before it.
     """
+    schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             schema_sql(
-                "SELECT coalesce(max(notification_id), 0) AS position"
-                " FROM {schema}.palimpsest_events WHERE recorded_at <= %s",
-                log.datastore.schema,
+                "SELECT notification_id FROM {schema}.palimpsest_events WHERE recorded_at <= %s"
+                " ORDER BY notification_id DESC LIMIT 1",
+                schema,
             ),
             (when,),
         )
         row = cur.fetchone()
-    return int(row["position"]) if row else 0
+        if row is None:
+            return 0
+        last = int(row["notification_id"])
+        end = write_ends(cur, schema, [last]).get(last)
+    return last if end is None else end.position
 
 
 def write_boundary(log: EventLog, tenant_id: UUID, position: int) -> int:
@@ -151,7 +162,7 @@ def _created_by(schema: str, filtered: tuple[str, ...], paged: bool) -> Select[A
     if paged:
         conditions.append(after_cursor(m))
     return (
-        select(m.c.memory_id, m.c.memory_type, m.c.scope, m.c.project, m.c.position)
+        select(m.c.memory_id, m.c.memory_type, m.c.scope, m.c.project, m.c.topic, m.c.position)
         .where(*conditions)
         .order_by(m.c.position.desc(), m.c.memory_id)
         .limit(param("limit", Integer))
@@ -169,18 +180,20 @@ def list_beliefs_as_of(
     limit: int,
     after: ListingCursor | None,
     include_archived: bool = False,
+    topic: str | None = None,
 ) -> tuple[int, list[ListedBeliefAsOf | ListedErasedBelief], ListingCursor | None]:
     """List what was believed at ``position``: memories created by then, newest first.
 
     Returns the position used (aligned to a write boundary), the page, and
     the next cursor (None on the last page). Each item is computed from the
     log prefix, so labels (archived, pinned, superseded) are as they stood;
-    memories forgotten then are left out unless ``include_archived``. Erasure
+    memories archived then (forgotten or superseded) are left out unless
+    ``include_archived``. Erasure
     reaches back: a memory erased since is left out too, or shown (with
     ``include_archived``) as a placeholder naming the erasure.
     """
     position = write_boundary(log, tenant_id, position)
-    filters = attribute_values(memory_type, scope, project)
+    filters = attribute_values(memory_type, scope, project, topic)
     query = shaped_sql(_created_by, log.datastore.schema, tuple(filters), after is not None)
     params: dict[str, object] = {**filters, "position": position, "limit": limit + 1}
     if after is not None:
@@ -195,19 +208,22 @@ def list_beliefs_as_of(
     items: list[ListedBeliefAsOf | ListedErasedBelief] = []
     for row in page:
         memory_id = row["memory_id"]
-        if not include_archived and (memory_id in erased or facts[memory_id].archived is not None):
+        projected = project_belief(facts[memory_id])
+        # Archived as the projection says: forgotten, or superseded (structural).
+        if not include_archived and (memory_id in erased or projected.archived is not None):
             continue
         attributes = {
             "id": memory_id,
             "memory_type": row["memory_type"],
             "scope": row["scope"],
             "project": row["project"],
+            "topic": row["topic"],
         }
         if memory_id in erased:
             erasure = erasure_placeholder(erased[memory_id])
             items.append(ListedErasedBelief(**attributes, erasure=erasure))
         else:
-            belief = belief_document(project_belief(facts[memory_id]))
+            belief = belief_document(projected)
             items.append(ListedBeliefAsOf(**attributes, belief=belief))
     next_cursor = None
     if len(rows) > limit:

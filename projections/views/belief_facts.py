@@ -14,7 +14,7 @@ from uuid import UUID
 from pydantic import PlainSerializer, SkipValidation, WithJsonSchema
 from typing_extensions import TypedDict
 
-from domain.belief import Belief, EdgeFact, Grade, MemoryFacts
+from domain.belief import Archival, Belief, EdgeFact, Grade, MemoryFacts
 from domain.memory import Memory
 from projections.store.aggregates import aggregates_at
 from projections.store.eventlog import EventLog
@@ -41,10 +41,14 @@ __all__ = [
 
 
 class ArchivedLabel(TypedDict):
-    """Why a memory was forgotten, and by which decision."""
+    """Why a memory is archived: forgotten (``reason`` and ``decision_id``), or
+    structurally (``reason`` ``"superseded"``, ``superseded_by`` and ``edge_id``:
+    retracting that edge ends it; ``restore`` does not)."""
 
     reason: str
-    decision_id: str
+    decision_id: NotRequired[str]
+    superseded_by: NotRequired[str]
+    edge_id: NotRequired[str]
 
 
 class ErasedLabel(TypedDict):
@@ -54,7 +58,7 @@ class ErasedLabel(TypedDict):
 
 
 class BeliefLabels(TypedDict):
-    """A belief's labels: superseded, archived (forgotten), pinned, erased."""
+    """A belief's labels: superseded, archived (forgotten or superseded), pinned, erased."""
 
     superseded_by: list[str]
     archived: ArchivedLabel | None
@@ -205,7 +209,21 @@ def facts_from(memory: Memory, edges: Iterable[EdgeFact]) -> MemoryFacts:
         pinned=memory.pinned,
         erased_versions=tuple(v.version_id for v in memory.versions if v.erased_by is not None),
         erased_by=memory.erased_by,
+        retracted_edges=frozenset(memory.retracted_edges),
     )
+
+
+def _archived_label(archival: Archival) -> ArchivedLabel:
+    """Return the JSON form of an archival: a forget's reason and decision, or the
+    superseding memory and edge of a structural one."""
+    label: ArchivedLabel = {"reason": archival.reason}
+    if archival.decision_id is not None:
+        label["decision_id"] = str(archival.decision_id)
+    if archival.superseded_by is not None:
+        label["superseded_by"] = str(archival.superseded_by)
+    if archival.edge_id is not None:
+        label["edge_id"] = str(archival.edge_id)
+    return label
 
 
 def belief_document(belief: Belief) -> BeliefDocument:
@@ -221,12 +239,7 @@ def belief_document(belief: Belief) -> BeliefDocument:
         "alternatives": [str(m) for m in belief.alternatives],
         "labels": {
             "superseded_by": [str(m) for m in belief.superseded_by],
-            "archived": None
-            if belief.archived is None
-            else {
-                "reason": belief.archived.reason,
-                "decision_id": str(belief.archived.decision_id),
-            },
+            "archived": None if belief.archived is None else _archived_label(belief.archived),
             "pinned": belief.pinned,
             "erased": None if belief.erased_by is None else {"decision_id": str(belief.erased_by)},
         },

@@ -6,11 +6,16 @@ without having expired yet; otherwise the answer is ``pending``, with no
 belief content. An erased memory answers ``erased``, with the erasure and
 never content. The queries are SQLAlchemy Core over the read-model tables,
 each one statement, so the watermark and the belief come from one snapshot.
+
+A current answer carries the memory's type, scope, project and topic, and
+its current version's text (:mod:`projections.views.version_texts`, read
+with the watermark again: a memory whose watermark moved in between is
+``pending``, so a text and a belief of different states are never served
+together).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -29,13 +34,15 @@ from projections.views.listing import (
     ListingCursor,
     MemoryAttributes,
     MemoryFilter,
+    MemoryKind,
     after_cursor,
     attribute_conditions,
     attribute_values,
     cursor_values,
 )
 from projections.views.record import Record
-from projections.views.statement import inline, json_field, param, shaped_sql
+from projections.views.statement import any_of, inline, json_field, param, shaped_sql
+from projections.views.version_texts import VersionText, version_texts
 
 if TYPE_CHECKING:
     from sqlalchemy import Select, Table
@@ -75,16 +82,23 @@ class DueDeadline(Record):
     deadline: datetime
 
 
-class CurrentBelief(Record):
-    """The current belief about a memory: its revision has caught up."""
+class CurrentBelief(MemoryKind):
+    """The current belief about a memory: its revision has caught up. With the
+    memory's attributes and its current version's text."""
 
     status: Literal["current"] = "current"
     revision: Revision
     belief: BeliefJson
+    content: str | None = Field(
+        default=None,
+        description="The current version's text (left out by include_content=false, "
+        "and once its bytes are gone).",
+    )
     salience: float | None = Field(
         default=None,
-        description="Rank weight of a current belief (confidence, decay since the last "
-        "access, accesses, pin); reading it counts as an access.",
+        description="Salience score in [0, 1] (confidence, decay since the last access, "
+        "accesses; see docs/forgetting.md); a pin is the belief's pinned label. A read by "
+        "id counts as an access; listings do not.",
     )
 
 
@@ -194,6 +208,10 @@ def _watermark(schema: str) -> Select[Any]:
             r.c.published,
             b.c.revision,
             b.c.belief,
+            m.c.memory_type,
+            m.c.scope,
+            m.c.project,
+            m.c.topic,
             due.with_only_columns(func.json_agg(aggregate_order_by(document, deadline)))
             .scalar_subquery()
             .label("due"),
@@ -214,9 +232,6 @@ def current_belief(
     memory_id: UUID,
     *,
     now: Callable[[], datetime],
-    wait_s: float = 0.0,
-    clock: Callable[[], float] = time.monotonic,
-    poll_s: float = 0.02,
 ) -> BeliefAnswer:
     """Return the current belief, ``pending`` while revision has not caught up, or
     ``erased`` (with the erasure, never content) once the memory is erased.
@@ -224,31 +239,47 @@ def current_belief(
     A belief is served only when its published revision has reached the
     requested one and no observation it cites is past its retention deadline
     without having expired yet; otherwise the answer is ``pending`` with both
-    numbers, the due deadlines, and no belief content. With ``wait_s`` the
-    call polls that long for the drain first (read-your-writes).
+    numbers, the due deadlines, and no belief content. It never waits: a
+    caller that waits for revision awaits publication notices between calls
+    (``api/waiting.py``).
 
     Raises:
         NotFoundError: no such memory in the tenant.
     """
     query = shaped_sql(_watermark, log.datastore.schema)
-    deadline = clock() + wait_s
-    while True:
-        with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-            # One statement: the watermark, the belief and the deadlines of one snapshot.
-            cur.execute(query, {"memory_id": memory_id, "now": now()})
-            row = cur.fetchone()
-        if row is None:
-            msg = f"memory {memory_id} not found"
-            raise NotFoundError(msg)
-        revision = Revision(requested=row["requested"], published=row["published"])
-        if row["erased_by"] is not None:
-            return ErasedBelief(revision=revision, erasure=erasure_placeholder(row["erased_by"]))
-        due = row["due"] or []
-        if row["published"] >= row["requested"] and row["belief"] is not None and not due:
-            return CurrentBelief(revision=revision, belief=row["belief"])
-        if clock() >= deadline:
-            return PendingBelief(revision=revision, due=_DUE.validate_python(due))
-        time.sleep(poll_s)
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        # One statement: the watermark, the belief and the deadlines of one snapshot.
+        cur.execute(query, {"memory_id": memory_id, "now": now()})
+        row = cur.fetchone()
+    if row is None:
+        msg = f"memory {memory_id} not found"
+        raise NotFoundError(msg)
+    revision = Revision(requested=row["requested"], published=row["published"])
+    if row["erased_by"] is not None:
+        return ErasedBelief(revision=revision, erasure=erasure_placeholder(row["erased_by"]))
+    due = row["due"] or []
+    if row["published"] >= row["requested"] and row["belief"] is not None and not due:
+        text = _text_of(log, tenant_id, memory_id, row)
+        if text.requested == row["requested"]:
+            return CurrentBelief(
+                **_kind(row), revision=revision, belief=row["belief"], content=text.content
+            )
+        # A write landed between the belief and its text: not current (yet).
+        revision = Revision(requested=text.requested, published=text.published)
+    return PendingBelief(revision=revision, due=_DUE.validate_python(due))
+
+
+def _kind(row: Any) -> dict[str, Any]:
+    """The memory's attributes in a row, as :class:`MemoryKind` names them."""
+    return {k: row[k] for k in ("memory_type", "scope", "project", "topic")}
+
+
+def _text_of(log: EventLog, tenant_id: UUID, memory_id: UUID, row: Any) -> VersionText:
+    """Return the text of the current version the belief of ``row`` names."""
+    version = UUID(str(row["belief"]["current_version_id"]))
+    return version_texts(log, tenant_id, {memory_id: version}).get(
+        memory_id, VersionText(None, row["requested"], row["published"])
+    )
 
 
 def _listing(
@@ -257,8 +288,10 @@ def _listing(
     include_archived: bool,
     status: str | None,
     paged: bool,
+    by_ids: bool = False,
 ) -> Select[Any]:
-    """A page of memories, newest first (``paged``: after a cursor)."""
+    """A page of memories, newest first (``paged``: after a cursor; ``by_ids``: only
+    the memories of ``%(ids)s``)."""
     tables = tables_in(schema)
     m = tables["memory_index"].alias("m")
     r = tables["revisions"].alias("r")
@@ -275,12 +308,15 @@ def _listing(
         conditions.append(not_(current))
     if paged:
         conditions.append(after_cursor(m))
+    if by_ids:
+        conditions.append(any_of(m.c.memory_id, "ids"))
     return (
         select(
             m.c.memory_id,
             m.c.memory_type,
             m.c.scope,
             m.c.project,
+            m.c.topic,
             m.c.position,
             r.c.requested,
             r.c.published,
@@ -307,13 +343,16 @@ def list_beliefs(
     limit: int,
     after: ListingCursor | None,
     now: datetime,
+    include_content: bool = True,
 ) -> tuple[list[ListedBelief], ListingCursor | None]:
-    """List memories, newest first, each current (with its belief) or pending (without).
+    """List memories, newest first, each current (with its belief and, unless not
+    ``include_content``, its current version's text) or pending (without).
 
     ``after`` is the cursor: the last memory of the previous page. Returns the
-    page and the next cursor (None on the last page).
+    page and the next cursor (None on the last page). With ``where.ids``, lists
+    those memories (the ones that exist) and nothing else.
     """
-    filters = attribute_values(where.memory_type, where.scope, where.project)
+    filters = attribute_values(where.memory_type, where.scope, where.project, where.topic)
     query = shaped_sql(
         _listing,
         log.datastore.schema,
@@ -321,29 +360,45 @@ def list_beliefs(
         where.include_archived,
         where.status,
         after is not None,
+        where.ids is not None,
     )
     params: dict[str, object] = {**filters, "now": now, "limit": limit + 1}
     if after is not None:
         params.update(cursor_values(after))
+    if where.ids is not None:
+        params["ids"] = list(where.ids)
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(query, params)
         rows = cur.fetchall()
     page = rows[:limit]
+    texts: dict[UUID, VersionText] = {}
+    if include_content:
+        current = [r for r in page if r["is_current"] and r["erased_by"] is None]
+        texts = version_texts(
+            log,
+            tenant_id,
+            {r["memory_id"]: UUID(str(r["belief"]["current_version_id"])) for r in current},
+        )
     items: list[ListedBelief] = []
     for row in page:
-        attributes = {
-            "id": row["memory_id"],
-            "memory_type": row["memory_type"],
-            "scope": row["scope"],
-            "project": row["project"],
-        }
+        attributes = {"id": row["memory_id"], **_kind(row)}
         revision = Revision(requested=row["requested"], published=row["published"])
+        text = texts.get(row["memory_id"])
         if row["erased_by"] is not None:
             erasure = erasure_placeholder(row["erased_by"])
             items.append(ListedErasedBelief(**attributes, revision=revision, erasure=erasure))
-        elif row["is_current"]:
-            items.append(ListedCurrentBelief(**attributes, revision=revision, belief=row["belief"]))
+        elif row["is_current"] and (text is None or text.requested == row["requested"]):
+            items.append(
+                ListedCurrentBelief(
+                    **attributes,
+                    revision=revision,
+                    belief=row["belief"],
+                    content=None if text is None else text.content,
+                )
+            )
         else:
+            if text is not None:  # a write landed between the belief and its text
+                revision = Revision(requested=text.requested, published=text.published)
             items.append(ListedPendingBelief(**attributes, revision=revision))
     next_cursor = None
     if len(rows) > limit:

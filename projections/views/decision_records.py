@@ -6,6 +6,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from pydantic import Field
+
 from domain.decision import Decision
 from projections.store.aggregates import event_positions, load_aggregate
 from projections.views.record import Record
@@ -22,7 +24,12 @@ class DecisionRecord(Record):
     id: UUID
     kind: str
     subject: str
-    params: dict[str, str]
+    params: dict[str, str | list[str]]
+    reason: str | None = Field(
+        default=None,
+        description="Why the caller asked (null when not given, or recorded before "
+        "decisions kept their reason).",
+    )
     logical_key: str
     inputs: list[dict[str, str]]
     seen: list[dict[str, str]]
@@ -48,6 +55,7 @@ def decision_record(log: EventLog, tenant_id: UUID, decision_id: UUID) -> Decisi
         kind=decision.kind,
         subject=decision.subject,
         params=decision.params,
+        reason=decision.reason,
         logical_key=decision.logical_key,
         inputs=decision.inputs,
         seen=decision.seen,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from itertools import chain
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
@@ -101,23 +102,35 @@ def export_tenant(log: EventLog, tenant_id: UUID, now: datetime) -> Iterator[Exp
             rows.execute(
                 schema_sql(
                     "SELECT originator_id, originator_version, topic, state, notification_id,"
-                    " recorded_at FROM {schema}.palimpsest_events ORDER BY notification_id",
+                    " recorded_at, xmin::text AS tx FROM {schema}.palimpsest_events"
+                    " ORDER BY notification_id",
                     schema,
                 )
             )
-            for row in rows:
-                event = log.mapper.to_domain_event(
-                    StoredEvent(
-                        row["originator_id"],
-                        row["originator_version"],
-                        row["topic"],
-                        bytes(row["state"]),
+            # One write's events are consecutive and share its transaction: they are
+            # held until the write ends, whose last event's time is their visible_at.
+            write: list[tuple[Any, Any]] = []
+            for row in chain(rows, [None]):
+                if write and (row is None or row["tx"] != write[-1][0]["tx"]):
+                    visible_at = write[-1][0]["recorded_at"]
+                    for held, event in write:
+                        described = describe_event(
+                            event, held["notification_id"], held["recorded_at"], visible_at
+                        )
+                        # Validated as the feed's: only ``kind`` is added.
+                        yield ExportedEvent.model_construct(**dict(described))
+                    events += len(write)
+                    write = []
+                if row is not None:
+                    event = log.mapper.to_domain_event(
+                        StoredEvent(
+                            row["originator_id"],
+                            row["originator_version"],
+                            row["topic"],
+                            bytes(row["state"]),
+                        )
                     )
-                )
-                events += 1
-                described = describe_event(event, row["notification_id"], row["recorded_at"])
-                # Validated as the feed's: only ``kind`` is added.
-                yield ExportedEvent.model_construct(**dict(described))
+                    write.append((row, event))
         with cur.connection.cursor(name="tenant_export_payloads") as rows:
             rows.itersize = _FETCH
             rows.execute(

@@ -1,9 +1,10 @@
 """What listings of memories filter and page by, as SQLAlchemy Core conditions.
 
-Current listings, as-of listings and recall filter memories by type, scope
-and project, each compared inside the database on the columns the indexes
-lead with. Listings page newest first by (creation position, id): memories
-of one batch share a position, so the id breaks ties.
+Current listings, as-of listings and recall filter memories by type, scope,
+project and topic, each compared inside the database (type, scope and
+project on the columns the indexes lead with). Listings page newest first
+by (creation position, id): memories of one batch share a position, so the
+id breaks ties.
 
 Conditions name their parameters (see :func:`projections.views.statement.shaped_sql`):
 a filter given adds a condition and its value, under the column's name.
@@ -30,6 +31,7 @@ __all__ = [
     "ListingCursor",
     "MemoryAttributes",
     "MemoryFilter",
+    "MemoryKind",
     "after_cursor",
     "attribute_conditions",
     "attribute_values",
@@ -55,22 +57,32 @@ class MemoryFilter:
     include_archived: bool = False
     """Forgotten and erased memories are left out unless asked for (then flagged by
     their belief, or shown as an erasure placeholder)."""
+    topic: str | None = None
+    ids: tuple[UUID, ...] | None = None
+    """Only these memories (a read by ids: no other filter, no page)."""
 
 
-class MemoryAttributes(Record):
-    """A memory's immutable attributes, as every listing of memories shows them."""
+class MemoryKind(Record):
+    """A memory's immutable attributes: its type, scope, project and topic."""
 
-    id: UUID
     memory_type: MemoryType = Field(serialization_alias="type")
     scope: str
     project: str | None
+    topic: str | None
+
+
+class MemoryAttributes(MemoryKind):
+    """A memory's id and immutable attributes, as every listing of memories shows them."""
+
+    id: UUID
 
 
 def attribute_values(
-    memory_type: str | None, scope: str | None, project: str | None
+    memory_type: str | None, scope: str | None, project: str | None, topic: str | None = None
 ) -> dict[str, str]:
-    """Return the type, scope and project filters given (None means any), by column."""
-    given = {"memory_type": memory_type, "scope": scope, "project": project}
+    """Return the type, scope, project and topic filters given (None means any), by
+    column."""
+    given = {"memory_type": memory_type, "scope": scope, "project": project, "topic": topic}
     return {column: value for column, value in given.items() if value is not None}
 
 

@@ -1,4 +1,5 @@
-"""Observation reads: an observation's recorded metadata and milestones, and its bytes.
+"""Observation reads: an observation's recorded metadata and milestones, its bytes,
+and the tenant's observations page by page.
 
 The metadata is rebuilt from the log; the bytes come from the payload store
 while the retention deadline has not passed and no erasure took them.
@@ -8,17 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Self
 from uuid import UUID
 
 from pydantic import Field
 
 from domain.errors import ContentErasedError, ContentExpiredError, NotFoundError
 from domain.observation import Observation
-from projections.store.aggregates import event_positions, load_aggregate
+from projections.store.aggregates import aggregates_at, event_positions, load_aggregate
 from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
 from projections.views.erasures import ErasurePlaceholder, erasure_placeholder
+from projections.views.listing import ListingCursor
 from projections.views.payloads import payload_contents
 from projections.views.record import Record
 
@@ -30,6 +32,8 @@ __all__ = [
     "Milestones",
     "ObservationContent",
     "ObservationRecord",
+    "ObservationSummary",
+    "list_observations",
     "observation_content",
     "observation_metadata",
 ]
@@ -58,8 +62,8 @@ class Milestones(Record):
     published: Milestone | None
 
 
-class ObservationRecord(Record):
-    """An observation's recorded metadata (no content)."""
+class ObservationSummary(Record):
+    """An observation's recorded metadata (no content), as a listing shows it."""
 
     id: UUID
     digest: str
@@ -76,6 +80,32 @@ class ObservationRecord(Record):
     principal_id: UUID
     position: int
     recorded_at: datetime
+
+    @classmethod
+    def of(cls, obs: Observation, position: int, recorded_at: datetime, **more: Any) -> Self:
+        """Return the aggregate's metadata, captured at ``position`` (``more``: the fields
+        of a model that extends this one)."""
+        return cls(
+            id=obs.id,
+            digest=obs.digest,
+            size_bytes=obs.size_bytes,
+            media_type=obs.media_type,
+            source=obs.source,
+            captured_at=obs.captured_at,
+            transient=obs.transient,
+            retention_deadline=obs.retention_deadline,
+            expired=obs.expired,
+            erased=None if obs.erased_by is None else erasure_placeholder(obs.erased_by),
+            principal_id=obs.principal_id,
+            position=position,
+            recorded_at=recorded_at,
+            **more,
+        )
+
+
+class ObservationRecord(ObservationSummary):
+    """An observation's recorded metadata (no content) and its milestones."""
+
     milestones: Milestones = Field(
         description="captured, formed, indexed, published: each reached at a time, or null."
     )
@@ -97,22 +127,41 @@ def observation_metadata(log: EventLog, tenant_id: UUID, observation_id: UUID) -
     """
     obs = load_aggregate(log, tenant_id, observation_id, Observation, "observation")
     position, recorded_at = event_positions(log, tenant_id, obs.id)[1]
-    return ObservationRecord(
-        id=obs.id,
-        digest=obs.digest,
-        size_bytes=obs.size_bytes,
-        media_type=obs.media_type,
-        source=obs.source,
-        captured_at=obs.captured_at,
-        transient=obs.transient,
-        retention_deadline=obs.retention_deadline,
-        expired=obs.expired,
-        erased=None if obs.erased_by is None else erasure_placeholder(obs.erased_by),
-        principal_id=obs.principal_id,
-        position=position,
-        recorded_at=recorded_at,
-        milestones=_milestones(log, tenant_id, obs.id, recorded_at),
+    return ObservationRecord.of(
+        obs, position, recorded_at, milestones=_milestones(log, tenant_id, obs.id, recorded_at)
     )
+
+
+def list_observations(
+    log: EventLog, tenant_id: UUID, *, limit: int, after: ListingCursor | None
+) -> tuple[list[ObservationSummary], ListingCursor | None]:
+    """List the tenant's observations, newest first (by capture position), with their
+    metadata; expired and erased ones too, flagged. ``after`` is the last observation
+    of the previous page. Returns the page and the next cursor (None on the last page).
+    """
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        # The tenant's events, newest first, by its (tenant, position) index.
+        cur.execute(
+            schema_sql(
+                "SELECT originator_id, notification_id, recorded_at"
+                " FROM {schema}.palimpsest_events WHERE topic = %s AND notification_id < %s"
+                " ORDER BY notification_id DESC LIMIT %s",
+                log.datastore.schema,
+            ),
+            (Observation.Created.TOPIC, 2**62 if after is None else after.position, limit + 1),
+        )
+        rows = cur.fetchall()
+        page = rows[:limit]
+        found = aggregates_at(cur, log, [r["originator_id"] for r in page], 2**62)
+    items = [
+        ObservationSummary.of(found[r["originator_id"]], r["notification_id"], r["recorded_at"])
+        for r in page
+        if isinstance(found.get(r["originator_id"]), Observation)
+    ]
+    next_cursor = None
+    if len(rows) > limit:
+        next_cursor = ListingCursor(page[-1]["notification_id"], page[-1]["originator_id"])
+    return items, next_cursor
 
 
 def _milestones(

@@ -8,7 +8,7 @@ compares them with the live tables; replay prints the beliefs.
 
 It takes the same domain events and the same ``dependencies_of`` as the
 write path, and re-implements in Python only what the recorder's marking
-SQL does with them (insert-if-absent rows, the closure). That makes verify
+SQL does with them (insert-if-absent rows, the marks). That makes verify
 a check of two implementations against each other, not of one with itself.
 """
 
@@ -100,8 +100,6 @@ class TenantReadModels:
     position: int = 0
     marked: int = 0
     memories: dict[UUID, Memory] = field(default_factory=dict)
-    linked: dict[UUID, set[UUID]] = field(default_factory=dict)
-    citing: dict[UUID, set[UUID]] = field(default_factory=dict)
     edges: dict[UUID, list[EdgeFact]] = field(default_factory=dict)
     rows: dict[str, dict[Row, Row]] = field(
         default_factory=lambda: {
@@ -152,7 +150,6 @@ class TenantReadModels:
                     link.outgoing,
                     position,
                 )
-                self.linked.setdefault(link.memory_id, set()).add(link.linked_id)
                 source, target = (
                     (link.memory_id, link.linked_id)
                     if link.outgoing
@@ -163,7 +160,6 @@ class TenantReadModels:
                 )
         for observation_id, memory_id in found.evidence:
             rows["evidence_links"].setdefault((observation_id, memory_id), (position,))
-            self.citing.setdefault(observation_id, set()).add(memory_id)
         for proposer_id, model_id, memory_id in found.proposers:
             rows["proposer_links"].setdefault((proposer_id, model_id, memory_id), (position,))
         for memory_id, memory_type, scope, project, topic in found.created:
@@ -218,19 +214,8 @@ class TenantReadModels:
                 deadlines[(observation_id,)] = (digest, deadline, expired, transient, position)
 
     def _closure(self, found: Dependencies) -> set[UUID]:
-        """Return the memories a write marks: touched, citing what it cites, and linked
-        to those, transitively (the recorder's recursive query)."""
-        cited = {o for o, _ in found.evidence} | set(found.expired) | set(found.erased)
-        closure = set(found.touched)
-        for observation_id in cited:
-            closure |= self.citing.get(observation_id, set())
-        frontier = list(closure)
-        while frontier:
-            for other in self.linked.get(frontier.pop(), ()):
-                if other not in closure:
-                    closure.add(other)
-                    frontier.append(other)
-        return closure
+        """Return the memories a write marks: those it touches (the recorder's rule)."""
+        return set(found.touched)
 
     def belief_row(self, memory_id: UUID) -> Row:
         """Return the ``beliefs`` value columns for a memory, at its requested revision."""

@@ -73,6 +73,11 @@ def _deletion_completed(log: EventLog, tenant_id: UUID) -> bool:
         return row is not None and row["completed_position"] is not None
 
 
+def _text(value: str | list[str] | None) -> str | None:
+    """Return a text parameter as recorded (decisions before ``reason`` kept it there)."""
+    return value if isinstance(value, str) else None
+
+
 def erasure_receipt(log: EventLog, tenant_id: UUID, erasure_id: UUID) -> Receipt:
     """Return the receipt of an erasure or a tenant deletion.
 
@@ -108,7 +113,7 @@ def erasure_receipt(log: EventLog, tenant_id: UUID, erasure_id: UUID) -> Receipt
         id=decision.id,
         kind=decision.kind,
         status=status,
-        reason=decision.params.get("reason"),
+        reason=decision.reason or _text(decision.params.get("reason")),
         decision=record,
         removed=RemovedCounts(
             observations=counts["erase_observation"],

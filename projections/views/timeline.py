@@ -25,6 +25,7 @@ from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
 from projections.views.record import Record
 from projections.views.versions import RecordedMemory, RecordedVersion, version_contents
+from projections.views.write_times import WriteEnd, write_ends
 
 if TYPE_CHECKING:
     from projections.store.eventlog import EventLog
@@ -50,6 +51,11 @@ class EventRecord(Record):
 
     position: int
     recorded_at: datetime
+    visible_at: datetime | None = Field(
+        default=None,
+        description="When the write that recorded the event became visible (the time of "
+        "its last event): an as-of read at this time reads the state after the write.",
+    )
     type: str
     aggregate_id: UUID
     aggregate_version: int
@@ -110,10 +116,14 @@ def _plain(value: Any) -> JsonValue:
 
 
 def describe_event(
-    event: DomainEventProtocol[UUID], position: int, recorded_at: datetime
+    event: DomainEventProtocol[UUID],
+    position: int,
+    recorded_at: datetime,
+    visible_at: datetime | None = None,
 ) -> EventRecord:
     """Return one event as the feed and histories show it: its type, envelope and
-    fields (references, digests, labels; events never carry content)."""
+    fields (references, digests, labels; events never carry content), and when its
+    write became visible, if known."""
     topic = getattr(type(event), "TOPIC", type(event).__qualname__)
     assert is_dataclass(event)
     data = {
@@ -124,6 +134,7 @@ def describe_event(
     return EventRecord(
         position=position,
         recorded_at=recorded_at,
+        visible_at=visible_at,
         type=str(topic).removeprefix("palimpsest:"),
         aggregate_id=event.originator_id,
         aggregate_version=event.originator_version,
@@ -149,10 +160,24 @@ _EVENTS_OF_TOPIC = (
 
 def _rows(
     log: EventLog, tenant_id: UUID, query: LiteralString, params: tuple[Any, ...]
-) -> list[Any]:
+) -> tuple[list[Any], dict[int, WriteEnd]]:
+    """Return the rows of ``query``, and the end of the write of each (one snapshot)."""
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(schema_sql(query, log.datastore.schema), params)
-        return cur.fetchall()
+        rows = cur.fetchall()
+        ends = write_ends(cur, log.datastore.schema, [r["notification_id"] for r in rows])
+    return rows, ends
+
+
+def _described(
+    event: DomainEventProtocol[UUID], row: Any, ends: dict[int, WriteEnd]
+) -> EventRecord:
+    """Return the event of ``row`` as shown, with when its write became visible."""
+    position = row["notification_id"]
+    end = ends.get(position)
+    return describe_event(
+        event, position, row["recorded_at"], None if end is None else end.visible_at
+    )
 
 
 def _decode(log: EventLog, row: Any) -> DomainEventProtocol[UUID]:
@@ -168,8 +193,8 @@ def event_feed(
 ) -> tuple[list[EventRecord], int]:
     """Return up to ``limit`` of the tenant's events after log position ``after``,
     oldest first, and the position to continue after."""
-    rows = _rows(log, tenant_id, _EVENTS_AFTER, (after, limit))
-    events = [describe_event(_decode(log, r), r["notification_id"], r["recorded_at"]) for r in rows]
+    rows, ends = _rows(log, tenant_id, _EVENTS_AFTER, (after, limit))
+    events = [_described(_decode(log, r), r, ends) for r in rows]
     return events, (rows[-1]["notification_id"] if rows else after)
 
 
@@ -181,7 +206,7 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryHis
     Raises:
         NotFoundError: no such memory in the tenant.
     """
-    rows = _rows(log, tenant_id, _EVENTS_OF, (memory_id,))
+    rows, ends = _rows(log, tenant_id, _EVENTS_OF, (memory_id,))
     memory: Any = None
     touched: list[EventRecord] = []
     version_at: dict[UUID, EventRecord] = {}
@@ -190,7 +215,7 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryHis
         event = _decode(log, row)
         assert isinstance(event, CanMutateAggregate)
         memory = event.mutate(memory)
-        described = describe_event(event, row["notification_id"], row["recorded_at"])
+        described = _described(event, row, ends)
         touched.append(described)
         if isinstance(event, Memory.VersionRecorded):
             version_at[event.version_id] = described
@@ -212,10 +237,13 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryHis
     incoming = {link["edge_id"] for link in links if not link["outgoing"]}
     if incoming:
         sources = sorted({link["linked_id"] for link in links if not link["outgoing"]}, key=str)
-        for r in _rows(log, tenant_id, _EVENTS_OF_TOPIC, (sources, Memory.EdgeAdded.TOPIC)):
+        found, found_ends = _rows(
+            log, tenant_id, _EVENTS_OF_TOPIC, (sources, Memory.EdgeAdded.TOPIC)
+        )
+        for r in found:
             event = _decode(log, r)
             if isinstance(event, Memory.EdgeAdded) and event.edge_id in incoming:
-                touched.append(describe_event(event, r["notification_id"], r["recorded_at"]))
+                touched.append(_described(event, r, found_ends))
     decided = {
         e.data["edge_id"]: e.data.get("decision_id") for e in touched if e.type == "EdgeAdded"
     }
@@ -244,6 +272,7 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryHis
                 contents[record.version_id],
                 recorded.position,
                 recorded.recorded_at,
+                recorded.visible_at or recorded.recorded_at,
                 contributions=contributions,
             )
         )

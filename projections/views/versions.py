@@ -16,11 +16,12 @@ from pydantic import Field
 from domain.evidence import Excerpt
 from domain.memory import Memory, VersionRecord
 from projections.store.aggregates import event_positions, load_aggregate
-from projections.store.tenancy import tenant_scope
+from projections.store.tenancy import tenant_scope, tenant_transaction
 from projections.views.erasures import ErasurePlaceholder, erasure_placeholder
 from projections.views.listing import MemoryAttributes
 from projections.views.payloads import payload_contents
 from projections.views.record import Record
+from projections.views.write_times import write_ends
 
 if TYPE_CHECKING:
     from projections.store.eventlog import EventLog
@@ -37,7 +38,6 @@ __all__ = [
 class RecordedMemory(MemoryAttributes):
     """A memory's recorded attributes, and the erasure that removed it, if one did."""
 
-    topic: str | None
     erased: ErasurePlaceholder | None = Field(
         default=None, description="The erasure that removed the content, if one did."
     )
@@ -73,6 +73,10 @@ class RecordedVersion(Record):
     principal_id: UUID
     position: int
     recorded_at: datetime
+    visible_at: datetime = Field(
+        description="When the write that recorded the version became visible (the time of "
+        "its last event): an as-of read at this time, or at recorded_at, reads this version."
+    )
 
     @classmethod
     def of(
@@ -81,10 +85,12 @@ class RecordedVersion(Record):
         content: str | None,
         position: int,
         recorded_at: datetime,
+        visible_at: datetime,
         **more: Any,
     ) -> Self:
         """Return a version of the aggregate, with its content, recorded at ``position``
-        (``more``: the fields of a model that extends this one)."""
+        by a write visible from ``visible_at`` (``more``: the fields of a model that
+        extends this one)."""
         return cls(
             version_id=record.version_id,
             number=record.position_in_memory,
@@ -96,6 +102,7 @@ class RecordedVersion(Record):
             principal_id=record.principal_id,
             position=position,
             recorded_at=recorded_at,
+            visible_at=visible_at,
             **more,
         )
 
@@ -129,13 +136,17 @@ def memory_versions(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryVe
     positions = event_positions(log, tenant_id, memory.id)
     contents = version_contents(log, tenant_id, memory)
     versions_by_event = _version_event_numbers(log, tenant_id, memory.id)
+    recorded = {v: positions[n] for v, n in versions_by_event.items()}
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        ends = write_ends(cur, log.datastore.schema, [p for p, _ in recorded.values()])
     return MemoryVersions.of(
         memory,
         versions=[
             RecordedVersion.of(
                 record,
                 contents[record.version_id],
-                *positions[versions_by_event[record.version_id]],
+                *recorded[record.version_id],
+                ends[recorded[record.version_id][0]].visible_at,
             )
             for record in memory.versions
         ],

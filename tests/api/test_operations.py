@@ -3,21 +3,105 @@
 from __future__ import annotations
 
 import inspect
+import threading
+from collections.abc import Sequence
 
+import pytest
 from fastapi.testclient import TestClient
 
 import domain.errors
 import projections.store.errors
+from api.app import create_app
 from api.problems import PROBLEMS
+from api.settings import ApiSettings
 from domain.errors import PalimpsestError
+from projections.runtime import Runtime
 from tests.api.helpers import remember
 from tests.conftest import Tenant
 
 
-def test_healthz_reports_the_database(client: TestClient) -> None:
+def test_healthz_is_liveness_only(client: TestClient) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok"}
+    assert response.json() == {"status": "ok"}
+
+
+class _GatedEmbedder:
+    """An embedder whose model takes as long to load as the test says."""
+
+    model_id = "gated-384"
+    dimension = 384
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        assert self.release.wait(30), "the test never let the model load"
+        return [[1.0] + [0.0] * 383 for _ in texts]
+
+
+def test_readyz_is_not_ready_until_the_embedder_has_loaded_and_while_drains_are_down(
+    runtime: Runtime,
+) -> None:
+    # Given a process whose embedder is still loading, and whose drain loop runs
+    embedder = _GatedEmbedder()
+    own = Runtime(runtime.database, runtime.log, runtime.embedding, embedder)
+    drains = {"running": True}
+    app = create_app(ApiSettings(), own, lambda: None, drains_running=lambda: drains["running"])
+    loading = threading.Thread(target=own.load_embedder)
+    loading.start()
+    with TestClient(app) as client:
+        # Then it is alive but not ready, and says what is missing
+        assert client.get("/healthz").status_code == 200
+        waiting = client.get("/readyz")
+        assert waiting.status_code == 503
+        assert waiting.headers["content-type"] == "application/problem+json"
+        assert waiting.json()["type"] == "urn:palimpsest:problem:not-ready"
+        assert waiting.json()["missing"] == ["embedder"]
+        assert waiting.json()["checks"] == {
+            "database": "ok",
+            "migrations": "ok",
+            "embedder": "missing",
+            "drains": "ok",
+        }
+        assert "Retry-After" in waiting.headers
+
+        # When the model has loaded, it is ready
+        embedder.release.set()
+        loading.join(30)
+        ready = client.get("/readyz")
+        assert ready.status_code == 200
+        assert ready.json() == {
+            "status": "ready",
+            "checks": {"database": "ok", "migrations": "ok", "embedder": "ok", "drains": "ok"},
+        }
+
+        # And when its drain loop stops, it is no longer ready
+        drains["running"] = False
+        stopped = client.get("/readyz")
+        assert stopped.status_code == 503 and stopped.json()["missing"] == ["drains"]
+
+
+def test_readyz_reports_a_schema_behind_this_code(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = Runtime(runtime.database, runtime.log, runtime.embedding, _GatedEmbedder())
+    own.embedder_loaded.set()
+    monkeypatch.setattr("api.routers.health.schema_revisions", lambda _database: ["0001"])
+    with TestClient(create_app(ApiSettings(), own)) as client:
+        behind = client.get("/readyz")
+    assert behind.status_code == 503
+    assert behind.json()["type"] == "urn:palimpsest:problem:not-ready"
+    assert behind.json()["missing"] == ["migrations"]
+    assert behind.json()["checks"]["drains"] == "external"
+
+
+def test_no_page_loads_scripts_from_a_cdn(client: TestClient) -> None:
+    for path in ("/docs", "/redoc"):
+        page = client.get(path)
+        assert page.status_code == 404, path
+        assert "cdn" not in page.text.lower()
+    assert client.get("/openapi.json").json()["info"]["title"] == "palimpsest"
 
 
 def test_metrics_count_requests_by_route_and_status(client: TestClient, tenant: Tenant) -> None:
@@ -39,6 +123,7 @@ def test_openapi_documents_every_route_with_typed_bodies(client: TestClient) -> 
         "/v1/observations/{observation_id}",
         "/v1/observations/{observation_id}/content",
         "/healthz",
+        "/readyz",
         "/metrics",
     ]:
         assert path in paths, path
@@ -58,3 +143,13 @@ def test_every_error_class_has_a_problem_type() -> None:
     assert classes
     for cls in classes:
         assert cls in PROBLEMS, f"{cls.__name__} has no problem type in api/problems.py"
+
+
+def test_a_method_a_path_does_not_take_is_a_405_problem_naming_those_it_does(
+    client: TestClient, tenant: Tenant
+) -> None:
+    refused = client.delete("/v1/memories", headers=tenant.headers())
+    assert refused.status_code == 405
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert refused.json()["type"] == "urn:palimpsest:problem:method-not-allowed"
+    assert set(refused.headers["allow"].replace(" ", "").split(",")) == {"GET", "POST"}

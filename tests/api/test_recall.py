@@ -64,6 +64,9 @@ def test_recall_stamps_accesses_and_equal_relevance_ranks_by_salience(
     found = _recall(client, headers, query="where is the wifi password", k=2)["items"]
     assert [i["id"] for i in found] == [b["id"], a["id"]]  # same text: the pin decides
     assert found[1]["rank"]["decided_by"] == "salience"
+    # The pin is reported as such, and the score stays in [0, 1] (not in the billions).
+    assert [i["rank"]["pinned"] for i in found] == [True, False]
+    assert all(0 < i["salience"] < 1 and i["rank"]["salience"] == i["salience"] for i in found)
     assert found[0]["rank"]["similarity"] == found[1]["rank"]["similarity"]
     again = _recall(client, headers, query="where is the wifi password", k=2)["items"]
     # Each recall counted an access, so salience grew (decay aside: same instant).
@@ -278,3 +281,20 @@ def test_candidates_of_unknown_or_malformed_memories_are_refused(
     malformed = client.get("/v1/memories/nope/candidates", headers=headers)
     assert malformed.status_code == 422
     assert client.get(f"/v1/memories/{uuid.uuid4()}/candidates").status_code == 401
+
+
+def test_recall_filters_by_topic_and_shows_it(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    for i in range(5):
+        remember(client, headers, type="note", topic="ui", content=f"Dark mode note {i}")
+    wanted = remember(client, headers, type="note", topic="billing", content="Invoices are dark")
+    index_until_caught_up(runtime, tenant.id)
+    found = _recall(client, headers, query="dark mode", k=3, topic="billing")["items"]
+    assert [(i["id"], i["topic"], i["content"]) for i in found] == [
+        (wanted["id"], "billing", "Invoices are dark")
+    ]
+    ui = _recall(client, headers, query="dark mode", k=10, topic="ui")["items"]
+    assert len(ui) == 5 and {i["topic"] for i in ui} == {"ui"}
+    assert _recall(client, headers, query="dark mode", k=3, topic="nothing")["items"] == []

@@ -18,6 +18,7 @@ from projections.history.verify import verify
 from projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug
 from tests.conftest import Tenant, count_events
+from tests.projections.drains.killing import drain_process, kill_mid_write
 
 
 def _deadline(client: TestClient, headers: dict[str, str], obs: str) -> datetime:
@@ -108,28 +109,39 @@ def test_retention_is_bounded_and_set_by_admins_only(
     assert post(client, "/v1/observations", {"content": "x"}, headers).status_code == 201
 
 
-def test_a_retention_pass_killed_mid_write_resumes_without_skipping(
-    client: TestClient, tenant: Tenant, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+def test_a_retention_pass_killed_mid_write_leaves_nothing_and_the_next_completes(
+    client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:
+    # Given observations whose deadlines a shorter retention moves (more than a
+    # pipelined write holds: this write sends each statement and waits for it, so
+    # its COMMIT is not sent while it is blocked)
     headers = tenant.headers()
-    observations = [observe(client, headers, f"note {i}") for i in range(5)]
+    items = [{"op": "create_observation", "content": f"note {i}"} for i in range(70)]
+    created = post(client, "/v1/batch", {"items": items}, headers).json()["results"]
+    observations = [r["id"] for r in created]
+    before = {o: _deadline(client, headers, o) for o in observations}
     client.put("/v1/tenant/retention", json={"raw_hours": 12}, headers=headers)
-    real_record = runtime.log.record
-    calls = {"n": 0}
-
-    def dies_once(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise KeyboardInterrupt  # killed while its write was in flight
-        return real_record(*args, **kwargs)
-
-    monkeypatch.setattr(runtime.log, "record", dies_once)
-    with pytest.raises(KeyboardInterrupt):
-        apply_retention(runtime.log, now=datetime.now(UTC), limit=2)
-    monkeypatch.setattr(runtime.log, "record", real_record)
-    assert (
-        count_events(runtime, tenant, "ObservationDeadlineShortened") == 0
-    )  # the killed write left nothing
+    # When a retention pass is SIGKILLed inside its write (its events inserted; held
+    # at its last statement, which marks the tenant's work)
+    kill_mid_write(
+        runtime,
+        tenant.id,
+        start=lambda: drain_process(
+            runtime,
+            "from datetime import UTC, datetime; from uuid import UUID\n"
+            "from projections.drains.retention import apply_tenant_retention\n"
+            f"apply_tenant_retention(log, UUID('{tenant.id}'), 0, now=datetime.now(UTC),"
+            " limit=1000)",
+        ),
+        hold="SELECT 1 FROM {schema}.tenant_work WHERE tenant_id = %s FOR UPDATE",
+        params=(tenant.id,),
+        table="tenant_work",
+    )
+    # Then nothing of it remains
+    assert count_events(runtime, tenant, "ObservationDeadlineShortened") == 0
+    assert {o: _deadline(client, headers, o) for o in observations} == before
+    assert verify(runtime.database, tenant=tenant.id).divergences == []
+    # And the next pass moves every deadline, once
     _apply_all(runtime, datetime.now(UTC))
     _apply_all(runtime, datetime.now(UTC))
     assert count_events(runtime, tenant, "ObservationDeadlineShortened") == len(observations)

@@ -11,7 +11,8 @@ from projections.drains.tenant_erasure import erase_deleted_tenants
 from projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.api.test_erasure import database_hits
-from tests.conftest import Tenant, count_events, drain_until_caught_up
+from tests.conftest import Tenant, count_events, drain_until_caught_up, store_snapshot
+from tests.projections.drains.killing import drain_process, kill_mid_write
 
 
 def _populate(client: TestClient, headers: dict[str, str], sentinel: str) -> tuple[int, int]:
@@ -80,21 +81,32 @@ def test_a_deleted_tenant_is_closed_at_once_and_erased_in_resumable_batches(
         assert closed.status_code == 410 and problem_slug(closed) == "tenant-deleted", path
         assert closed.json()["erasure"]["id"] == receipt["id"]
 
-    # A pass killed while recording writes nothing; the next passes go on.
-    real_record = runtime.log.record
-    calls = {"n": 0}
-
-    def dies_on_the_second_write(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt  # stands for a kill mid-pass
-        return real_record(*args, **kwargs)
-
-    monkeypatch.setattr(runtime.log, "record", dies_on_the_second_write)
+    # A pass SIGKILLed inside its write (its events inserted, held where it marks the
+    # batch's observations erased) leaves nothing; the next passes go on.
     assert erase_deleted_tenants(runtime.log, limit=2) == 4
-    with pytest.raises(KeyboardInterrupt):
-        erase_deleted_tenants(runtime.log, limit=2)
-    monkeypatch.setattr(runtime.log, "record", real_record)
+    schema = runtime.database.schema
+    with runtime.database.owner_connection() as conn:
+        left = conn.execute(
+            f'SELECT observation_id FROM "{schema}".observation_deadlines'
+            " WHERE tenant_id = %s AND erased_position IS NULL ORDER BY observation_id LIMIT 1",
+            (tenant.id,),
+        ).fetchone()
+    assert left is not None
+    erased_before = store_snapshot(runtime)
+    kill_mid_write(
+        runtime,
+        tenant.id,
+        start=lambda: drain_process(
+            runtime,
+            "from uuid import UUID\n"
+            "from projections.drains.tenant_erasure import erase_tenant\n"
+            f"erase_tenant(log, UUID('{tenant.id}'), 0, limit=2)",
+        ),
+        hold="SELECT 1 FROM {schema}.observation_deadlines WHERE observation_id = %s FOR UPDATE",
+        params=(left[0],),
+        table="observation_deadlines",
+    )
+    assert store_snapshot(runtime) == erased_before  # not an event, not a row more
     in_progress = client.get(f"/v1/erasures/{receipt['id']}", headers=headers).json()
     assert in_progress["status"] == "in_progress" and in_progress["batches"] == 1
     passes = 0

@@ -9,8 +9,6 @@ from uuid import uuid4
 import pytest
 from eventsourcing.application import Application
 from eventsourcing.utils import get_topic
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from domain.errors import EdgeExistsError, InvalidInputError
 from domain.evidence import cut_excerpt
@@ -81,36 +79,6 @@ def test_a_second_identical_edge_is_refused() -> None:
     a.add_edge("conflicts_with", b, principal_id=uuid4())
     with pytest.raises(EdgeExistsError):
         a.add_edge("conflicts_with", b, principal_id=uuid4())
-
-
-@settings(max_examples=30, deadline=None)
-@given(st.lists(st.sampled_from(["version", "edge"]), max_size=12), st.integers(0, 12))
-def test_replay_in_any_split_rebuilds_the_same_memory(ops: list[str], split: int) -> None:
-    app = Application[Any]()
-    memory, principal = _memory(), uuid4()
-    excerpt = cut_excerpt(uuid4(), "some evidence text", 0, 4)
-    targets = []
-    for i, op in enumerate(ops):
-        if op == "version":
-            memory.record_version(
-                content_digest=f"sha256:{i}",
-                size_bytes=i + 1,
-                excerpts=(excerpt,),
-                principal_id=principal,
-                model_id="judge-1",
-                trust=0.5,
-            )
-        else:
-            target = _memory()
-            targets.append(target)
-            memory.add_edge("extends", target, principal_id=principal)
-    events = memory.collect_events()
-    app.save(*events[:split])
-    app.save(*events[split:])
-    replayed: Memory = app.repository.get(memory.id)
-    assert replayed.versions == memory.versions
-    assert replayed.edges == memory.edges
-    assert replayed.contributions == memory.contributions
 
 
 def test_stored_events_carry_digests_never_content() -> None:

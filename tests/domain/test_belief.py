@@ -177,14 +177,15 @@ def test_labels_follow_the_edges_exactly(
 
 
 def test_archived_and_pinned_are_labels_with_reasons() -> None:
-    from domain.belief import ArchiveFact
+    from domain.belief import Archival, ArchiveFact
 
     plain = project_belief(_facts())
     assert (plain.archived, plain.pinned) == (None, False)
     forget = ArchiveFact("no longer relevant", UUID(int=77))
     facts = MemoryFacts(ME, "fact", "user", None, None, (V1,), (), (), forget, True)
     belief = project_belief(facts)
-    assert belief.archived == forget and belief.pinned is True
+    assert belief.archived == Archival("no longer relevant", decision_id=UUID(int=77))
+    assert belief.archived.structural is False and belief.pinned is True
     codes = {r.code: r.as_dict() for r in belief.reasons}
     assert codes["archived"] == {
         "code": "archived",

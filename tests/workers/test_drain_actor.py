@@ -8,7 +8,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import dramatiq
@@ -23,9 +24,9 @@ from projections.drains.hints import DRAIN_QUEUE, broker_for, send_drain_hint
 from projections.runtime import Runtime
 from tests.api.helpers import post, remember
 from tests.conftest import Tenant
+from tests.projections.drains.killing import database_url, kill_mid_write
+from tests.projections.drains.private_redis import PrivateRedis, private_redis
 from workers.revision import register_drain_actor
-
-REDIS_URL = os.environ.get("PALIMPSEST_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
 @pytest.fixture
@@ -74,29 +75,16 @@ def test_redelivered_hints_are_harmless(
 
 
 @pytest.fixture
-def redis_broker() -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        client.ping()
-    except redis.RedisError as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"Redis unavailable in CI at {REDIS_URL}: {e}")
-        pytest.skip(f"Redis unavailable at {REDIS_URL}: {e}")
-    client.flushdb()
-    yield client
-    client.flushdb()
+def redis_server(tmp_path: Path) -> Iterator[PrivateRedis]:
+    with private_redis(tmp_path) as server:
+        yield server
 
 
-def _start_worker(runtime: Runtime) -> subprocess.Popen[bytes]:
-    database = runtime.database
-    url = (
-        f"postgresql://{database.owner_user}:{database.owner_password}@/{database.dbname}"
-        f"?host={database.host}&port={database.port}"
-    )
+def _start_worker(runtime: Runtime, broker_url: str) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
-        "BROKER_URL": REDIS_URL,
-        "DATABASE_URL": url,
+        "BROKER_URL": broker_url,
+        "DATABASE_URL": database_url(runtime),
         "PALIMPSEST_SWEEP_INTERVAL_S": "0.5",
         "PALIMPSEST_DRAIN_BATCH": "20",
         "PALIMPSEST_DRAIN_LEASE_S": "1",
@@ -120,11 +108,21 @@ def _watermarks(runtime: Runtime, tenant: Tenant) -> list[tuple[Any, ...]]:
         ).fetchall()
 
 
+def _until(condition: Callable[[], bool], timeout_s: float = 120.0) -> bool:
+    """Wait for ``condition`` (polled); return whether it came true in time."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
 def test_killed_workers_and_lost_messages_delay_work_and_never_lose_it(
-    runtime: Runtime, tenant: Tenant, redis_broker: redis.Redis
+    runtime: Runtime, tenant: Tenant, redis_server: PrivateRedis
 ) -> None:
     # Given an API that sends hints to Redis, and 400 memories written
-    broker = broker_for(REDIS_URL)
+    broker = broker_for(redis_server.url)
     app = create_app(ApiSettings(), runtime, wake=lambda: send_drain_hint(broker))
     headers = tenant.headers()
     with TestClient(app) as client:
@@ -139,30 +137,32 @@ def test_killed_workers_and_lost_messages_delay_work_and_never_lose_it(
                 for i in range(100)
             ]
             assert post(client, "/v1/batch", {"items": items}, headers).status_code == 201
-    # When a worker is killed with SIGKILL while draining
-    first = _start_worker(runtime)
-    deadline = time.monotonic() + 30
-    while not any(p for _, _, p, _ in _watermarks(runtime, tenant)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait()
+    # When a worker is SIGKILLed while draining: inside its first publish of the
+    # tenant (beliefs and watermarks written, not committed), held there by a lock
+    # (no clock decides where the kill lands)
+    kill_mid_write(
+        runtime,
+        tenant.id,
+        start=lambda: _start_worker(runtime, redis_server.url),
+        hold="INSERT INTO {schema}.index_tenants (tenant_id) VALUES (%s) RETURNING 1",
+        params=(tenant.id,),
+        table="index_tenants",
+        holds_events_lock=False,
+    )
     # And every queued message is lost
-    redis_broker.flushdb()
-    assert any(p < r for _, r, p, _ in _watermarks(runtime, tenant)), "drained before the kill"
-    # Then a restarted worker, with no message to start from, publishes everything
-    second = _start_worker(runtime)
+    redis.Redis.from_url(redis_server.url).flushdb()
+    # Then the killed publish left nothing: every memory still dirty, no belief
+    rows = _watermarks(runtime, tenant)
+    assert len(rows) == 400
+    assert all(p == 0 and b is None for _, _, p, b in rows)
+    # And a restarted worker, with no message to start from, publishes everything
+    second = _start_worker(runtime, redis_server.url)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            rows = _watermarks(runtime, tenant)
-            if all(p == r for _, r, p, _ in rows):
-                break
-            time.sleep(0.1)
+        assert _until(lambda: all(p == r for _, r, p, _ in _watermarks(runtime, tenant)))
     finally:
         os.killpg(second.pid, signal.SIGTERM)
         second.wait(timeout=30)
     rows = _watermarks(runtime, tenant)
-    assert len(rows) == 400
     # Each memory published exactly at its latest requested revision, its belief at that revision
     assert all(
         published == requested == belief_revision

@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 
 import dramatiq
 import pytest
-import redis
 from dramatiq.brokers.stub import StubBroker
 from fastapi.testclient import TestClient
 
@@ -23,7 +22,8 @@ from projections.drains.hints import broker_for
 from projections.runtime import Runtime
 from tests.api.helpers import observe, remember
 from tests.conftest import Tenant, count_events
-from tests.workers.test_drain_actor import REDIS_URL, redis_broker  # noqa: F401
+from tests.projections.drains.private_redis import PrivateRedis
+from tests.workers.test_drain_actor import redis_server  # noqa: F401
 from workers.erasure import register_erasure_actor
 from workers.expiry import register_expiry_actor
 
@@ -85,12 +85,12 @@ def test_the_erasure_drain_on_a_real_redis_broker(
     runtime: Runtime,
     client: TestClient,
     tenant: Tenant,
-    redis_broker: redis.Redis,  # noqa: F811
+    redis_server: PrivateRedis,  # noqa: F811
 ) -> None:
     headers = tenant.headers()
     _populate(client, headers, 3)
     receipt_id = _delete(client, headers)
-    broker = broker_for(REDIS_URL)
+    broker = broker_for(redis_server.url)
     actor = register_erasure_actor(broker, runtime.log, batch=1)
     for _ in _worker(broker):
         actor.send()

@@ -12,6 +12,8 @@ import pytest
 from domain.errors import PermissionDeniedError
 from domain.role import ROLES
 from projections.commands.caller import Caller
+from projections.commands.contributions import ContributionSpec
+from projections.commands.memory import EdgeRetractSpec
 from projections.commands.spec import WriteSpec
 from projections.commands.tokens import authenticate
 from projections.commands.writer import (
@@ -40,6 +42,8 @@ EXAMPLES: list[WriteSpec] = [
     MemorySpec("fact", "user", None, None, "it is so", (), None, 1.0),
     VersionSpec(_SOME_ID, "it is more so", (EvidenceSpec(_SOME_ID, 0, 4),), None, 1.0),
     EdgeSpec(_SOME_ID, "extends", _SOME_ID),
+    EdgeRetractSpec(_SOME_ID, _SOME_ID, None),
+    ContributionSpec(_SOME_ID, None, (EvidenceSpec(_SOME_ID, 0, 4),), None, 1.0),
     RetractSpec(_SOME_ID, None),
     WithdrawSpec(None, "judge-1.4", None),
     LabelSpec(_SOME_ID, "pin", None),

@@ -10,6 +10,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from domain.tenant import Tenant
 from projections.commands.tokens import create_tenant
 from projections.runtime import Runtime
+from projections.store import migrations
 from projections.store.database import Database
 from projections.store.errors import DatabaseUnavailableError, SchemaTooNewError
 from projections.store.eventlog import EventLog
@@ -25,7 +27,11 @@ from projections.store.tenancy import tenant_scope
 from tests.conftest import RunDatabase
 from tests.projections.store import legacy_runner
 
-REVISIONS = [f"{n:04d}" for n in range(1, 10)]
+# Every revision the scripts hold, oldest first (each file is named by its revision).
+REVISIONS = sorted(
+    path.name[:4]
+    for path in (Path(migrations.__file__).parent / "versions").glob("[0-9][0-9][0-9][0-9]_*.py")
+)
 
 # What the catalog holds about a schema, as rows with the schema's name
 # replaced by "{schema}", so two schemas built the same way compare equal.

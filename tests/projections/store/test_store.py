@@ -100,29 +100,56 @@ def test_the_service_role_owns_nothing_and_cannot_delete_canonical_rows(runtime:
         "beliefs",
     }
     for name, owner, rls, forced, can_delete, can_truncate in rows:
-        if name == "revision_tenants":
+        if name in _WORK_DUE:
             continue  # ids only, so drains find work without bypassing RLS; checked below
         assert owner != database.app_user, name
         assert rls and forced, f"{name} must FORCE row-level security"
         assert not can_truncate, name
         # Only content may be deleted (raw expiry, erasure), and recall's index of it
-        # (a derived cache, not a read model of the log); never the log or read models.
-        assert can_delete == (name in {"payloads", "memory_embeddings"}), name
+        # (a derived cache, not a read model of the log), and a revoked token's lookup
+        # row (its TokenRevoked event stays); never the log or read models.
+        assert can_delete == (name in {"payloads", "memory_embeddings", "tokens"}), name
 
 
-def test_the_only_table_without_row_level_security_holds_tenant_ids_and_nothing_else(
+_WORK_DUE = {
+    "revision_tenants": ["tenant_id", "marked_position", "drained_position"],
+    "tenant_work": [
+        "tenant_id",
+        "expiry_due_at",
+        "retention_marked",
+        "retention_done",
+        "deletion_marked",
+        "deletion_done",
+    ],
+    "index_tenants": ["tenant_id", "marked", "indexed", "published_at"],
+}
+"""The tables without row-level security: which tenants have work due (store/work_due.py)."""
+
+
+def test_the_only_tables_without_row_level_security_hold_tenant_ids_and_nothing_else(
     runtime: Runtime,
 ) -> None:
     with runtime.database.owner_connection() as conn:
-        columns = [
+        unprotected = {
             r[0]
             for r in conn.execute(
-                "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
-                " AND NOT attisdropped ORDER BY attnum",
-                (f"{runtime.database.schema}.revision_tenants",),
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = %s AND c.relkind = 'r' AND NOT c.relforcerowsecurity"
+                " AND c.relname <> 'alembic_version'",
+                (runtime.database.schema,),
             )
-        ]
-    assert columns == ["tenant_id", "marked_position", "drained_position"]
+        }
+        assert unprotected == set(_WORK_DUE)
+        for table, expected in _WORK_DUE.items():
+            columns = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass"
+                    " AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                    (f"{runtime.database.schema}.{table}",),
+                )
+            ]
+            assert columns == expected, table
 
 
 def test_events_cannot_be_inserted_without_a_tenant(runtime: Runtime) -> None:

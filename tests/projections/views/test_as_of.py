@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -10,6 +12,10 @@ from projections.runtime import Runtime
 from projections.store.schema import EVENTS_TABLE
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant
+
+
+def _time(value: str) -> datetime:
+    return datetime.fromisoformat(value)
 
 
 def _at(client: TestClient, memory_id: str, headers: dict[str, str], **params: Any) -> Any:
@@ -56,18 +62,22 @@ def test_as_of_before_and_after_a_revision_an_edge_a_withdrawal_and_a_restore(
     second = belief(revised["position"])
     assert second["current_version_id"] == revised["version_id"]
     assert second["labels"]["superseded_by"] == []
+    assert second["labels"]["archived"] is None  # not superseded yet
     third = belief(edge["position"])
     assert third["labels"]["superseded_by"] == [new["id"]] and third["grade"] == "supported"
+    superseded = {"reason": "superseded", "superseded_by": new["id"], "edge_id": edge["id"]}
+    assert third["labels"]["archived"] == superseded  # structurally, from the edge on
     fourth = belief(withdrawn["position"])
     assert fourth["grade"] == "unsupported"
-    assert fourth["labels"]["archived"] is None
+    assert fourth["labels"]["archived"] == superseded
     fifth = belief(forgotten["position"])
     assert fifth["labels"]["archived"] == {
         "reason": "no longer relevant",
         "decision_id": forgotten["id"],
     }
     sixth = belief(restored["position"])
-    assert sixth["labels"]["archived"] is None and sixth["grade"] == "unsupported"
+    # The restore reversed the forget only: the supersession still archives it.
+    assert sixth["labels"]["archived"] == superseded and sixth["grade"] == "unsupported"
     # Earlier positions still answer as they did: the forget bounds the fact going forward.
     assert belief(edge["position"]) == third
 
@@ -118,7 +128,7 @@ def test_bad_as_of_parameters_are_refused(client: TestClient, tenant: Tenant) ->
         {"at_position": "x"},
         {"as_of": "yesterday"},
         {"as_of": "2026-01-01T00:00:00"},
-        {"at_position": 1, "as_of": "2026-01-01T00:00:00Z"},
+        {"as_of": "0.5"},  # not read as a Unix time (both bounds together read the earlier)
     ):
         response = _at(client, created["id"], headers, **params)
         assert response.status_code == 422, params
@@ -141,3 +151,85 @@ def test_a_position_inside_a_write_reads_as_the_moment_before_it(
     answer = _at(client, created["id"], headers, at_position=inside).json()
     assert answer["position"] == revised["position"]
     assert answer["belief"]["current_version_id"] == revised["version_id"]
+
+
+def test_as_of_every_time_reported_for_a_version_reads_that_version(
+    client: TestClient, tenant: Tenant
+) -> None:
+    headers = tenant.headers()
+    obs = observe(client, headers, "I prefer dark mode.")
+    evidence = [{"observation_id": obs, "start": 2, "end": 18}]
+    created = remember(client, headers, evidence=evidence)
+    post(client, f"/v1/memories/{created['id']}/versions", {"content": "v2"}, headers)
+    # A batch: the version is recorded in the middle of a longer write.
+    items = [
+        {"op": "add_version", "memory_id": created["id"], "content": "v3", "evidence": evidence},
+        {"op": "create_memory", "type": "note", "scope": "s", "content": "after"},
+    ]
+    assert post(client, "/v1/batch", {"items": items}, headers).status_code == 201
+    versions = client.get(f"/v1/memories/{created['id']}/versions", headers=headers).json()
+    assert len(versions["versions"]) == 3
+    for version in versions["versions"]:
+        assert _time(version["visible_at"]) >= _time(version["recorded_at"])
+        for key in ("recorded_at", "visible_at"):
+            answer = _at(client, created["id"], headers, as_of=version[key])
+            assert answer.status_code == 200, (key, version, answer.text)
+            body = answer.json()
+            assert body["belief"]["current_version_id"] == version["version_id"], key
+            listed = client.get("/v1/memories", headers=headers, params={"as_of": version[key]})
+            assert listed.json()["position"] == body["position"]
+    history = client.get(f"/v1/memories/{created['id']}/history", headers=headers).json()
+    for event in history["events"]:
+        answer = _at(client, created["id"], headers, as_of=event["visible_at"]).json()
+        assert answer["position"] >= event["position"]  # the whole write is visible then
+    for version in history["versions"]:
+        answer = _at(client, created["id"], headers, as_of=version["visible_at"]).json()
+        assert answer["belief"]["current_version_id"] == version["version_id"]
+    feed = client.get("/v1/events", headers=headers, params={"after": 0}).json()
+    assert all(_time(e["visible_at"]) >= _time(e["recorded_at"]) for e in feed["events"])
+    # The batch's events are one write: one visible_at, the time of its last event.
+    batched = [e for e in feed["events"] if e["visible_at"] == feed["events"][-1]["visible_at"]]
+    assert len(batched) > 2 and batched[-1]["recorded_at"] == batched[-1]["visible_at"]
+    export = client.get("/v1/tenant/export", headers=headers).text.splitlines()
+    exported = [json.loads(line) for line in export if '"kind": "event"' in line]
+    assert [(e["position"], e["visible_at"]) for e in exported] == [
+        (e["position"], e["visible_at"]) for e in feed["events"]
+    ]
+
+
+def test_as_of_before_a_supersession_and_after_its_retraction_the_memory_is_unarchived(
+    client: TestClient, tenant: Tenant
+) -> None:
+    headers = tenant.headers()
+    project = f"p-{tenant.id.hex[:8]}"
+    old = remember(client, headers, project=project)
+    new = remember(client, headers, project=project, content="Prefers light mode")
+    edge = post(
+        client,
+        f"/v1/memories/{new['id']}/edges",
+        {"kind": "supersedes", "target_id": old["id"]},
+        headers,
+    ).json()
+    retracted = post(
+        client, f"/v1/memories/{new['id']}/edges/{edge['id']}/retract", {}, headers
+    ).json()
+
+    def archived(position: int) -> Any:
+        answer = _at(client, old["id"], headers, at_position=position).json()
+        return answer["belief"]["labels"]["archived"]
+
+    def listed(position: int, **params: Any) -> list[str]:
+        page = client.get(
+            "/v1/memories",
+            headers=headers,
+            params={"project": project, "at_position": position, **params},
+        ).json()
+        return [i["id"] for i in page["items"]]
+
+    assert archived(new["position"]) is None
+    assert listed(new["position"]) == [new["id"], old["id"]]
+    assert archived(edge["position"])["superseded_by"] == new["id"]
+    assert listed(edge["position"]) == [new["id"]]  # hidden, as a forgotten memory is
+    assert listed(edge["position"], include_archived="true") == [new["id"], old["id"]]
+    assert archived(retracted["position"]) is None
+    assert listed(retracted["position"]) == [new["id"], old["id"]]

@@ -1,0 +1,132 @@
+"""Drain work one stage and one tenant at a time: a failure stays where it happened.
+
+A drain pass runs stages (retention, expiry, tenant erasure, revisions,
+indexing), each over the tenants that have its work due. One tenant's
+failure in one stage (a corrupt event, a batch the erasure refuses, a bug)
+must not stop that stage for other tenants, nor other stages for anyone:
+each (stage, tenant) runs alone, and one that fails is logged as one
+structured line, counted (``palimpsest_drain_failures_total{stage=...}``)
+and left alone for a growing while before it is tried again. Its work stays
+in the database, so nothing is lost while it waits.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from uuid import UUID
+
+from projections.drains.counters import DRAIN_FAILURES, count
+
+__all__ = [
+    "Backoff",
+    "run_stage",
+]
+
+_log = logging.getLogger(__name__)
+
+Key = tuple[str, UUID | None]
+"""A stage, and its tenant (None: listing the stage's tenants)."""
+
+
+@dataclass
+class _Failing:
+    failures: int
+    retry_at: float
+
+
+class Backoff:
+    """When each failing (stage, tenant) may run again: ``base_s`` after its first
+    failure, doubling with each failure after, at most ``max_s``. A success forgets
+    the failures. Thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        base_s: float = 1.0,
+        max_s: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.base_s = base_s
+        self.max_s = max_s
+        self.clock = clock
+        self._failing: dict[Key, _Failing] = {}
+        self._lock = threading.Lock()
+
+    def ready(self, key: Key) -> bool:
+        """Return whether ``key`` may run now."""
+        with self._lock:
+            failing = self._failing.get(key)
+        return failing is None or self.clock() >= failing.retry_at
+
+    def failed(self, key: Key) -> tuple[int, float]:
+        """Record a failure of ``key``; return its failures in a row and the wait before
+        the next try."""
+        with self._lock:
+            failures = self._failing[key].failures + 1 if key in self._failing else 1
+            wait = min(self.max_s, self.base_s * 2 ** (failures - 1))
+            self._failing[key] = _Failing(failures, self.clock() + wait)
+        return failures, wait
+
+    def succeeded(self, key: Key) -> None:
+        """Forget the failures of ``key``."""
+        with self._lock:
+            self._failing.pop(key, None)
+
+    def failing(self) -> dict[Key, int]:
+        """Return the keys failing now, with their failures in a row."""
+        with self._lock:
+            return {key: f.failures for key, f in self._failing.items()}
+
+
+def _failed(backoff: Backoff, key: Key) -> None:
+    failures, wait = backoff.failed(key)
+    count(DRAIN_FAILURES, key[0])
+    _log.exception(
+        "drain stage failed",
+        extra={
+            "stage": key[0],
+            "tenant_id": None if key[1] is None else str(key[1]),
+            "failures": failures,
+            "retry_in_s": round(wait, 3),
+        },
+    )
+
+
+def run_stage(
+    stage: str,
+    tenants: Callable[[], Iterable[UUID]],
+    work: Callable[[UUID], int],
+    backoff: Backoff,
+) -> int:
+    """Run ``work`` for each tenant ``tenants()`` lists that ``backoff`` lets run;
+    return the sum of what the runs did.
+
+    Never raises (bar ``BaseException``): a failure to list the tenants, or
+    of one tenant's run, is logged, counted and backed off, and the other
+    tenants go on.
+    """
+    listing: Key = (stage, None)
+    if not backoff.ready(listing):
+        return 0
+    try:
+        due = list(tenants())
+    except Exception:
+        _failed(backoff, listing)
+        return 0
+    backoff.succeeded(listing)
+    done = 0
+    for tenant_id in due:
+        key: Key = (stage, tenant_id)
+        if not backoff.ready(key):
+            continue
+        try:
+            done += work(tenant_id)
+        except Exception:
+            _failed(backoff, key)
+        else:
+            backoff.succeeded(key)
+    return done

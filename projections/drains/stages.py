@@ -1,0 +1,179 @@
+"""The stages of a drain pass, each over the tenants that have its work due.
+
+A pass runs, in order: retention (shorter deadlines first, so expiry sees
+them in the same pass), expiry, tenant erasure, revisions, and (with an
+embedder) indexing, which reads what revisions published. Each stage lists
+its tenants from the work-due rows (:mod:`projections.store.work_due`), so
+an idle store costs a few index lookups per pass whatever its number of
+tenants, and runs one bounded batch per tenant. :func:`run_pass` runs a
+stage with :func:`projections.drains.isolation.run_stage`: a failing
+tenant fails alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from projections.drains.expiry import expire_tenant
+from projections.drains.isolation import Backoff, run_stage
+from projections.drains.retention import apply_tenant_retention
+from projections.drains.revision import LEASE_SECONDS, drain_tenant
+from projections.drains.tenant_erasure import erase_tenant
+from projections.recall.embedders import Embedder
+from projections.recall.indexing import index_pending
+from projections.store.eventlog import EventLog
+from projections.store.sql import schema_sql
+from projections.store.tenancy import known_tenants, tenant_transaction
+from projections.store.work_due import (
+    expiry_due,
+    mark_index_due,
+    marked_tenants,
+    note_done,
+)
+
+__all__ = [
+    "Stage",
+    "drain_stages",
+    "erasure_stage",
+    "expiry_stage",
+    "index_stage",
+    "retention_stage",
+    "revision_stage",
+    "run_pass",
+]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One kind of background work: which tenants have it due, and one bounded batch
+    of one tenant."""
+
+    name: str
+    due: Callable[[], Mapping[UUID, int]]
+    """The tenants with this work due, each with the mark seen (0 for expiry)."""
+    run: Callable[[UUID, int], int]
+    """One batch of one tenant, given the mark seen; returns how much it did."""
+    repeat: bool = False
+    """Whether a pass runs this stage again while it did anything (drains a backlog)."""
+    first_pass: Callable[[], list[UUID]] | None = None
+    """The tenants a process's first pass also runs it for, due or not (work that no
+    mark records: a model change makes every memory due again)."""
+
+
+def run_pass(stage: Stage, backoff: Backoff, *, first: bool = False) -> int:
+    """Run one batch of ``stage`` for each of its due tenants (and, if ``first``, those
+    of its ``first_pass``); return how much it did. Never raises."""
+    marks: dict[UUID, int] = {}
+
+    def tenants() -> list[UUID]:
+        marks.clear()
+        marks.update(stage.due())
+        if first and stage.first_pass is not None:
+            for tenant_id in stage.first_pass():
+                marks.setdefault(tenant_id, 0)
+        return list(marks)
+
+    def run(tenant_id: UUID) -> int:
+        return stage.run(tenant_id, marks[tenant_id])
+
+    return run_stage(stage.name, tenants, run, backoff)
+
+
+def _index_left(log: EventLog, tenant_id: UUID) -> bool:
+    """Return whether the tenant has published memories the indexing drain has not
+    handled (as its own query finds them)."""
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            schema_sql(
+                "SELECT 1 FROM {schema}.revisions"
+                " WHERE indexed < published AND published >= requested LIMIT 1",
+                log.datastore.schema,
+            )
+        )
+        return cur.fetchone() is not None
+
+
+def index_stage(log: EventLog, embedder: Embedder, *, batch: int) -> Stage:
+    """The indexing stage: embed the current versions of ``batch`` published memories
+    per tenant with ``embedder``."""
+
+    def run(tenant_id: UUID, seen: int) -> int:
+        done = index_pending(log, embedder, limit=batch, tenants=lambda: [tenant_id])
+        if done.embedded or done.marked:
+            return done.embedded + done.marked
+        if _index_left(log, tenant_id):
+            # Work that no publish marked (a model change made it due): keep the
+            # tenant due for the next pass.
+            mark_index_due(log.datastore, tenant_id)
+        else:
+            note_done(log.datastore, tenant_id, "index", seen)
+        return 0
+
+    return Stage(
+        "indexing",
+        lambda: marked_tenants(log.datastore, "index"),
+        run,
+        repeat=True,
+        first_pass=lambda: known_tenants(log.datastore),
+    )
+
+
+def retention_stage(log: EventLog, *, batch: int, clock: Callable[[], datetime]) -> Stage:
+    """The retention stage: move deadlines of tenants that shortened their retention."""
+    return Stage(
+        "retention",
+        lambda: marked_tenants(log.datastore, "retention"),
+        lambda t, seen: apply_tenant_retention(log, t, seen, now=clock(), limit=batch),
+    )
+
+
+def expiry_stage(log: EventLog, *, batch: int, clock: Callable[[], datetime]) -> Stage:
+    """The expiry stage: expire observations whose deadline has passed by ``clock``."""
+    return Stage(
+        "expiry",
+        lambda: dict.fromkeys(expiry_due(log.datastore, clock()), 0),
+        lambda t, _: expire_tenant(log, t, now=clock(), limit=batch),
+    )
+
+
+def erasure_stage(log: EventLog, *, batch: int) -> Stage:
+    """The tenant erasure stage: erase deleted tenants a batch at a time."""
+    return Stage(
+        "erasure",
+        lambda: marked_tenants(log.datastore, "deletion"),
+        lambda t, seen: erase_tenant(log, t, seen, limit=batch),
+        repeat=True,
+    )
+
+
+def revision_stage(log: EventLog, *, batch: int, lease_s: float = LEASE_SECONDS) -> Stage:
+    """The revision stage: publish the beliefs of dirty memories."""
+    return Stage(
+        "revisions",
+        lambda: marked_tenants(log.datastore, "revision"),
+        lambda t, seen: drain_tenant(log, t, seen, limit=batch, lease_s=lease_s).claimed,
+        repeat=True,
+    )
+
+
+def drain_stages(
+    log: EventLog,
+    *,
+    batch: int,
+    lease_s: float = LEASE_SECONDS,
+    clock: Callable[[], datetime],
+    embedder: Embedder | None = None,
+) -> list[Stage]:
+    """Return the stages of a pass over ``log``, in the order they run."""
+    stages = [
+        retention_stage(log, batch=batch, clock=clock),
+        expiry_stage(log, batch=batch, clock=clock),
+        erasure_stage(log, batch=batch),
+        revision_stage(log, batch=batch, lease_s=lease_s),
+    ]
+    if embedder is not None:
+        stages.append(index_stage(log, embedder, batch=batch))
+    return stages

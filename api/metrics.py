@@ -95,6 +95,10 @@ class _BackgroundCollector:
         yield unsent
 
 
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+"""Methods counted by name; any other is counted as ``other``."""
+
+
 class _TooLargeError(Exception):
     pass
 
@@ -123,17 +127,23 @@ class ObserveRequests:
             await self._too_large(scope, receive, send, status)
             self._record(scope, status["code"], started)
             return
-        received = {"bytes": 0}
+        received = {"bytes": 0, "too_large": False}
 
         async def counting_receive() -> Message:
             message = await receive()
             if message["type"] == "http.request":
                 received["bytes"] += len(message.get("body", b""))
                 if received["bytes"] > limit:
+                    received["too_large"] = True
                     raise _TooLargeError
             return message
 
         async def recording_send(message: Message) -> None:
+            if received["too_large"]:
+                # The app turned the error we raised while it read the body into
+                # an answer of its own (FastAPI: 400 "error parsing the body"):
+                # ours, the 413, replaces it.
+                return
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
             await send(message)
@@ -141,6 +151,13 @@ class ObserveRequests:
         try:
             await self.app(scope, counting_receive, recording_send)
         except _TooLargeError:
+            pass
+        except Exception:
+            # Unhandled: Starlette's outermost middleware answers 500 after this
+            # one. It is counted and logged like any other answer.
+            self._record(scope, status["code"], started)
+            raise
+        if received["too_large"]:
             await self._too_large(scope, receive, send, status)
         self._record(scope, status["code"], started)
 
@@ -161,7 +178,10 @@ class ObserveRequests:
         elapsed = time.perf_counter() - started
         route: Any = scope.get("route")
         template = getattr(route, "path", None) or "unmatched"
-        method = scope.get("method", "")
+        # Label values come from closed sets: a client choosing the method
+        # (any token is valid HTTP) must not grow /metrics without bound.
+        raw = scope.get("method", "")
+        method = raw if raw in _METHODS else "other"
         self.metrics.requests.labels(method, template, str(status)).inc()
         self.metrics.latency.labels(method, template).observe(elapsed)
         state = scope.get("state") or {}

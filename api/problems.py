@@ -278,6 +278,8 @@ def install_problem_handlers(app: FastAPI) -> None:
             "Internal error",
             "the service failed; see its log",
             instance=request.url.path,
+            # Sent by Starlette's outermost middleware, past api.headers.NoSniff.
+            headers={"X-Content-Type-Options": "nosniff"},
         )
 
     app.add_exception_handler(PalimpsestError, palimpsest_error)

@@ -51,7 +51,11 @@ def test_an_unhandled_error_is_counted_logged_and_sniff_proof(
     assert answer.headers["x-content-type-options"] == "nosniff"
     text = app_client.get("/metrics").text
     assert 'palimpsest_http_requests_total{method="GET",route="/boom",status="500"} 1.0' in text
-    logged = [r for r in caplog.records if r.getMessage() == "http request"]
+    logged = [
+        r
+        for r in caplog.records
+        if r.getMessage() == "http request" and getattr(r, "route", None) == "/boom"
+    ]
     assert [getattr(r, "status", None) for r in logged] == [500]
 
 

@@ -26,7 +26,6 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
-from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import StoredEvent
 from psycopg import Cursor
 
@@ -34,6 +33,7 @@ from domain.errors import AuthenticationError, ConflictError, InvalidInputError,
 from domain.limits import MAX_LABEL_CHARS
 from domain.tenant import Tenant
 from projections.commands.caller import Caller
+from projections.store.aggregates import load_aggregate
 from projections.store.eventlog import EventLog, TokenRow, WriteContext
 from projections.store.sql import schema_sql
 from projections.store.tenancy import set_tenant, tenant_scope, tenant_transaction
@@ -250,22 +250,6 @@ def list_tokens(log: EventLog, tenant_id: UUID) -> list[TokenEntry]:
         ]
 
 
-def _tenant(log: EventLog, tenant_id: UUID) -> Tenant:
-    """Load a tenant (within its ``tenant_scope``).
-
-    Raises:
-        NotFoundError: the tenant does not exist.
-    """
-    try:
-        tenant: object = log.repository.get(tenant_id)
-    except AggregateNotFoundError:
-        tenant = None
-    if not isinstance(tenant, Tenant):
-        msg = f"tenant {tenant_id} not found"
-        raise NotFoundError(msg)
-    return tenant
-
-
 def revoke_token(log: EventLog, tenant_id: UUID, token_id: UUID) -> bool:
     """Revoke a token of a tenant: ``TokenRevoked`` and the removal of its lookup row,
     in one transaction, so it stops authenticating at once. Returns False (and
@@ -275,7 +259,7 @@ def revoke_token(log: EventLog, tenant_id: UUID, token_id: UUID) -> bool:
         NotFoundError: the tenant, or this token in it, does not exist.
     """
     with tenant_scope(tenant_id):
-        tenant = _tenant(log, tenant_id)
+        tenant = load_aggregate(log, tenant_id, tenant_id, Tenant, "tenant")
         digest = tenant.revoke_token(token_id, principal_id=tenant.founder_id)
         if digest is None:
             return False
@@ -294,7 +278,7 @@ def issue_token(log: EventLog, tenant_id: UUID, principal_name: str, role: str) 
         InvalidInputError: the role is unknown.
     """
     with tenant_scope(tenant_id):
-        tenant = _tenant(log, tenant_id)
+        tenant = load_aggregate(log, tenant_id, tenant_id, Tenant, "tenant")
         issued, row = _issue(tenant, principal_name, role, issuer_id=tenant.founder_id)
         log.record([tenant], WriteContext(tenant_id=tenant_id, tokens=[row]))
     return issued

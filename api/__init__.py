@@ -3,6 +3,8 @@
 
 Modules:
 
+- :mod:`api.admission`: Caps on what a token and a tenant may hold open at once:
+  event streams and waits.
 - :mod:`api.app`: The FastAPI application factory.
 - :mod:`api.cli`: The ``palimpsest`` command line.
 - :mod:`api.cursor`: Opaque pagination cursors: a listing's
@@ -23,13 +25,14 @@ Modules:
   module per resource.
 - :mod:`api.settings`: HTTP and write-path settings of the service.
 - :mod:`api.specs`: Translation of validated request bodies into write specs.
-- :mod:`api.waiting`: Waiting for the drains from async routes, holding no
-  thread while waiting.
+- :mod:`api.waiting`: Waiting for the drains, and for new events, from async
+  routes, holding no thread while waiting.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "admission",
     "app",
     "cli",
     "cursor",

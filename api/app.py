@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI
 
+from api.admission import Admission, Caps
 from api.headers import NoSniff
 from api.metrics import Metrics, ObserveRequests
 from api.problems import install_problem_handlers
@@ -30,8 +31,10 @@ from api.routers import (
     tenant,
 )
 from api.settings import ApiSettings
+from api.waiting import AnnounceWrites
 from projections.commands.writer import CapturePolicy, Writer
 from projections.runtime import Runtime
+from projections.views.publications import TenantWakers
 from projections.views.revision_status import revision_totals
 
 __all__ = [
@@ -96,6 +99,16 @@ def create_app(
     runtime.version_cache.resize(settings.cache_entries)
     runtime.publications.start()  # reads that wait for revision await its notices
     app.state.metrics.watch_cache(lambda: asdict(runtime.version_cache.stats()))
+    app.state.writes = TenantWakers()  # event streams await this process's writes, too
+    app.state.admission = Admission(
+        Caps(
+            streams_per_token=settings.streams_per_token,
+            streams_per_tenant=settings.streams_per_tenant,
+            waits_per_token=settings.waits_per_token,
+            waits_per_tenant=settings.waits_per_tenant,
+        )
+    )
+    app.state.metrics.watch_admission(app.state.admission.open, app.state.admission.refused)
     install_problem_handlers(app)
     _publish_parameters_without_null(app)
     _publish_retention_maxima(app, settings)
@@ -116,6 +129,7 @@ def create_app(
         health,
     ):
         app.include_router(module.router)
+    app.add_middleware(AnnounceWrites, writes=app.state.writes)
     app.add_middleware(
         ObserveRequests, metrics=app.state.metrics, max_request_bytes=settings.max_request_bytes
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -56,6 +56,15 @@ class Metrics:
             )
         )
 
+    def watch_admission(
+        self,
+        held: Callable[[], Mapping[str, int]],
+        refused: Callable[[], Mapping[tuple[str, str], int]],
+    ) -> None:
+        """Report ``palimpsest_open{kind=stream|wait}`` (held now) and
+        ``palimpsest_concurrency_refusals_total{kind, scope=token|tenant}`` (429s)."""
+        self.registry.register(_AdmissionCollector(held, refused))
+
 
 class _FiguresCollector:
     """A gauge with one sample per named figure, read when Prometheus scrapes."""
@@ -70,6 +79,37 @@ class _FiguresCollector:
         for figure, value in self.figures().items():
             family.add_metric([figure], value)
         yield family
+
+
+class _AdmissionCollector:
+    """Open event streams and waits of this process, and the requests refused for
+    exceeding a cap; every label comes from a closed set (:mod:`api.admission`)."""
+
+    def __init__(
+        self,
+        held: Callable[[], Mapping[str, int]],
+        refused: Callable[[], Mapping[tuple[str, str], int]],
+    ) -> None:
+        self.held = held
+        self.refused = refused
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        held = GaugeMetricFamily(
+            "palimpsest_open",
+            "Event streams open and requests waiting for the drains, in this process.",
+            labels=["kind"],
+        )
+        for kind, n in sorted(self.held().items()):
+            held.add_metric([kind], n)
+        yield held
+        refused = CounterMetricFamily(
+            "palimpsest_concurrency_refusals",
+            "Streams and waits refused with 429, by the cap they hit (token or tenant).",
+            labels=["kind", "scope"],
+        )
+        for (kind, scope), n in sorted(self.refused().items()):
+            refused.add_metric([kind, scope], n)
+        yield refused
 
 
 class _BackgroundCollector:

@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from api.admission import ConcurrencyLimitError
 from api.deps import RepeatedHeaderError
 from api.query_params import UnknownQueryParameterError
 from domain.errors import (
@@ -90,6 +91,7 @@ PROBLEMS: dict[type[PalimpsestError], tuple[str, int, str]] = {
     DataDirectoryInUseError: ("misconfigured", 500, "Service misconfigured"),
     DatabaseUnavailableError: ("database-unavailable", 503, "Database unavailable"),
     EmbedderUnavailableError: ("embedder-unavailable", 503, "Embedder unavailable"),
+    ConcurrencyLimitError: ("concurrency-limit", 429, "Concurrency limit"),
 }
 
 _UNAVAILABLE: tuple[type[Exception], ...] = (
@@ -185,6 +187,8 @@ def install_problem_handlers(app: FastAPI) -> None:
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
         if status == 503:
             headers = {"Retry-After": "5"}
+        if isinstance(exc, ConcurrencyLimitError):
+            headers = {"Retry-After": str(exc.retry_after_s)}
         return problem_response(
             status,
             slug,

@@ -23,3 +23,11 @@ class ApiSettings(BaseSettings):
     cache_entries: int = Field(default=10_000, ge=0)
     """Decoded memories kept in memory for as-of reads (0 disables the cache)."""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    streams_per_token: int = Field(default=20, ge=1)
+    """Open ``/v1/events/stream`` streams one token may hold at once (429 beyond)."""
+    streams_per_tenant: int = Field(default=200, ge=1)
+    """Open event streams all of a tenant's tokens may hold at once (429 beyond)."""
+    waits_per_token: int = Field(default=200, ge=1)
+    """Requests of one token waiting for the drains at once (``?wait=``; 429 beyond)."""
+    waits_per_tenant: int = Field(default=400, ge=1)
+    """Requests of all of a tenant's tokens waiting for the drains at once (429 beyond)."""

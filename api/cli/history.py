@@ -68,17 +68,21 @@ def run_rebuild(runtime: Runtime, args: argparse.Namespace) -> int:
 
 def run_verify(runtime: Runtime, args: argparse.Namespace) -> int:
     """Print each divergence between the read models and a recomputation as a JSON
-    line; fail (exit 1) if there is any."""
+    line; fail (exit 1) if there is any. Memories the projection fails on (quarantined
+    by the drain) are printed too (``"unprojectable"`` lines) but are not divergences:
+    the read models hold what the log allows."""
     try:
         found = verify(runtime.database, tenant=args.tenant, workers=args.workers, report=report)
     except KeyboardInterrupt:
         return _interrupted("verify")
     for divergence in found.divergences:
         print_json(divergence.as_dict())
+    for memory in found.unprojectable:
+        print_json({"unprojectable": memory})
     report(
         f"verify: position {found.position}, {found.tenants} tenants, {found.events:,} "
         f"events, {found.rows:,} rows compared, {found.pending} memories pending revision, "
-        f"{len(found.divergences)} divergences"
+        f"{len(found.unprojectable)} unprojectable, {len(found.divergences)} divergences"
     )
     return EXIT_FAILURE if found.divergences else EXIT_OK
 

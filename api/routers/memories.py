@@ -9,6 +9,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Response
 from starlette.concurrency import run_in_threadpool
 
+from api.admission import OVER_CAP, Holder, HolderDep
 from api.cursor import decode_cursor, encode_cursor
 from api.deps import CallerDep, ClockDep, RuntimeDep, WriteDep, WriteRequest
 from api.schemas import (
@@ -43,6 +44,7 @@ from projections.views.current_beliefs import (
     CurrentBelief,
     ErasedBelief,
     PendingBelief,
+    UnprojectableBelief,
     current_belief,
     list_beliefs,
 )
@@ -77,7 +79,7 @@ router = APIRouter(prefix="/v1/memories", tags=["memories"])
     response_model_exclude_none=True,
     dependencies=[Depends(requires(MemorySpec))],
 )
-async def create_memory(body: MemoryCreate, write: WriteDep) -> dict[str, Any]:
+async def create_memory(body: MemoryCreate, write: WriteDep, holder: HolderDep) -> dict[str, Any]:
     """Create a memory with its first version. Each `evidence` excerpt is checked against
     the observation's content and recorded as a contribution by the caller.
 
@@ -87,7 +89,7 @@ async def create_memory(body: MemoryCreate, write: WriteDep) -> dict[str, Any]:
     version was not embedded within the wait (`PALIMPSEST_CANDIDATE_WAIT_S`); then see
     `GET /v1/memories/{id}/candidates`."""
     result = await run_in_threadpool(write.perform, body, memory_spec(body))
-    return await _with_candidates(write, result, UUID(str(result["id"])))
+    return await _with_candidates(write, result, UUID(str(result["id"])), holder)
 
 
 @router.post(
@@ -97,15 +99,17 @@ async def create_memory(body: MemoryCreate, write: WriteDep) -> dict[str, Any]:
     response_model_exclude_none=True,
     dependencies=[Depends(requires(VersionSpec))],
 )
-async def create_version(memory_id: UUID, body: VersionCreate, write: WriteDep) -> dict[str, Any]:
+async def create_version(
+    memory_id: UUID, body: VersionCreate, write: WriteDep, holder: HolderDep
+) -> dict[str, Any]:
     """Record a new version (a revision) of a memory, with its
     `potential_contradictions` as for a new memory."""
     result = await run_in_threadpool(write.perform, body, version_spec(memory_id, body))
-    return await _with_candidates(write, result, memory_id)
+    return await _with_candidates(write, result, memory_id, holder)
 
 
 async def _with_candidates(
-    write: WriteRequest, result: dict[str, Any], memory_id: UUID
+    write: WriteRequest, result: dict[str, Any], memory_id: UUID, holder: Holder
 ) -> dict[str, Any]:
     """Add the new version's potential contradictions, waiting for its embedding as
     long as configured when a drain runs (without one, the answer is pending); the
@@ -121,6 +125,8 @@ async def _with_candidates(
         ),
         lambda found: found.status == "ready",
         settings.candidate_wait_s if write.drains else 0,
+        holder,
+        when_full="answer",  # the write committed: over the cap, answer pending at once
     )
     if found.status == "pending":
         found = CandidatesPublic(**dict(found), url=f"/v1/memories/{memory_id}/candidates")
@@ -300,11 +306,12 @@ def read_history(memory_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> Mem
     return memory_history(runtime.log, caller.tenant_id, memory_id)
 
 
-@router.get("/{memory_id}", response_model=BeliefPublic)
+@router.get("/{memory_id}", response_model=BeliefPublic, responses=OVER_CAP)
 async def read_memory(
     memory_id: UUID,
     response: Response,
     caller: CallerDep,
+    holder: HolderDep,
     runtime: RuntimeDep,
     clock: ClockDep,
     wait: Annotated[float, Query(ge=0, le=30, description="Seconds to wait for revision")] = 0,
@@ -312,11 +319,13 @@ async def read_memory(
         int | None, Query(ge=0, le=MAX_POSITION, description="Log position to read at")
     ] = None,
     as_of: Annotated[Rfc3339 | None, Query(description="RFC 3339 time to read at")] = None,
-) -> CurrentBelief | PendingBelief | ErasedBelief | BeliefAsOf:
+) -> CurrentBelief | PendingBelief | UnprojectableBelief | ErasedBelief | BeliefAsOf:
     """Return what palimpsest currently believes about a memory. The answer is `current`
     (with the belief) only when every accepted write that could change it has been
     projected; otherwise it is `pending`, with the requested and published revisions,
     no belief, and `Retry-After`. `wait` (seconds, at most 30) waits for revision first.
+    A memory the drain cannot project is `unprojectable`, with the error, at once: it
+    stays so until a later write to it (or `palimpsest rebuild`).
 
     With `at_position` or `as_of`, the answer is what was believed then (`as_of`, with
     the log position used; a time resolves to the last position recorded by then), computed
@@ -330,6 +339,7 @@ async def read_memory(
         lambda: current_belief(runtime.log, caller.tenant_id, memory_id, now=clock),
         lambda answer: not isinstance(answer, PendingBelief),
         wait,
+        holder,  # a wait beyond the caps answers 429
     )
     if isinstance(answer, PendingBelief):
         response.headers["Retry-After"] = "1"
@@ -347,7 +357,7 @@ def _read_as_of(
     memory_id: UUID,
     at_position: int | None,
     as_of: datetime | None,
-) -> BeliefAsOf | ErasedBelief:
+) -> BeliefAsOf | ErasedBelief | UnprojectableBelief:
     position = _as_of_position(runtime, caller, at_position, as_of)
     assert position is not None  # one of the two is given
     return belief_as_of(runtime.log, caller.tenant_id, memory_id, position)

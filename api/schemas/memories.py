@@ -20,8 +20,10 @@ from projections.views.current_beliefs import (
     ListedCurrentBelief,
     ListedErasedBelief,
     ListedPendingBelief,
+    ListedUnprojectableBelief,
     PendingBelief,
     Revision,
+    UnprojectableBelief,
 )
 from projections.views.timeline import ContributionRecord, EdgeRecord, HistoryVersion, MemoryHistory
 from projections.views.versions import MemoryVersions, RecordedVersion
@@ -166,17 +168,23 @@ RevisionPublic = Revision
 """The memory's watermark: what revision was requested, and what is published."""
 
 BeliefPublic = Annotated[
-    CurrentBelief | PendingBelief | ErasedBelief | BeliefAsOf, Field(discriminator="status")
-]
-"""The current belief about a memory, ``pending`` (then without a belief), ``erased``,
-or the belief ``as_of`` a past log position."""
-
-MemoryListItem = Annotated[
-    ListedCurrentBelief | ListedPendingBelief | ListedErasedBelief | ListedBeliefAsOf,
+    CurrentBelief | PendingBelief | UnprojectableBelief | ErasedBelief | BeliefAsOf,
     Field(discriminator="status"),
 ]
-"""One memory in a listing: current with its belief, pending without one, erased, or
-as of a past position."""
+"""The current belief about a memory, ``pending`` (then without a belief),
+``unprojectable`` (quarantined, with the error), ``erased``, or the belief ``as_of`` a
+past log position."""
+
+MemoryListItem = Annotated[
+    ListedCurrentBelief
+    | ListedPendingBelief
+    | ListedUnprojectableBelief
+    | ListedErasedBelief
+    | ListedBeliefAsOf,
+    Field(discriminator="status"),
+]
+"""One memory in a listing: current with its belief, pending without one, unprojectable
+(quarantined, with the error), erased, or as of a past position."""
 
 
 MAX_IDS = 100

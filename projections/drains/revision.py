@@ -10,6 +10,16 @@ backwards. A request that arrives during the drain raises ``requested``
 above what is published, so the memory stays dirty and the newest
 generation is recomputed next. Many requests for one memory coalesce into
 one recompute. A killed drain loses only its lease, which expires.
+
+A memory the drain cannot project (its events make the projection raise,
+such as a contribution's trust outside [0, 1] written below the API, or
+PostgreSQL refuses its row) is quarantined at its requested revision: the error is
+recorded on its ``revisions`` row, logged once, and the memory answers
+``unprojectable`` instead of being retried every sweep; the rest of its
+batch, its tenant and other tenants go on. A later write to the memory
+raises ``requested`` and ends the quarantine (the drain tries again), as
+does ``palimpsest rebuild``. Text PostgreSQL cannot store (U+0000) is not
+a reason: it is replaced (:mod:`projections.store.storable`).
 """
 
 from __future__ import annotations
@@ -19,12 +29,15 @@ import logging
 from dataclasses import dataclass
 from uuid import UUID
 
+from eventsourcing.persistence import DataError
+
 from domain.belief import MemoryFacts, project_belief
 from projections.store.eventlog import EventLog
 from projections.store.sql import schema_sql
+from projections.store.storable import storable
 from projections.store.tenancy import tenant_transaction
 from projections.store.work_due import mark_published, marked_tenants
-from projections.views.belief_facts import belief_document, facts_of
+from projections.views.belief_facts import belief_document, facts_of, projection_error
 from projections.views.publications import publication_channel
 
 __all__ = [
@@ -45,6 +58,8 @@ class DrainReport:
 
     claimed: int
     published: int
+    quarantined: int = 0
+    """Memories set aside as unprojectable at their requested revision."""
 
 
 def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
@@ -53,7 +68,9 @@ def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
     A write that marks later has a larger position (positions follow commit
     order), so the tenant becomes eligible again. Memories that are dirty
     but leased by another drain keep the tenant eligible: if that drain
-    dies, its lease expires and a later pass must find them.
+    dies, its lease expires and a later pass must find them. So do
+    quarantined memories: each pass costs such a tenant one indexed query,
+    and ``/metrics`` keeps counting them (it reads due tenants only).
     """
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
@@ -82,6 +99,7 @@ def _claim(log: EventLog, tenant_id: UUID, limit: int, lease_s: float) -> list[t
                 "+ make_interval(secs => %s) FROM ("
                 "  SELECT memory_id FROM {schema}.revisions"
                 "  WHERE published < requested"
+                "  AND unprojectable_at IS DISTINCT FROM requested"
                 "  AND (claimed_until IS NULL OR claimed_until < clock_timestamp())"
                 "  ORDER BY requested LIMIT %s FOR UPDATE SKIP LOCKED) c "
                 "WHERE r.tenant_id = {schema}.current_tenant() AND r.memory_id = c.memory_id "
@@ -93,15 +111,48 @@ def _claim(log: EventLog, tenant_id: UUID, limit: int, lease_s: float) -> list[t
         return [(row["memory_id"], row["requested"]) for row in cur]
 
 
+@dataclass(frozen=True)
+class _Computed:
+    """A memory's belief row, computed from its facts, ready to publish."""
+
+    memory_id: UUID
+    revision: int
+    memory_type: str
+    scope: str
+    project: str | None
+    topic: str | None
+    current_version_id: UUID | None
+    grade: str
+    document: str
+
+    @classmethod
+    def of(cls, facts: MemoryFacts, revision: int) -> _Computed:
+        """Project ``facts``; raises whatever the projection raises on them."""
+        belief = project_belief(facts)
+        memory_type, scope, project, topic = storable(
+            (facts.memory_type, facts.scope, facts.project, facts.topic)
+        )
+        return cls(
+            facts.memory_id,
+            revision,
+            memory_type,
+            scope,
+            project,
+            topic,
+            belief.current_version_id,
+            belief.grade,
+            json.dumps(belief_document(belief)),
+        )
+
+
 def _publish(log: EventLog, tenant_id: UUID, facts: MemoryFacts, revision: int) -> None:
-    _publish_all(log, tenant_id, [(facts, revision)])
+    _publish_all(log, tenant_id, [_Computed.of(facts, revision)])
 
 
-def _publish_all(log: EventLog, tenant_id: UUID, computed: list[tuple[MemoryFacts, int]]) -> None:
+def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> None:
     """Publish beliefs and watermarks of a batch in one transaction, never backwards."""
-    if not computed:
+    if not beliefs:
         return
-    beliefs = [(facts, project_belief(facts), revision) for facts, revision in computed]
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
         cur.execute(
@@ -117,15 +168,15 @@ def _publish_all(log: EventLog, tenant_id: UUID, computed: list[tuple[MemoryFact
                 schema,
             ),
             (
-                [f.memory_id for f, _, _ in beliefs],
-                [r for _, _, r in beliefs],
-                [f.memory_type for f, _, _ in beliefs],
-                [f.scope for f, _, _ in beliefs],
-                [f.project for f, _, _ in beliefs],
-                [f.topic for f, _, _ in beliefs],
-                [b.current_version_id for _, b, _ in beliefs],
-                [b.grade for _, b, _ in beliefs],
-                [json.dumps(belief_document(b)) for _, b, _ in beliefs],
+                [b.memory_id for b in beliefs],
+                [b.revision for b in beliefs],
+                [b.memory_type for b in beliefs],
+                [b.scope for b in beliefs],
+                [b.project for b in beliefs],
+                [b.topic for b in beliefs],
+                [b.current_version_id for b in beliefs],
+                [b.grade for b in beliefs],
+                [b.document for b in beliefs],
             ),
         )
         cur.execute(
@@ -136,7 +187,7 @@ def _publish_all(log: EventLog, tenant_id: UUID, computed: list[tuple[MemoryFact
                 " WHERE r.memory_id = u.id",
                 schema,
             ),
-            ([f.memory_id for f, _, _ in beliefs], [r for _, _, r in beliefs]),
+            ([b.memory_id for b in beliefs], [b.revision for b in beliefs]),
         )
         mark_published(cur, schema, tenant_id)  # recall has new versions to index
         # Delivered at commit: wakes requests waiting for this tenant's revision.
@@ -153,14 +204,64 @@ def drain_tenant(
         _note_clean(log, tenant_id, seen)
         return DrainReport(0, 0)
     facts = facts_of(log, tenant_id, [memory_id for memory_id, _ in batch])
-    computed = []
+    computed: list[_Computed] = []
+    failed: list[tuple[UUID, int, Exception]] = []
     for memory_id, requested in batch:
         if memory_id not in facts:
             _log.error("dirty memory has no events", extra={"memory_id": str(memory_id)})
             continue
-        computed.append((facts[memory_id], requested))
-    _publish_all(log, tenant_id, computed)
-    return DrainReport(len(batch), len(computed))
+        try:
+            computed.append(_Computed.of(facts[memory_id], requested))
+        except Exception as error:  # the same events fail the same way: retrying is futile
+            failed.append((memory_id, requested, error))
+    try:
+        _publish_all(log, tenant_id, computed)
+    except DataError:
+        # PostgreSQL refused a value of one memory, failing the batch: publish each
+        # alone, and quarantine only those it still refuses.
+        published = list(computed)
+        computed.clear()
+        for belief in published:
+            try:
+                _publish_all(log, tenant_id, [belief])
+                computed.append(belief)
+            except DataError as error:
+                failed.append((belief.memory_id, belief.revision, error))
+    _quarantine(log, tenant_id, failed)
+    return DrainReport(len(batch), len(computed), len(failed))
+
+
+def _quarantine(log: EventLog, tenant_id: UUID, failed: list[tuple[UUID, int, Exception]]) -> None:
+    """Set aside memories that cannot be projected at their requested revision, with
+    the error (logged once here, not at every sweep)."""
+    if not failed:
+        return
+    errors = [projection_error(error) for _, _, error in failed]
+    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+        cur.execute(
+            schema_sql(
+                "UPDATE {schema}.revisions r SET unprojectable_at = u.revision,"
+                " unprojectable_error = u.error, claimed_until = NULL"
+                " FROM unnest(%s::uuid[], %s::bigint[], %s::text[]) AS u(id, revision, error)"
+                " WHERE r.memory_id = u.id AND r.requested = u.revision",
+                log.datastore.schema,
+            ),
+            (
+                [memory_id for memory_id, _, _ in failed],
+                [revision for _, revision, _ in failed],
+                errors,
+            ),
+        )
+    for (memory_id, revision, _), error in zip(failed, errors, strict=True):
+        _log.error(
+            "memory quarantined: it cannot be projected",
+            extra={
+                "tenant_id": str(tenant_id),
+                "memory_id": str(memory_id),
+                "revision": revision,
+                "error": error,
+            },
+        )
 
 
 def drain_revisions(
@@ -173,9 +274,10 @@ def drain_revisions(
     raised (the drain loop and the workers run tenants one at a time with
     :func:`drain_tenant` instead).
     """
-    claimed = published = 0
+    claimed = published = quarantined = 0
     for tenant_id, seen in marked_tenants(log.datastore, "revision").items():
         report = drain_tenant(log, tenant_id, seen, limit=limit, lease_s=lease_s)
         claimed += report.claimed
         published += report.published
-    return DrainReport(claimed, published)
+        quarantined += report.quarantined
+    return DrainReport(claimed, published, quarantined)

@@ -22,6 +22,8 @@ Modules:
   connects to it.
 - :mod:`projections.store.sql`: Running SQLAlchemy Core statements on the
   service's own psycopg connections.
+- :mod:`projections.store.storable`: Text PostgreSQL can store, made from text
+  the log may hold (U+0000 and lone surrogates become U+FFFD).
 - :mod:`projections.store.tenancy`: The tenant a unit of work runs for, and the
   transactions that enforce it.
 - :mod:`projections.store.transcodings`: How snapshot state that is not plain
@@ -42,6 +44,7 @@ __all__ = [
     "schema",
     "settings",
     "sql",
+    "storable",
     "tenancy",
     "transcodings",
     "work_due",

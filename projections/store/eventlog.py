@@ -36,6 +36,7 @@ from domain.memory import Memory
 from projections.store.errors import StaleReadError
 from projections.store.schema import SNAPSHOTS_TABLE
 from projections.store.sql import schema_query
+from projections.store.storable import storable
 from projections.store.tenancy import current_tenant, set_tenant
 from projections.store.transcodings import SNAPSHOT_TRANSCODINGS
 from projections.store.work_due import mark_written
@@ -764,7 +765,8 @@ class EventLog(Application[UUID]):
         write.read_versions = {a.id: a.version for a in aggregates if not pending[a.id]}
         write.loaded = frozenset(pending)
         events = [event for aggregate in aggregates for event in aggregate.collect_events()]
-        write.dependencies = dependencies_of(events)
+        # Read-model rows hold text PostgreSQL can store, whatever the events carry.
+        write.dependencies = storable(dependencies_of(events))
         recordings = self.events.put(events, write=write)
         for aggregate in aggregates:
             if pending[aggregate.id]:

@@ -146,6 +146,8 @@ revisions = Table(
     Column("claimed_until", DateTime(timezone=True)),
     Column("published_at", DateTime(timezone=True)),
     Column("indexed", BigInteger, nullable=False, server_default=text("0")),
+    Column("unprojectable_at", BigInteger),
+    Column("unprojectable_error", Text),
     PrimaryKeyConstraint("tenant_id", "memory_id"),
     CheckConstraint("published <= requested", name="revisions_check"),
     Index("revisions_dirty", "requested", postgresql_where=text("published < requested")),
@@ -156,8 +158,14 @@ revisions = Table(
         "published",
         postgresql_where=text("indexed < published"),
     ),
+    Index(
+        "revisions_unprojectable",
+        "tenant_id",
+        postgresql_where=text("unprojectable_at = requested"),
+    ),
 )
-"""The watermark: each memory's requested and published revision (and indexed one)."""
+"""The watermark: each memory's requested and published revision (and indexed one), and
+the requested revision the drain could not project, with why (quarantine)."""
 
 memory_links = Table(
     "memory_links",

@@ -17,8 +17,19 @@ from domain.belief import project_belief
 from domain.errors import NotFoundError
 from projections.store.sql import schema_sql, tables_in
 from projections.store.tenancy import tenant_transaction
-from projections.views.belief_facts import BeliefJson, belief_document, facts_of, memory_facts
-from projections.views.current_beliefs import ErasedBelief, ListedErasedBelief
+from projections.views.belief_facts import (
+    BeliefJson,
+    belief_document,
+    facts_of,
+    memory_facts,
+    projection_error,
+)
+from projections.views.current_beliefs import (
+    ErasedBelief,
+    ListedErasedBelief,
+    ListedUnprojectableBelief,
+    UnprojectableBelief,
+)
 from projections.views.erasures import erased_memories, erasure_placeholder
 from projections.views.listing import (
     ListingCursor,
@@ -131,8 +142,9 @@ def write_boundary(log: EventLog, tenant_id: UUID, position: int) -> int:
 
 def belief_as_of(
     log: EventLog, tenant_id: UUID, memory_id: UUID, position: int
-) -> BeliefAsOf | ErasedBelief:
-    """Return what was believed about a memory at a log position (never pending).
+) -> BeliefAsOf | ErasedBelief | UnprojectableBelief:
+    """Return what was believed about a memory at a log position (never pending), or
+    ``unprojectable`` (with the error) when the projection fails on its events.
 
     A position inside a write is read as the moment before that write; the
     answer says which position it used. A memory erased since answers
@@ -149,7 +161,11 @@ def belief_as_of(
     erased = erased_memories(log, tenant_id, [memory_id])
     if memory_id in erased:
         return ErasedBelief(position=position, erasure=erasure_placeholder(erased[memory_id]))
-    return BeliefAsOf(position=position, belief=belief_document(project_belief(facts)))
+    try:
+        belief = belief_document(project_belief(facts))
+    except Exception as error:  # as the revision drain quarantines it
+        return UnprojectableBelief(position=position, error=projection_error(error))
+    return BeliefAsOf(position=position, belief=belief)
 
 
 def _created_by(schema: str, filtered: tuple[str, ...], paged: bool) -> Select[Any]:
@@ -169,6 +185,9 @@ def _created_by(schema: str, filtered: tuple[str, ...], paged: bool) -> Select[A
     )
 
 
+_ListedAsOf = ListedBeliefAsOf | ListedErasedBelief | ListedUnprojectableBelief
+
+
 def list_beliefs_as_of(
     log: EventLog,
     tenant_id: UUID,
@@ -181,7 +200,7 @@ def list_beliefs_as_of(
     after: ListingCursor | None,
     include_archived: bool = False,
     topic: str | None = None,
-) -> tuple[int, list[ListedBeliefAsOf | ListedErasedBelief], ListingCursor | None]:
+) -> tuple[int, list[_ListedAsOf], ListingCursor | None]:
     """List what was believed at ``position``: memories created by then, newest first.
 
     Returns the position used (aligned to a write boundary), the page, and
@@ -205,13 +224,9 @@ def list_beliefs_as_of(
     ids = [r["memory_id"] for r in page]
     facts = facts_of(log, tenant_id, ids, at_position=position)
     erased = erased_memories(log, tenant_id, ids)
-    items: list[ListedBeliefAsOf | ListedErasedBelief] = []
+    items: list[_ListedAsOf] = []
     for row in page:
         memory_id = row["memory_id"]
-        projected = project_belief(facts[memory_id])
-        # Archived as the projection says: forgotten, or superseded (structural).
-        if not include_archived and (memory_id in erased or projected.archived is not None):
-            continue
         attributes = {
             "id": memory_id,
             "memory_type": row["memory_type"],
@@ -220,10 +235,19 @@ def list_beliefs_as_of(
             "topic": row["topic"],
         }
         if memory_id in erased:
-            erasure = erasure_placeholder(erased[memory_id])
-            items.append(ListedErasedBelief(**attributes, erasure=erasure))
-        else:
+            if include_archived:
+                erasure = erasure_placeholder(erased[memory_id])
+                items.append(ListedErasedBelief(**attributes, erasure=erasure))
+            continue
+        try:
+            projected = project_belief(facts[memory_id])
             belief = belief_document(projected)
+        except Exception as error:  # as the revision drain quarantines it
+            failure = projection_error(error)
+            items.append(ListedUnprojectableBelief(**attributes, position=position, error=failure))
+            continue
+        # Archived as the projection says: forgotten, or superseded (structural).
+        if include_archived or projected.archived is None:
             items.append(ListedBeliefAsOf(**attributes, belief=belief))
     next_cursor = None
     if len(rows) > limit:

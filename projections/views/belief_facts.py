@@ -19,6 +19,7 @@ from domain.memory import Memory
 from projections.store.aggregates import aggregates_at
 from projections.store.eventlog import EventLog
 from projections.store.sql import schema_sql
+from projections.store.storable import storable
 from projections.store.tenancy import tenant_scope, tenant_transaction
 from projections.views.version_cache import cache_for
 
@@ -29,10 +30,12 @@ __all__ = [
     "BeliefJson",
     "BeliefLabels",
     "ErasedLabel",
+    "PROJECTION_ERROR_CHARS",
     "belief_document",
     "facts_from",
     "facts_of",
     "memory_facts",
+    "projection_error",
 ]
 
 # The belief document is JSON at rest (the ``beliefs.belief`` column) and on the
@@ -227,8 +230,10 @@ def _archived_label(archival: Archival) -> ArchivedLabel:
 
 
 def belief_document(belief: Belief) -> BeliefDocument:
-    """Return the JSON form of a belief, as stored in the read model and served."""
-    return {
+    """Return the JSON form of a belief, as stored in the read model and served: its
+    text as PostgreSQL can store it (:mod:`projections.store.storable`), so a current
+    read and an as-of read of the same belief agree."""
+    document: BeliefDocument = {
         "memory_id": str(belief.memory_id),
         "current_version_id": None
         if belief.current_version_id is None
@@ -246,3 +251,14 @@ def belief_document(belief: Belief) -> BeliefDocument:
         "applicability": {"scope": belief.scope, "project": belief.project},
         "reasons": [r.as_dict() for r in belief.reasons],
     }
+    return storable(document)
+
+
+PROJECTION_ERROR_CHARS = 500
+"""How much of a projection's error is kept and served."""
+
+
+def projection_error(error: Exception) -> str:
+    """Return why a memory cannot be projected, as stored and served (``Type: message``,
+    at most :data:`PROJECTION_ERROR_CHARS` characters PostgreSQL can store)."""
+    return storable(f"{type(error).__name__}: {error}"[:PROJECTION_ERROR_CHARS])

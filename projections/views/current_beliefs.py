@@ -4,8 +4,11 @@ A belief is served only when its published revision has reached the
 requested one and no observation it cites is past its retention deadline
 without having expired yet; otherwise the answer is ``pending``, with no
 belief content. An erased memory answers ``erased``, with the erasure and
-never content. The queries are SQLAlchemy Core over the read-model tables,
-each one statement, so the watermark and the belief come from one snapshot.
+never content. A memory the revision drain quarantined
+(:mod:`projections.drains.revision`) answers ``unprojectable``, with the
+error, until a later write or a rebuild ends the quarantine. The queries
+are SQLAlchemy Core over the read-model tables, each one statement, so the
+watermark and the belief come from one snapshot.
 
 A current answer carries the memory's type, scope, project and topic, and
 its current version's text (:mod:`projections.views.version_texts`, read
@@ -28,7 +31,7 @@ from sqlalchemy.dialects.postgresql import JSONB, aggregate_order_by
 from domain.errors import NotFoundError
 from projections.store.sql import tables_in
 from projections.store.tenancy import tenant_transaction
-from projections.views.belief_facts import BeliefJson
+from projections.views.belief_facts import PROJECTION_ERROR_CHARS, BeliefJson
 from projections.views.erasures import ErasurePlaceholder, erasure_decision, erasure_placeholder
 from projections.views.listing import (
     ListingCursor,
@@ -59,8 +62,10 @@ __all__ = [
     "ListedCurrentBelief",
     "ListedErasedBelief",
     "ListedPendingBelief",
+    "ListedUnprojectableBelief",
     "PendingBelief",
     "Revision",
+    "UnprojectableBelief",
     "current_belief",
     "due_deadlines",
     "list_beliefs",
@@ -111,6 +116,19 @@ class PendingBelief(Record):
     due: list[DueDeadline]
 
 
+class UnprojectableBelief(Record):
+    """A memory the revision drain cannot project at its requested revision: no belief,
+    the watermark, and the error. Not retried until a later write to the memory (or a
+    rebuild); ``GET /v1/revision`` and ``palimpsest verify`` list such memories."""
+
+    status: Literal["unprojectable"] = "unprojectable"
+    revision: Revision | None = Field(default=None, description="Absent from as-of reads.")
+    position: int | None = Field(default=None, description="The log position an as-of read used.")
+    error: str = Field(
+        description=f"Why the projection failed (its first {PROJECTION_ERROR_CHARS} characters)."
+    )
+
+
 class ErasedBelief(Record):
     """An erased memory: the erasure in place of its belief."""
 
@@ -121,7 +139,8 @@ class ErasedBelief(Record):
 
 
 BeliefAnswer = Annotated[
-    CurrentBelief | PendingBelief | ErasedBelief, Field(discriminator="status")
+    CurrentBelief | PendingBelief | UnprojectableBelief | ErasedBelief,
+    Field(discriminator="status"),
 ]
 """What :func:`current_belief` answers."""
 
@@ -137,12 +156,16 @@ class ListedPendingBelief(MemoryAttributes):
     revision: Revision
 
 
+class ListedUnprojectableBelief(UnprojectableBelief, MemoryAttributes):
+    """A quarantined memory in a listing: its watermark and error, never content."""
+
+
 class ListedErasedBelief(ErasedBelief, MemoryAttributes):
     """An erased memory in a listing (listed only with ``include_archived``)."""
 
 
 ListedBelief = Annotated[
-    ListedCurrentBelief | ListedPendingBelief | ListedErasedBelief,
+    ListedCurrentBelief | ListedPendingBelief | ListedUnprojectableBelief | ListedErasedBelief,
     Field(discriminator="status"),
 ]
 """One memory of :func:`list_beliefs`."""
@@ -206,6 +229,8 @@ def _watermark(schema: str) -> Select[Any]:
         select(
             r.c.requested,
             r.c.published,
+            r.c.unprojectable_at,
+            r.c.unprojectable_error,
             b.c.revision,
             b.c.belief,
             m.c.memory_type,
@@ -257,6 +282,8 @@ def current_belief(
     revision = Revision(requested=row["requested"], published=row["published"])
     if row["erased_by"] is not None:
         return ErasedBelief(revision=revision, erasure=erasure_placeholder(row["erased_by"]))
+    if row["unprojectable_at"] == row["requested"]:
+        return UnprojectableBelief(revision=revision, error=row["unprojectable_error"])
     due = row["due"] or []
     if row["published"] >= row["requested"] and row["belief"] is not None and not due:
         text = _text_of(log, tenant_id, memory_id, row)
@@ -320,6 +347,8 @@ def _listing(
             m.c.position,
             r.c.requested,
             r.c.published,
+            r.c.unprojectable_at,
+            r.c.unprojectable_error,
             b.c.belief,
             current.self_group().label("is_current"),
             erasure_decision(tables["decision_index"], m.c.erased_position).label("erased_by"),
@@ -387,6 +416,9 @@ def list_beliefs(
         if row["erased_by"] is not None:
             erasure = erasure_placeholder(row["erased_by"])
             items.append(ListedErasedBelief(**attributes, revision=revision, erasure=erasure))
+        elif row["unprojectable_at"] == row["requested"]:
+            error = row["unprojectable_error"]
+            items.append(ListedUnprojectableBelief(**attributes, revision=revision, error=error))
         elif row["is_current"] and (text is None or text.requested == row["requested"]):
             items.append(
                 ListedCurrentBelief(

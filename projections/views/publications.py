@@ -28,7 +28,7 @@ from psycopg.conninfo import make_conninfo
 
 from projections.store.database import Database
 
-__all__ = ["PublicationWatch", "publication_channel"]
+__all__ = ["PublicationWatch", "TenantWakers", "publication_channel"]
 
 _log = logging.getLogger(__name__)
 
@@ -37,6 +37,57 @@ def publication_channel(schema: str) -> str:
     """Return the ``NOTIFY`` channel of a deployment's publications (one per schema,
     so that two deployments sharing a server do not wake each other)."""
     return f"palimpsest_published_{schema}"[:63]
+
+
+class TenantWakers:
+    """asyncio events to set, by tenant, from any thread: what a notice wakes.
+
+    Each event belongs to the loop that attached it and is set on that loop
+    (``call_soon_threadsafe``), so a listening thread, or a middleware of
+    another loop, may wake tasks it does not own.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiters: dict[UUID, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = (
+            defaultdict(set)
+        )
+
+    @contextlib.contextmanager
+    def attach(self, tenant_id: UUID, event: asyncio.Event) -> Iterator[None]:
+        """Set ``event`` (on the running loop) at each :meth:`wake` of ``tenant_id``
+        while inside the block."""
+        waiter = (asyncio.get_running_loop(), event)
+        with self._lock:
+            self._waiters[tenant_id].add(waiter)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._waiters[tenant_id].discard(waiter)
+                if not self._waiters[tenant_id]:
+                    del self._waiters[tenant_id]
+
+    @contextlib.contextmanager
+    def subscribe(self, tenant_id: UUID) -> Iterator[asyncio.Event]:
+        """Yield a new event, attached for ``tenant_id`` while inside the block."""
+        event = asyncio.Event()
+        with self.attach(tenant_id, event):
+            yield event
+
+    def waiting(self) -> int:
+        """Return how many events are attached now."""
+        with self._lock:
+            return sum(len(w) for w in self._waiters.values())
+
+    def wake(self, tenant_id: UUID) -> None:
+        """Set every event attached for ``tenant_id``."""
+        with self._lock:
+            waiters = list(self._waiters.get(tenant_id, ()))
+        for loop, event in waiters:
+            # A closed loop raises RuntimeError: its waiter is gone with it.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(event.set)
 
 
 class PublicationWatch:
@@ -50,10 +101,7 @@ class PublicationWatch:
 
     def __init__(self, database: Database) -> None:
         self._database = database
-        self._lock = threading.Lock()
-        self._waiters: dict[UUID, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = (
-            defaultdict(set)
-        )
+        self.wakers = TenantWakers()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.listening = threading.Event()
@@ -81,31 +129,16 @@ class PublicationWatch:
         Clear it, then read, then await it: a notice that commits after the
         clear is never missed. Holds no thread while awaited.
         """
-        event = asyncio.Event()
-        waiter = (asyncio.get_running_loop(), event)
-        with self._lock:
-            self._waiters[tenant_id].add(waiter)
-        try:
+        with self.wakers.subscribe(tenant_id) as event:
             yield event
-        finally:
-            with self._lock:
-                self._waiters[tenant_id].discard(waiter)
-                if not self._waiters[tenant_id]:
-                    del self._waiters[tenant_id]
 
     def waiting(self) -> int:
         """Return how many waiters there are now."""
-        with self._lock:
-            return sum(len(w) for w in self._waiters.values())
+        return self.wakers.waiting()
 
     def wake(self, tenant_id: UUID) -> None:
         """Wake every waiter of ``tenant_id`` (what a notice does)."""
-        with self._lock:
-            waiters = list(self._waiters.get(tenant_id, ()))
-        for loop, event in waiters:
-            # A closed loop raises RuntimeError: its waiter is gone with it.
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(event.set)
+        self.wakers.wake(tenant_id)
 
     def _listen(self) -> None:
         database = self._database

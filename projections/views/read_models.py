@@ -10,6 +10,14 @@ It takes the same domain events and the same ``dependencies_of`` as the
 write path, and re-implements in Python only what the recorder's marking
 SQL does with them (insert-if-absent rows, the marks). That makes verify
 a check of two implementations against each other, not of one with itself.
+
+A memory whose belief cannot be computed (the projection raises on its
+events) has no ``beliefs`` row and is not published: its ``revisions`` row
+keeps ``published`` at 0 and is quarantined at its requested revision with
+the error, as the live drain quarantines it (:meth:`TenantReadModels.unprojectable`
+says why; verify lists it).
+Text PostgreSQL cannot store is replaced as the live write path and drain
+replace it (:mod:`projections.store.storable`).
 """
 
 from __future__ import annotations
@@ -26,7 +34,8 @@ from domain.belief import EdgeFact, project_belief
 from domain.dependency import Dependencies, dependencies_of
 from domain.memory import Memory
 from projections.store.eventlog import SNAPSHOT_INTERVAL
-from projections.views.belief_facts import belief_document, facts_from
+from projections.store.storable import storable
+from projections.views.belief_facts import belief_document, facts_from, projection_error
 
 __all__ = [
     "TABLES",
@@ -69,7 +78,11 @@ TABLES: tuple[TableSpec, ...] = (
     TableSpec("decision_index", ("decision_id",), ("kind", "logical_key", "position", "part_of")),
     TableSpec("tenant_retention", (), ("raw_hours", "transient_hours", "position")),
     TableSpec("tenant_deletions", (), ("decision_id", "requested_position", "completed_position")),
-    TableSpec("revisions", ("memory_id",), ("requested", "published")),
+    TableSpec(
+        "revisions",
+        ("memory_id",),
+        ("requested", "published", "unprojectable_at", "unprojectable_error"),
+    ),
     TableSpec(
         "beliefs",
         ("memory_id",),
@@ -107,6 +120,9 @@ class TenantReadModels:
         }
     )
     requested: dict[UUID, int] = field(default_factory=dict)
+    computed: dict[UUID, tuple[int, Row | Exception]] = field(default_factory=dict)
+    """Each memory's beliefs row (or the projection's error) and the requested revision
+    it was computed at; recomputed when the revision moves."""
     snapshots: dict[tuple[UUID, int], dict[str, Any]] = field(default_factory=dict)
     """Snapshot state by (memory id, version): the snapshots the live write path
     takes, at the same versions (after each write that crosses a multiple of
@@ -130,7 +146,7 @@ class TenantReadModels:
                 # A deep copy: the memory's lists keep growing as the replay goes on.
                 state = deepcopy(Snapshot.take(self.memories[key]).state)
                 self.snapshots[(key, version)] = state
-        found = dependencies_of(events)
+        found = storable(dependencies_of(events))
         self._record_rows(found, position)
         closure = self._closure(found)
         for memory_id in closure:
@@ -218,15 +234,39 @@ class TenantReadModels:
         return set(found.touched)
 
     def belief_row(self, memory_id: UUID) -> Row:
-        """Return the ``beliefs`` value columns for a memory, at its requested revision."""
+        """Return the ``beliefs`` value columns for a memory, at its requested revision.
+
+        Raises:
+            Exception: whatever the projection raises on the memory's events (see
+                :meth:`unprojectable`).
+        """
+        result = self._computed(memory_id)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def unprojectable(self, memory_id: UUID) -> Exception | None:
+        """Return why the memory's belief cannot be computed, or None when it can."""
+        result = self._computed(memory_id)
+        return result if isinstance(result, Exception) else None
+
+    def _computed(self, memory_id: UUID) -> Row | Exception:
+        requested = self.requested[memory_id]
+        held = self.computed.get(memory_id)
+        if held is None or held[0] != requested:
+            try:
+                result: Row | Exception = self._project(memory_id)
+            except Exception as error:  # the drain quarantines the same failure
+                result = error
+            held = self.computed[memory_id] = (requested, result)
+        return held[1]
+
+    def _project(self, memory_id: UUID) -> Row:
         memory = self.memories[memory_id]
         belief = project_belief(facts_from(memory, self.edges.get(memory_id, ())))
         return (
             self.requested[memory_id],
-            memory.memory_type,
-            memory.scope,
-            memory.project,
-            memory.topic,
+            *storable((memory.memory_type, memory.scope, memory.project, memory.topic)),
             belief.current_version_id,
             belief.grade,
             belief_document(belief),
@@ -236,10 +276,16 @@ class TenantReadModels:
         """Yield ``(key, values)`` of every row table ``name`` must hold, caught up."""
         if name == "revisions":
             for memory_id, requested in self.requested.items():
-                yield (memory_id,), (requested, requested)
+                error = memory_id in self.memories and self.unprojectable(memory_id)
+                if error:
+                    yield (memory_id,), (requested, 0, requested, projection_error(error))
+                else:
+                    yield (memory_id,), (requested, requested, None, None)
         elif name == "beliefs":
             for memory_id in self.requested:
                 if memory_id in self.memories:
-                    yield (memory_id,), self.belief_row(memory_id)
+                    row = self._computed(memory_id)
+                    if not isinstance(row, Exception):
+                        yield (memory_id,), row
         else:
             yield from self.rows[name].items()

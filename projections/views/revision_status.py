@@ -20,17 +20,43 @@ if TYPE_CHECKING:
     from projections.store.eventlog import EventLog
 
 __all__ = [
+    "MAX_LISTED",
     "RevisionStatus",
+    "UnprojectableMemory",
     "revision_status",
     "revision_totals",
 ]
+
+
+MAX_LISTED = 100
+"""Quarantined memories :func:`revision_status` lists (it counts them all)."""
+
+
+class UnprojectableMemory(Record):
+    """A memory the revision drain quarantined: it cannot be projected at ``revision``."""
+
+    memory_id: UUID
+    revision: int
+    error: str
 
 
 class RevisionStatus(Record):
     """How far revision has caught up in a tenant."""
 
     log_head: int
-    dirty_memories: int
+    dirty_memories: int = Field(
+        description="Memories pending revision that drains will publish (not the "
+        "unprojectable ones)."
+    )
+    unprojectable_memories: int = Field(
+        default=0,
+        description="Memories the drain quarantined: they cannot be projected at their "
+        "requested revision, and answer `unprojectable` until a later write or a rebuild.",
+    )
+    unprojectable: list[UnprojectableMemory] = Field(
+        default_factory=list,
+        description=f"The quarantined memories, with their errors (at most {MAX_LISTED}).",
+    )
     unindexed_memories: int = Field(
         description="Memories recall's index has not caught up with (embedding pending)."
     )
@@ -40,16 +66,19 @@ class RevisionStatus(Record):
 
 def revision_status(log: EventLog, tenant_id: UUID) -> RevisionStatus:
     """Return the tenant's revision figures: log head, dirty memories, oldest dirty age,
-    memories published in the last minute, and memories the indexing drain has not
-    handled at their published revision (recall may not find them yet)."""
+    memories published in the last minute, memories the indexing drain has not
+    handled at their published revision (recall may not find them yet), and the
+    quarantined (unprojectable) memories."""
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             schema_sql(
                 "SELECT (SELECT coalesce(max(notification_id), 0)"
                 " FROM {schema}.palimpsest_events) AS log_head,"
-                " count(*) FILTER (WHERE published < requested) AS dirty,"
-                " extract(epoch FROM clock_timestamp() - min(requested_at)"
-                " FILTER (WHERE published < requested)) AS oldest_dirty_s,"
+                " count(*) FILTER (WHERE published < requested"
+                "  AND unprojectable_at IS DISTINCT FROM requested) AS dirty,"
+                " extract(epoch FROM clock_timestamp() - min(requested_at) FILTER ("
+                "  WHERE published < requested AND unprojectable_at IS DISTINCT FROM requested))"
+                " AS oldest_dirty_s,"
                 " count(*) FILTER (WHERE published_at > clock_timestamp() - interval '60 s')"
                 " AS published_last_minute, count(*) FILTER (WHERE indexed < published)"
                 " AS unindexed FROM {schema}.revisions",
@@ -57,7 +86,17 @@ def revision_status(log: EventLog, tenant_id: UUID) -> RevisionStatus:
             )
         )
         row = cur.fetchone()
-    assert row is not None
+        assert row is not None
+        cur.execute(
+            schema_sql(
+                "SELECT memory_id, requested, unprojectable_error,"
+                " count(*) OVER () AS quarantined FROM {schema}.revisions"
+                " WHERE unprojectable_at = requested ORDER BY requested_at LIMIT %s",
+                log.datastore.schema,
+            ),
+            (MAX_LISTED,),
+        )
+        quarantined = cur.fetchall()
     oldest = row["oldest_dirty_s"]
     return RevisionStatus(
         log_head=row["log_head"],
@@ -65,6 +104,13 @@ def revision_status(log: EventLog, tenant_id: UUID) -> RevisionStatus:
         oldest_dirty_age_s=round(float(oldest), 3) if oldest is not None else None,
         drain_throughput_per_s=round(row["published_last_minute"] / 60.0, 3),
         unindexed_memories=row["unindexed"],
+        unprojectable_memories=quarantined[0]["quarantined"] if quarantined else 0,
+        unprojectable=[
+            UnprojectableMemory(
+                memory_id=q["memory_id"], revision=q["requested"], error=q["unprojectable_error"]
+            )
+            for q in quarantined
+        ],
     )
 
 
@@ -85,6 +131,7 @@ def revision_totals(log: EventLog) -> dict[str, float]:
         "oldest_dirty_age_s": 0.0,
         "drain_throughput_per_s": 0.0,
         "unindexed_memories": 0.0,
+        "unprojectable_memories": 0.0,
     }
     for tenant_id in busy:
         status = revision_status(log, tenant_id)
@@ -95,4 +142,5 @@ def revision_totals(log: EventLog) -> dict[str, float]:
         )
         totals["drain_throughput_per_s"] += status.drain_throughput_per_s
         totals["unindexed_memories"] += status.unindexed_memories
+        totals["unprojectable_memories"] += status.unprojectable_memories
     return totals

@@ -45,11 +45,11 @@ def _instrument_publish() -> dict[Any, float]:
     done: dict[Any, float] = {}
     original = drain_module._publish_all
 
-    def publish(log: Any, tenant_id: Any, computed: Any) -> None:
-        original(log, tenant_id, computed)
+    def publish(log: Any, tenant_id: Any, beliefs: Any) -> None:
+        original(log, tenant_id, beliefs)
         now = time.perf_counter()
-        for facts, _ in computed:
-            done.setdefault(facts.memory_id, now)
+        for belief in beliefs:
+            done.setdefault(belief.memory_id, now)
 
     drain_module._publish_all = publish
     return done

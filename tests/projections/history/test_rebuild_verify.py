@@ -153,7 +153,10 @@ def _mutate_once(
         )
 
     if operation == "change":
-        choices = [c for c in spec.values if not (spec.name == "revisions" and c == "requested")]
+        # A requested revision may only be higher (not a divergence); whether the drain
+        # quarantined a memory yet is not compared (verify lists unprojectable memories).
+        uncompared = {"requested", "unprojectable_at", "unprojectable_error"}
+        choices = [c for c in spec.values if not (spec.name == "revisions" and c in uncompared)]
         column = rng.choice(choices or list(spec.columns))
         new = _fresh_value(row[column], rng, column)
         run(

@@ -23,6 +23,8 @@ Modules:
 - :mod:`api.routers`:
 - :mod:`api.schemas`: Typed request and response bodies of the HTTP API, one
   module per resource.
+- :mod:`api.sessions`: Browser sessions of the review page: signing in with a
+  token, and CSRF tokens.
 - :mod:`api.settings`: HTTP and write-path settings of the service.
 - :mod:`api.specs`: Translation of validated request bodies into write specs.
 - :mod:`api.waiting`: Waiting for the drains, and for new events, from async
@@ -44,6 +46,7 @@ __all__ = [
     "query_params",
     "routers",
     "schemas",
+    "sessions",
     "settings",
     "specs",
     "waiting",

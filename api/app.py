@@ -22,14 +22,18 @@ from api.routers import (
     edges,
     erasures,
     events,
+    forgetting,
     health,
     memories,
     observations,
+    proposals,
     proposers,
     recall,
+    review,
     revision,
     tenant,
 )
+from api.sessions import Sessions
 from api.settings import ApiSettings
 from api.waiting import AnnounceWrites
 from projections.commands.writer import CapturePolicy, Writer
@@ -109,6 +113,7 @@ def create_app(
         )
     )
     app.state.metrics.watch_admission(app.state.admission.open, app.state.admission.refused)
+    app.state.review_sessions = Sessions()  # the review page's sign-ins (api/sessions.py)
     install_problem_handlers(app)
     _publish_parameters_without_null(app)
     _publish_retention_maxima(app, settings)
@@ -118,6 +123,8 @@ def create_app(
         contributions,
         edges,
         proposers,
+        proposals,
+        forgetting,
         decisions,
         events,
         batch,
@@ -127,6 +134,7 @@ def create_app(
         tenant,
         erasures,
         health,
+        review,
     ):
         app.include_router(module.router)
     app.add_middleware(AnnounceWrites, writes=app.state.writes)

@@ -12,7 +12,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.problems import problem_response
-from projections.drains.counters import DRAIN_FAILURES, HINTS_UNSENT, counts
+from projections.drains.counters import (
+    DRAIN_FAILURES,
+    HINTS_UNSENT,
+    JUDGE_REFUSED,
+    JUDGE_USAGE,
+    counts,
+)
+from projections.drains.judge_budget import OPERATION
 
 __all__ = ["Metrics", "ObserveRequests"]
 
@@ -133,6 +140,22 @@ class _BackgroundCollector:
         for queue, n in sorted(counts(HINTS_UNSENT).items()):
             unsent.add_metric([queue], n)
         yield unsent
+        usage = CounterMetricFamily(
+            "palimpsest_judge_usage",
+            "What the forgetting pass's judge calls cost, as the servers reported it.",
+            labels=["operation", "kind"],
+        )
+        for kind, n in sorted(counts(JUDGE_USAGE).items()):
+            usage.add_metric([OPERATION, kind], n)
+        yield usage
+        refused = CounterMetricFamily(
+            "palimpsest_judge_budget_refusals",
+            "Judge calls a tenant's daily budget refused (the pass stopped instead).",
+            labels=["operation"],
+        )
+        for operation, n in sorted(counts(JUDGE_REFUSED).items()):
+            refused.add_metric([operation], n)
+        yield refused
 
 
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

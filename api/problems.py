@@ -21,6 +21,7 @@ from api.deps import RepeatedHeaderError
 from api.query_params import UnknownQueryParameterError
 from domain.errors import (
     AuthenticationError,
+    CollapseGuardError,
     ConfigurationError,
     ConfirmationRequiredError,
     ConflictError,
@@ -36,10 +37,14 @@ from domain.errors import (
     InvalidInputError,
     NotFoundError,
     PalimpsestError,
+    PassDisabledError,
     PermissionDeniedError,
+    ProposalClosedError,
+    StaleProposalError,
     StructurallyArchivedError,
     TenantClosedError,
 )
+from projections.judgment.judge import JudgeUnavailableError
 from projections.store.errors import (
     ConcurrentWriteError,
     DatabaseUnavailableError,
@@ -81,6 +86,11 @@ PROBLEMS: dict[type[PalimpsestError], tuple[str, int, str]] = {
     IdempotencyKeyReusedError: ("idempotency-key-reused", 409, "Idempotency key reused"),
     EdgeExistsError: ("edge-exists", 409, "Edge exists"),
     StructurallyArchivedError: ("structurally-archived", 409, "Structurally archived"),
+    StaleProposalError: ("stale-proposal", 409, "Stale proposal"),
+    CollapseGuardError: ("collapse-guard", 409, "Collapse guard"),
+    PassDisabledError: ("pass-disabled", 409, "Forgetting pass disabled"),
+    JudgeUnavailableError: ("judge-unavailable", 502, "Judge unavailable"),
+    ProposalClosedError: ("proposal-closed", 409, "Proposal closed"),
     ConcurrentWriteError: ("concurrent-write", 409, "Concurrent write"),
     StaleReadError: ("concurrent-write", 409, "Concurrent write"),
     AuthenticationError: ("unauthenticated", 401, "Unauthenticated"),

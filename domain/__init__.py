@@ -16,18 +16,26 @@ Modules:
 - :mod:`domain.errors`: Errors raised by palimpsest.
 - :mod:`domain.evidence`: Evidence excerpts: exact spans of an observation that
   a version cites.
+- :mod:`domain.judge_state`: What the forgetting pass shows a judge: the items,
+  their rendered state, and its batches.
 - :mod:`domain.limits`: Documented input limits, and the pure checks that
   enforce them.
 - :mod:`domain.memory`: The ``Memory`` aggregate: a focused claim, its
   versions, support and edges.
 - :mod:`domain.observation`: The ``Observation`` aggregate: a raw report whose
   bytes live in the payload store.
+- :mod:`domain.proposal`: The ``Proposal`` aggregate: a judge's verdict about a
+  memory, waiting for a person.
 - :mod:`domain.retention`: Retention deadlines, fixed once at capture.
 - :mod:`domain.role`: Roles a principal's token grants within a tenant.
 - :mod:`domain.salience`: Salience: how prominently a memory ranks. Demotion
   changes rank, nothing else.
+- :mod:`domain.schedule`: When a daily job runs: a cron line of the form
+  ``M H * * *`` (UTC).
 - :mod:`domain.tenant`: The ``Tenant`` aggregate: an isolated account, its
   principals and their tokens.
+- :mod:`domain.verdicts`: Judge verdicts: the four choices, the answers that name
+  them, and their probabilities.
 """
 
 from __future__ import annotations
@@ -41,11 +49,15 @@ __all__ = [
     "erasure",
     "errors",
     "evidence",
+    "judge_state",
     "limits",
     "memory",
     "observation",
+    "proposal",
     "retention",
     "role",
     "salience",
+    "schedule",
     "tenant",
+    "verdicts",
 ]

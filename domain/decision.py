@@ -46,6 +46,8 @@ DecisionKind = Literal[
     "unpin",
     "erasure",
     "tenant_deletion",
+    "apply_proposal",
+    "reject_proposal",
 ]
 DECISION_KINDS: tuple[DecisionKind, ...] = get_args(DecisionKind)
 

@@ -16,11 +16,13 @@ from uuid import UUID
 from domain.decision import Decision
 from domain.memory import Memory
 from domain.observation import Observation
+from domain.proposal import Proposal
 from domain.tenant import Tenant
 
 __all__ = [
     "Dependencies",
     "Link",
+    "ProposalRow",
     "dependencies_of",
 ]
 
@@ -35,6 +37,21 @@ class Link:
     outgoing: bool
     """Whether ``memory_id`` is the edge's source."""
     edge_id: UUID
+
+
+@dataclass(frozen=True)
+class ProposalRow:
+    """A recorded proposal, as its read-model row holds it."""
+
+    proposal_id: UUID
+    memory_id: UUID
+    related_memory_id: UUID | None
+    action: str
+    status: str
+    probability: float | None
+    model: str
+    run_id: UUID
+    created_at: datetime
 
 
 @dataclass
@@ -76,6 +93,12 @@ class Dependencies:
     """The decision of a tenant deletion this write requests, if it does."""
     deletion_completed: UUID | None = None
     """The decision of a tenant deletion this write completes, if it does."""
+    proposals: list[ProposalRow] = field(default_factory=list)
+    """Proposals this write records (the forgetting pass's verdicts)."""
+    proposals_decided: list[tuple[UUID, str, UUID, datetime, str | None]] = field(
+        default_factory=list
+    )
+    """(proposal id, applied or rejected, decision id, when, effect) of proposals decided."""
 
 
 def _memory_event(found: Dependencies, event: object) -> None:
@@ -134,6 +157,24 @@ def _other_event(found: Dependencies, event: object) -> None:
         found.deletion_requested = event.decision_id
     elif isinstance(event, Tenant.Deleted):
         found.deletion_completed = event.decision_id
+    elif isinstance(event, Proposal.Created):
+        found.proposals.append(
+            ProposalRow(
+                event.originator_id,
+                event.memory_id,
+                event.related_memory_id,
+                event.action,
+                event.status,
+                event.probability,
+                event.model,
+                event.run_id,
+                event.timestamp,
+            )
+        )
+    elif isinstance(event, Proposal.Decided):
+        found.proposals_decided.append(
+            (event.originator_id, event.status, event.decision_id, event.timestamp, event.effect)
+        )
     elif isinstance(event, Decision.Created):
         part_of = event.params.get("part_of")
         within = UUID(str(part_of)) if part_of else None

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 __all__ = [
     "AuthenticationError",
+    "CollapseGuardError",
     "ConfigurationError",
     "ConfirmationRequiredError",
     "ConflictError",
@@ -44,7 +45,10 @@ __all__ = [
     "InvalidInputError",
     "NotFoundError",
     "PalimpsestError",
+    "PassDisabledError",
     "PermissionDeniedError",
+    "ProposalClosedError",
+    "StaleProposalError",
     "StructurallyArchivedError",
     "TenantClosedError",
 ]
@@ -126,6 +130,26 @@ class EdgeExistsError(ConflictError):
 class StructurallyArchivedError(ConflictError):
     """Raised when ``restore`` is asked of a memory archived by an edge (superseded),
     not by a forget: retracting the edge is what ends that archival."""
+
+
+class StaleProposalError(ConflictError):
+    """Raised when a proposal is applied whose memories changed since the judge saw
+    them (another version, archived, or erased)."""
+
+
+class CollapseGuardError(ConflictError):
+    """Raised when applying a proposal would archive more of a tenant's live memories
+    in a day than its collapse guard allows, without an administrator's confirmation."""
+
+
+class PassDisabledError(ConflictError):
+    """Raised when a forgetting pass is asked of a deployment that runs none: the pass
+    is off, or no judge is configured (there is no fallback)."""
+
+
+class ProposalClosedError(ConflictError):
+    """Raised when a proposal that is not open (dismissed, applied or rejected) is
+    applied or rejected."""
 
 
 class AuthenticationError(PalimpsestError):

@@ -11,6 +11,8 @@ from domain.errors import ContentTooLargeError, InvalidInputError
 
 __all__ = [
     "MAX_BATCH_ITEMS",
+    "MAX_DAILY_JUDGE_CALLS",
+    "MAX_DAILY_JUDGE_TOKENS",
     "MAX_EVIDENCE_ITEMS",
     "MAX_IDEMPOTENCY_KEY_CHARS",
     "MAX_LABEL_CHARS",
@@ -40,6 +42,12 @@ MAX_REASON_CHARS = 1000
 
 MAX_IDEMPOTENCY_KEY_CHARS = 255
 """Length of an ``Idempotency-Key`` header."""
+
+MAX_DAILY_JUDGE_CALLS = 10_000
+"""The most judge calls a tenant's forgetting pass may budget per day."""
+
+MAX_DAILY_JUDGE_TOKENS = 100_000_000
+"""The most judge tokens (prompt and completion) a tenant may budget per day."""
 
 
 def encode_content(text: str, *, limit_bytes: int, what: str, allow_blank: bool) -> bytes:

@@ -7,6 +7,7 @@ from uuid import UUID, uuid5
 from eventsourcing.domain import Aggregate, event
 
 from domain.errors import InvalidInputError, NotFoundError
+from domain.limits import MAX_DAILY_JUDGE_CALLS, MAX_DAILY_JUDGE_TOKENS
 from domain.role import ROLES
 
 __all__ = [
@@ -87,8 +88,20 @@ class Tenant(Aggregate):
         decision_id: UUID
         principal_id: UUID
 
+    class JudgmentSet(Aggregate.Event):
+        """An administrator opted the tenant in or out of the forgetting pass, and set
+        its daily budget of judge calls and tokens (``JudgmentPolicySet``)."""
+
+        TOPIC = "palimpsest:JudgmentPolicySet"
+        enabled: bool
+        daily_calls: int
+        daily_tokens: int
+        principal_id: UUID
+
     deletion: UUID | None = None
     """The deletion decision once requested (class default: older snapshots load)."""
+    judgment: tuple[bool, int, int] | None = None
+    """(enabled, daily judge calls, daily judge tokens) once set; None: not opted in."""
     deleted: bool = False
 
     @event(Created)
@@ -198,6 +211,34 @@ class Tenant(Aggregate):
     @event(RetentionSet)
     def _retention_set(self, raw_hours: int, transient_hours: int, principal_id: UUID) -> None:
         self.retention = (raw_hours, transient_hours)
+
+    def set_judgment(
+        self, *, enabled: bool, daily_calls: int, daily_tokens: int, principal_id: UUID
+    ) -> None:
+        """Opt the tenant in or out of the forgetting pass, with its daily budget.
+
+        Raises:
+            InvalidInputError: a budget below zero or above the limits
+                (:data:`MAX_DAILY_JUDGE_CALLS`, :data:`MAX_DAILY_JUDGE_TOKENS`).
+        """
+        if not 0 <= daily_calls <= MAX_DAILY_JUDGE_CALLS:
+            msg = f"daily_calls must be between 0 and {MAX_DAILY_JUDGE_CALLS}, got {daily_calls}"
+            raise InvalidInputError(msg)
+        if not 0 <= daily_tokens <= MAX_DAILY_JUDGE_TOKENS:
+            msg = f"daily_tokens must be between 0 and {MAX_DAILY_JUDGE_TOKENS}, got {daily_tokens}"
+            raise InvalidInputError(msg)
+        self._judgment_set(
+            enabled=enabled,
+            daily_calls=daily_calls,
+            daily_tokens=daily_tokens,
+            principal_id=principal_id,
+        )
+
+    @event(JudgmentSet)
+    def _judgment_set(
+        self, enabled: bool, daily_calls: int, daily_tokens: int, principal_id: UUID
+    ) -> None:
+        self.judgment = (enabled, daily_calls, daily_tokens)
 
     def request_deletion(self, *, decision_id: UUID, principal_id: UUID) -> bool:
         """Close the tenant for erasure. Returns False (and records nothing) if a

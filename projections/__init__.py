@@ -11,6 +11,7 @@ Modules:
 - :mod:`projections.commands`: commands
 - :mod:`projections.drains`: drains
 - :mod:`projections.history`: history
+- :mod:`projections.judgment`: judgment
 - :mod:`projections.recall`: recall
 - :mod:`projections.runtime`: One process's connection to palimpsest's database
   and event log.
@@ -24,6 +25,7 @@ __all__ = [
     "commands",
     "drains",
     "history",
+    "judgment",
     "recall",
     "runtime",
     "store",

@@ -26,12 +26,14 @@ ALLOWED: dict[str, set[str]] = {
     "projections.commands": {"domain", "projections.store"},
     "projections.views": {"domain", "projections.store"},
     "projections.recall": {"domain", "projections.store", "projections.views"},
+    "projections.judgment": {"domain", "projections.store"},
     "projections.drains": {
         "domain",
         "projections.store",
         "projections.commands",
         "projections.views",
         "projections.recall",
+        "projections.judgment",
     },
     "projections.history": {"domain", "projections.store", "projections.views"},
     "projections.runtime": {

@@ -9,6 +9,8 @@ Modules:
 - :mod:`workers.erasure`: The ``drain_erasure`` dramatiq actor: tenant
   deletions, a batch at a time.
 - :mod:`workers.expiry`: The ``drain_raw_expiry`` dramatiq actor.
+- :mod:`workers.forgetting`: The ``forgetting_pass`` dramatiq actor: the
+  scheduled forgetting pass, distributed.
 - :mod:`workers.hints`: Drain actors: a message is a hint, the work is found in
   the database.
 - :mod:`workers.indexing`: The ``drain_index`` dramatiq actor: embed current
@@ -22,6 +24,7 @@ from __future__ import annotations
 __all__ = [
     "erasure",
     "expiry",
+    "forgetting",
     "hints",
     "indexing",
     "revision",

@@ -12,18 +12,24 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from datetime import UTC, datetime, timedelta
 
 import dramatiq
 
+from projections.commands.writer import CapturePolicy, Writer
 from projections.drains.counters import HINTS_UNSENT, count
+from projections.drains.forgetting_pass import ScheduledPass
 from projections.drains.hints import broker_for
-from projections.drains.settings import DrainSettings
+from projections.drains.settings import DrainSettings, ForgettingPassSettings
+from projections.judgment.settings import JudgeSettings, judge_from
 from projections.recall.settings import EmbeddingSettings
 from projections.store.database import open_database
 from projections.store.eventlog import EventLog
 from projections.store.settings import DatabaseSettings
 from workers.erasure import register_erasure_actor
 from workers.expiry import register_expiry_actor
+from workers.forgetting import register_forgetting_actor
 from workers.indexing import register_index_actor
 from workers.revision import register_drain_actor
 
@@ -43,17 +49,38 @@ drain = register_drain_actor(
 
 expiry = register_expiry_actor(broker, _log_store, batch=_settings.drain_batch)
 erasure = register_erasure_actor(broker, _log_store, batch=_settings.drain_batch)
-index = register_index_actor(
-    broker, _log_store, EmbeddingSettings().make_embedder(), batch=_settings.drain_batch
+_embedder = EmbeddingSettings().make_embedder()
+index = register_index_actor(broker, _log_store, _embedder, batch=_settings.drain_batch)
+forgetting = register_forgetting_actor(
+    broker,
+    ScheduledPass(
+        _log_store,
+        # The pass writes proposals only: no capture, so no retention is ever read.
+        Writer(
+            _log_store,
+            CapturePolicy(raw_retention=timedelta(0), transient_retention=timedelta(0)),
+            clock=lambda: datetime.now(UTC),
+        ),
+        judge_from(JudgeSettings()),
+        ForgettingPassSettings(),
+        lambda: _embedder.model_id,
+    ),
 )
+_FORGETTING_HINT_S = 60.0
+"""How often each sweeper hints the scheduled pass (it is due once a day)."""
 
 
 def _sweep() -> None:
     """Send each actor a hint every sweep interval; a broker that is down costs this
     sweep's hints (logged and counted), never the sweeper."""
     stop = threading.Event()
+    last_forgetting_hint = 0.0
     while not stop.wait(_settings.sweep_interval_s):
-        for actor in (drain, expiry, erasure, index):
+        actors = [drain, expiry, erasure, index]
+        if time.monotonic() - last_forgetting_hint >= _FORGETTING_HINT_S:
+            actors.append(forgetting)
+            last_forgetting_hint = time.monotonic()
+        for actor in actors:
             try:
                 actor.send()
             except Exception as e:  # the next sweep tries again

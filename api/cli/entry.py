@@ -27,6 +27,7 @@ from api.cli.admin import (
 from api.cli.console import report
 from api.cli.deployment import run_config, run_migrate
 from api.cli.exit_code import EXIT_DATABASE, EXIT_FAILURE, EXIT_USAGE
+from api.cli.forgetting import run_forgetting_pass
 from api.cli.history import run_rebuild, run_replay, run_verify
 from api.cli.reindex import run_reindex
 from api.cli.serve import run_serve
@@ -118,6 +119,8 @@ def _run(args: argparse.Namespace) -> int:
     command = (args.command, getattr(args, "action", None))
     if command in _SETTINGS_COMMANDS:
         return _SETTINGS_COMMANDS[command](db, api)
+    if command == ("forgetting-pass", None):  # a client of the running service
+        return run_forgetting_pass(db, api, args)
     runtime = start_runtime(db, progress=report)
     try:
         return _RUNTIME_COMMANDS[command](runtime, args)
@@ -199,6 +202,16 @@ def _parser() -> argparse.ArgumentParser:
     sub.add("reindex", "embed every memory not yet embedded with the configured model")
     verify = sub.add("verify", "compare the read models with a recomputation")
     verify.add_argument("--tenant", type=_uuid, help="only this tenant")
+    forgetting = sub.add(
+        "forgetting-pass", "run the forgetting pass once, through the running service"
+    )
+    forgetting.add_argument("--url", help="the service's base URL (default: serve's address)")
+    forgetting.add_argument(
+        "--tenant", help="the tenant (id or name) the token must belong to; refused otherwise"
+    )
+    forgetting.add_argument(
+        "--dry-run", action="store_true", help="select and render only: judge and write nothing"
+    )
     for command in (rebuild, verify):
         command.add_argument(
             "--workers", type=_workers, help="processes replaying tenants (default: one per core)"

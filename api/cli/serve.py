@@ -8,16 +8,20 @@ import os
 import signal
 import sys
 import threading
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from api.cli.admin import admin_token_path
 from api.cli.exit_code import EXIT_OK
 from domain.errors import PalimpsestError
 from projections.commands.tokens import create_tenant
+from projections.commands.writer import CapturePolicy, Writer
+from projections.drains.forgetting_pass import ScheduledPass
 from projections.drains.hints import broker_for, send_drain_hint
-from projections.drains.loop import DrainLoop
-from projections.drains.settings import DrainSettings
+from projections.drains.loop import DrainLoop, PeriodicJob
+from projections.drains.settings import DrainSettings, ForgettingPassSettings
 from projections.history.log_scan import log_head
+from projections.judgment.settings import JudgeSettings, judge_from
 from projections.runtime import start_runtime
 from projections.store.embedded import ServeLock
 
@@ -59,6 +63,7 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
                 _bootstrap_default_tenant(runtime, db.data_dir)
             loader = _EmbedderLoader(runtime)
             loop, wake = _drains(runtime)
+            scheduled = _scheduled_pass(runtime, api) if loop is not None else None
             running = None if loop is None else (lambda: loop.running)
             app = create_app(api, runtime, wake, drains_running=running)
             # Everything loaded so far lives as long as the process: moving it out
@@ -79,6 +84,8 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
                 uvicorn.run(app, host=api.host, port=api.port, log_config=None, access_log=False)
             finally:
                 loader.stop()
+                if scheduled is not None:
+                    scheduled.stop()
                 if loop is not None:
                     loop.stop()
         finally:
@@ -87,6 +94,32 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
         if lock is not None:
             lock.release()
     return EXIT_OK
+
+
+def _scheduled_pass(runtime: Runtime, api: ApiSettings) -> PeriodicJob | None:
+    """Start the daily forgetting pass beside the in-process drains (the embedded
+    default; with a broker, the workers schedule it): None when it is off."""
+    settings = ForgettingPassSettings()
+    if not settings.forgetting_pass_enabled:
+        return None
+    judge = judge_from(JudgeSettings())
+    if judge is None:
+        _log.warning("forgetting pass enabled without a judge: no pass runs")
+        return None
+    writer = Writer(
+        runtime.log,
+        CapturePolicy(
+            raw_retention=timedelta(hours=api.raw_retention_hours),
+            transient_retention=timedelta(hours=api.transient_retention_hours),
+        ),
+        clock=lambda: datetime.now(UTC),
+    )
+    job = PeriodicJob(
+        "forgetting-pass",
+        ScheduledPass(runtime.log, writer, judge, settings, lambda: runtime.embedder.model_id),
+    )
+    job.start()
+    return job
 
 
 def _bootstrap_default_tenant(runtime: Runtime, data_dir: Path) -> None:

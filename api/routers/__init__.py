@@ -16,15 +16,21 @@ Modules:
   and read the receipts.
 - :mod:`api.routers.events`: ``/v1/events``: the tenant's event feed, paged or
   as a Server-Sent Events stream.
+- :mod:`api.routers.forgetting`: ``/v1/forgetting``: a person as the forgetting
+  pass's judge.
 - :mod:`api.routers.health`: ``/healthz`` and ``/metrics``: for operators and
   their monitoring.
 - :mod:`api.routers.memories`: ``/v1/memories``: create memories, record
   versions and edges, read versions.
 - :mod:`api.routers.observations`: ``/v1/observations``: capture raw reports
   and read them back.
+- :mod:`api.routers.proposals`: ``/v1/proposals``: review the forgetting
+  pass's proposals, and apply or reject them.
 - :mod:`api.routers.proposers`: ``/v1/proposers``: withdraw the support a
   proposer or a model contributed.
 - :mod:`api.routers.recall`: ``/v1/recall``: find memories by meaning.
+- :mod:`api.routers.review`: ``/review``: the page where a person reviews the
+  forgetting pass's proposals (HTML, outside the JSON API).
 - :mod:`api.routers.revision`: ``/v1/revision``: how far revision has caught
   up, for the caller's tenant.
 - :mod:`api.routers.tenant`: ``/v1/tenant``: the caller's tenant as a whole.
@@ -40,11 +46,14 @@ __all__ = [
     "edges",
     "erasures",
     "events",
+    "forgetting",
     "health",
     "memories",
     "observations",
+    "proposals",
     "proposers",
     "recall",
+    "review",
     "revision",
     "tenant",
 ]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from datetime import timedelta
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -14,6 +14,8 @@ from fastapi.responses import StreamingResponse
 from api.deps import AdminDep, CallerDep, ClockDep, RuntimeDep, UnkeyedWriteDep, WriteDep, WriterDep
 from api.schemas import (
     ErasureReceipt,
+    JudgmentPublic,
+    JudgmentUpdate,
     Label,
     Reason,
     RetentionPublic,
@@ -22,16 +24,21 @@ from api.schemas import (
 )
 from api.specs import requires, retention_spec, tenant_deletion_spec
 from domain.errors import ConfirmationRequiredError
+from projections.commands.judgment import JudgmentSpec, judgment_for, tenant_name
 from projections.commands.tenant_deletion import confirmation_token
 from projections.commands.writer import RetentionSpec
+from projections.drains.judge_budget import usage_on
+from projections.runtime import Runtime
 from projections.views.export import export_tenant
 from projections.views.receipts import Receipt, erasure_receipt
 
 __all__ = [
     "delete_tenant",
     "export",
+    "read_judgment",
     "read_retention",
     "router",
+    "update_judgment",
     "update_retention",
 ]
 
@@ -93,6 +100,45 @@ def update_retention(body: RetentionUpdate, response: Response, write: WriteDep)
         "max_raw_hours": _hours(write.writer.policy.raw_retention),
         "max_transient_hours": _hours(write.writer.policy.transient_retention),
     }
+
+
+def _judgment(runtime: Runtime, tenant_id: UUID, clock: Callable[[], datetime]) -> JudgmentPublic:
+    policy = judgment_for(runtime.log, tenant_id)
+    calls, tokens = usage_on(runtime.log, tenant_id, clock().astimezone(UTC).date())
+    return JudgmentPublic(
+        tenant_id=tenant_id,
+        tenant_name=tenant_name(runtime.log, tenant_id),
+        enabled=policy.enabled,
+        daily_calls=policy.daily_calls,
+        daily_tokens=policy.daily_tokens,
+        used_calls=calls,
+        used_tokens=tokens,
+    )
+
+
+@router.get("/judgment", response_model=JudgmentPublic)
+def read_judgment(caller: CallerDep, runtime: RuntimeDep, clock: ClockDep) -> JudgmentPublic:
+    """Return whether the tenant opted in to the forgetting pass (not until an
+    administrator does), its daily budget of judge calls and tokens, and today's use."""
+    return _judgment(runtime, caller.tenant_id, clock)
+
+
+@router.put(
+    "/judgment",
+    response_model=JudgmentPublic,
+    dependencies=[Depends(requires(JudgmentSpec))],
+)
+def update_judgment(
+    body: JudgmentUpdate, response: Response, write: WriteDep, clock: ClockDep
+) -> JudgmentPublic:
+    """Opt the tenant in or out of the forgetting pass (admin), with its daily budget.
+    The pass reads this immediately before every call to its judge: an opt-out stops
+    a pass that is running at its next call. With a budget spent, the pass stops for
+    the day (it never spends past it)."""
+    spec = JudgmentSpec(body.enabled, body.daily_calls, body.daily_tokens)
+    write.perform(body, spec)
+    response.status_code = 200
+    return _judgment(write.runtime, write.caller.tenant_id, clock)
 
 
 @router.delete(

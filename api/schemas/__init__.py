@@ -42,6 +42,15 @@ from api.schemas.events import (
     EventPagePublic,
     EventPublic,
 )
+from api.schemas.forgetting import (
+    JudgeItemsPublic,
+    OperatorVerdict,
+    PassRunCreate,
+    PassRunPublic,
+    VerdictRecorded,
+    VerdictsCreate,
+    VerdictsRecorded,
+)
 from api.schemas.memories import (
     BeliefPublic,
     CandidatePublic,
@@ -74,6 +83,13 @@ from api.schemas.observations import (
     ObservationPublic,
     RetractCreate,
 )
+from api.schemas.proposals import (
+    ProposalApply,
+    ProposalPagePublic,
+    ProposalPublic,
+    ProposalReject,
+    ProposedMemoryPublic,
+)
 from api.schemas.proposers import (
     WithdrawCreate,
 )
@@ -87,6 +103,8 @@ from api.schemas.revision import (
     RevisionStatusPublic,
 )
 from api.schemas.tenant import (
+    JudgmentPublic,
+    JudgmentUpdate,
     RetentionPublic,
     RetentionUpdate,
     TenantDeletion,
@@ -120,6 +138,9 @@ __all__ = [
     "EvidencePublic",
     "ForgetCreate",
     "HistoryVersionPublic",
+    "JudgeItemsPublic",
+    "JudgmentPublic",
+    "JudgmentUpdate",
     "Label",
     "LabelChange",
     "MediaType",
@@ -134,6 +155,14 @@ __all__ = [
     "ObservationCreate",
     "ObservationCreated",
     "ObservationPublic",
+    "OperatorVerdict",
+    "PassRunCreate",
+    "PassRunPublic",
+    "ProposalApply",
+    "ProposalPagePublic",
+    "ProposalPublic",
+    "ProposalReject",
+    "ProposedMemoryPublic",
     "Reason",
     "RecallCreate",
     "RecallPublic",
@@ -146,6 +175,9 @@ __all__ = [
     "RevisionPublic",
     "RevisionStatusPublic",
     "TenantDeletion",
+    "VerdictRecorded",
+    "VerdictsCreate",
+    "VerdictsRecorded",
     "VersionCreate",
     "VersionCreated",
     "VersionPublic",

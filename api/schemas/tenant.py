@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from uuid import UUID
 
-from api.schemas.common import JsonPositiveInt, Reason, RequestBody
+from pydantic import BaseModel, Field
+
+from api.schemas.common import JsonInt, JsonPositiveInt, Reason, RequestBody
+from domain.limits import MAX_DAILY_JUDGE_CALLS, MAX_DAILY_JUDGE_TOKENS
 
 __all__ = [
+    "JudgmentPublic",
+    "JudgmentUpdate",
     "RetentionPublic",
     "RetentionUpdate",
     "TenantDeletion",
@@ -31,6 +36,26 @@ class RetentionPublic(BaseModel):
     max_transient_hours: int
     position: int | None = None
     """The log position of the write that set it (a ``PUT``'s answer only)."""
+
+
+class JudgmentUpdate(RequestBody):
+    """Opt the tenant in or out of the forgetting pass, and its daily judge budget."""
+
+    enabled: bool = Field(strict=True)
+    daily_calls: JsonInt = Field(default=100, ge=0, le=MAX_DAILY_JUDGE_CALLS)
+    daily_tokens: JsonInt = Field(default=500_000, ge=0, le=MAX_DAILY_JUDGE_TOKENS)
+
+
+class JudgmentPublic(BaseModel):
+    """The tenant's judgment policy, and what today's passes used of its budget."""
+
+    tenant_id: UUID
+    tenant_name: str
+    enabled: bool
+    daily_calls: int
+    daily_tokens: int
+    used_calls: int = Field(description="Judge calls reserved or made today (UTC).")
+    used_tokens: int = Field(description="Tokens reserved or reported today (UTC).")
 
 
 class TenantDeletion(RequestBody):

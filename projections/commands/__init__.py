@@ -16,11 +16,15 @@ Modules:
   derived from it, and say what went.
 - :mod:`projections.commands.idempotency`: Looking up the recorded response of
   an ``Idempotency-Key``.
+- :mod:`projections.commands.judgment`: The tenant's judgment policy: whether the
+  forgetting pass may judge its memories, and its daily budget.
 - :mod:`projections.commands.memory`: Writing memories: a new memory, a new
   version of one, an edge between two (and its retraction), and the evidence
   check every citation goes through.
 - :mod:`projections.commands.policy`: The deployment's capture policy: what the
   write path needs from the settings.
+- :mod:`projections.commands.proposals`: Proposals: recording a judge's
+  verdicts, and a person applying or rejecting them.
 - :mod:`projections.commands.retention`: The tenant's retention of observation
   bytes: reading it, and setting it.
 - :mod:`projections.commands.spec`: Write specs: what a caller asks to write,
@@ -44,8 +48,10 @@ __all__ = [
     "decisions",
     "erasure",
     "idempotency",
+    "judgment",
     "memory",
     "policy",
+    "proposals",
     "retention",
     "spec",
     "tenant_deletion",

@@ -49,6 +49,7 @@ __all__ = [
     "given_reason",
     "record_decision",
     "seen_version",
+    "superseding_edges",
 ]
 
 LabelOp = Literal["forget", "restore", "pin", "unpin"]
@@ -352,7 +353,7 @@ def decide_label(uow: UnitOfWork, spec: LabelSpec) -> Item:
     )
 
 
-def _superseding_edges(uow: UnitOfWork, memory: Memory) -> list[tuple[UUID, UUID]]:
+def superseding_edges(uow: UnitOfWork, memory: Memory) -> list[tuple[UUID, UUID]]:
     """Return the live ``supersedes`` edges to ``memory`` as (source, edge id), oldest
     first: from the dependency rows (written with the events they index), less the
     edges the memory itself records as retracted."""
@@ -377,7 +378,7 @@ def _refuse_structural_restore(uow: UnitOfWork, memory: Memory) -> None:
     Raises:
         StructurallyArchivedError: a live ``supersedes`` edge points at it.
     """
-    edges = _superseding_edges(uow, memory)
+    edges = superseding_edges(uow, memory)
     if edges:
         source, edge_id = edges[0]
         msg = (

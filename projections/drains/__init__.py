@@ -7,10 +7,14 @@ Modules:
   the background, for ``/metrics``.
 - :mod:`projections.drains.expiry`: Raw expiry: delete observation bytes at
   their retention deadline.
+- :mod:`projections.drains.forgetting_pass`: The forgetting pass for one tenant:
+  candidates, a judge, proposals (seed 000).
 - :mod:`projections.drains.hints`: The dramatiq broker that carries wake-up
   hints, shared by senders and workers.
 - :mod:`projections.drains.isolation`: Drain work one stage and one tenant at a
   time: a failure stays where it happened.
+- :mod:`projections.drains.judge_budget`: The forgetting pass's daily budget of
+  judge calls and tokens, per tenant.
 - :mod:`projections.drains.loop`: The in-process drain loop that embedded
   ``serve`` runs beside the HTTP server.
 - :mod:`projections.drains.retention`: The retention drain: apply a tenant's
@@ -29,8 +33,10 @@ from __future__ import annotations
 __all__ = [
     "counters",
     "expiry",
+    "forgetting_pass",
     "hints",
     "isolation",
+    "judge_budget",
     "loop",
     "retention",
     "revision",

@@ -13,6 +13,8 @@ from collections import Counter
 __all__ = [
     "DRAIN_FAILURES",
     "HINTS_UNSENT",
+    "JUDGE_REFUSED",
+    "JUDGE_USAGE",
     "count",
     "counts",
 ]
@@ -23,14 +25,21 @@ DRAIN_FAILURES = "drain_failures"
 HINTS_UNSENT = "hints_unsent"
 """A post-commit wake-up hint could not be sent (labelled by destination)."""
 
+JUDGE_USAGE = "judge_usage"
+"""What the forgetting pass's judge calls cost (labelled ``calls``, ``prompt_tokens``,
+``completion_tokens``), as the servers reported it."""
+
+JUDGE_REFUSED = "judge_budget_refusals"
+"""Judge calls a tenant's daily budget refused (labelled by operation)."""
+
 _lock = threading.Lock()
 _counts: Counter[tuple[str, str]] = Counter()
 
 
-def count(name: str, label: str) -> None:
-    """Add one to counter ``name`` for ``label``."""
+def count(name: str, label: str, n: int = 1) -> None:
+    """Add ``n`` (one by default) to counter ``name`` for ``label``."""
     with _lock:
-        _counts[(name, label)] += 1
+        _counts[(name, label)] += n
 
 
 def counts(name: str) -> dict[str, int]:

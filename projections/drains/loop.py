@@ -13,7 +13,7 @@ from projections.drains.stages import drain_stages, run_pass
 from projections.recall.embedders import Embedder
 from projections.store.eventlog import EventLog
 
-__all__ = ["DrainLoop"]
+__all__ = ["DrainLoop", "PeriodicJob"]
 
 _log = logging.getLogger(__name__)
 
@@ -120,3 +120,41 @@ class DrainLoop:
             with self._passed:
                 self.passes += 1
                 self._passed.notify_all()
+
+
+class PeriodicJob:
+    """Calls ``job(now)`` every ``interval_s`` seconds on its own daemon thread, so a
+    long job (a day's forgetting pass, waiting on a model) never holds up the drains.
+    A job's failure is logged; the next call tries again."""
+
+    def __init__(
+        self,
+        name: str,
+        job: Callable[[datetime], object],
+        *,
+        interval_s: float = 60.0,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.name = name
+        self.job = job
+        self.interval_s = interval_s
+        self.clock = clock
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"palimpsest-{name}", daemon=True)
+
+    def start(self) -> None:
+        """Start calling the job (the first call is at once)."""
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop after the current call."""
+        self._stop.set()
+        self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.job(self.clock())
+            except Exception:
+                _log.exception("periodic job failed", extra={"job": self.name})
+            self._stop.wait(self.interval_s)

@@ -5,7 +5,10 @@ from __future__ import annotations
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["DrainSettings"]
+from domain.errors import InvalidInputError
+from domain.schedule import DailySchedule, parse_daily
+
+__all__ = ["DrainSettings", "ForgettingPassSettings"]
 
 
 class DrainSettings(BaseSettings):
@@ -27,3 +30,31 @@ class DrainSettings(BaseSettings):
             msg = "must be a redis:// or amqp:// URL"
             raise ValueError(msg)
         return value
+
+
+class ForgettingPassSettings(BaseSettings):
+    """Whether the scheduled forgetting pass runs, and when (seed 000).
+
+    Off by default. On, it runs daily at ``forgetting_pass_cron`` (a daily cron
+    line ``M H * * *`` in UTC), over every tenant that opted in, with the
+    deployment's judge (``PALIMPSEST_JUDGE``; with none there is no pass).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="PALIMPSEST_", frozen=True, extra="ignore")
+
+    forgetting_pass_enabled: bool = False
+    forgetting_pass_cron: str = "30 4 * * *"
+
+    @field_validator("forgetting_pass_cron")
+    @classmethod
+    def _daily(cls, value: str) -> str:
+        try:
+            parse_daily(value)
+        except InvalidInputError as e:
+            raise ValueError(str(e)) from e
+        return value
+
+    @property
+    def schedule(self) -> DailySchedule:
+        """The pass's daily schedule."""
+        return parse_daily(self.forgetting_pass_cron)

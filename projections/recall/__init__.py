@@ -7,6 +7,8 @@ Modules:
   from a named model of known dimension.
 - :mod:`projections.recall.indexing`: The indexing drain: embed each memory's
   current version for recall.
+- :mod:`projections.recall.pass_candidates`: The forgetting pass's candidates:
+  stale single memories, and pairs that may conflict.
 - :mod:`projections.recall.recalled`: What recall answers: each memory found,
   current or pending, and why it ranks there.
 - :mod:`projections.recall.search`: Recall: the k current memories nearest a
@@ -22,6 +24,7 @@ from __future__ import annotations
 __all__ = [
     "embedders",
     "indexing",
+    "pass_candidates",
     "recalled",
     "search",
     "settings",

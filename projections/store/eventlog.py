@@ -321,6 +321,43 @@ def _check_reads(curs: Cursor[Any], schema: str, write: WriteContext) -> None:
             raise StaleReadError(msg)
 
 
+def _record_proposals(curs: Cursor[Any], schema: str, found: Dependencies, position: int) -> None:
+    """Index the write's new proposals, and move the status of those it decides."""
+    if found.proposals:
+        rows = found.proposals
+        curs.execute(
+            schema_query(
+                "INSERT INTO {schema}.retention_proposals (proposal_id, memory_id,"
+                " related_memory_id, action, status, probability, model, run_id, created_at,"
+                " position) SELECT i, m, r, a, s, p, mo, ru, c, %b FROM unnest(%b::uuid[],"
+                " %b::uuid[], %b::uuid[], %b::text[], %b::text[], %b::float8[], %b::text[],"
+                " %b::uuid[], %b::timestamptz[]) AS t(i, m, r, a, s, p, mo, ru, c)",
+                schema,
+            ),
+            (
+                position,
+                [r.proposal_id for r in rows],
+                [r.memory_id for r in rows],
+                [r.related_memory_id for r in rows],
+                [r.action for r in rows],
+                [r.status for r in rows],
+                [r.probability for r in rows],
+                [r.model for r in rows],
+                [r.run_id for r in rows],
+                [r.created_at for r in rows],
+            ),
+        )
+    for proposal_id, status, decision_id, decided_at, effect in found.proposals_decided:
+        curs.execute(
+            schema_query(
+                "UPDATE {schema}.retention_proposals SET status = %b, decision_id = %b,"
+                " decided_at = %b, decided_position = %b, effect = %b WHERE proposal_id = %b",
+                schema,
+            ),
+            (status, decision_id, decided_at, position, effect, proposal_id),
+        )
+
+
 def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, position: int) -> None:
     """Record dependency rows and raise the requested revision of what can change.
 
@@ -445,6 +482,7 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
             ),
             (list(ids), list(deadlines)),
         )
+    _record_proposals(curs, schema, found, position)
     _record_removals(curs, schema, found, position)
     curs.execute(
         schema_query(

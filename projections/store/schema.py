@@ -27,7 +27,9 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     Column,
+    Date,
     DateTime,
+    Float,
     Index,
     Integer,
     LargeBinary,
@@ -48,8 +50,10 @@ __all__ = [
     "beliefs",
     "decision_index",
     "evidence_links",
+    "forgetting_runs",
     "idempotency_keys",
     "index_tenants",
+    "judge_usage",
     "memory_access",
     "memory_embeddings",
     "memory_index",
@@ -58,6 +62,7 @@ __all__ = [
     "observation_deadlines",
     "payloads",
     "proposer_links",
+    "retention_proposals",
     "revision_tenants",
     "revisions",
     "snapshots",
@@ -357,6 +362,73 @@ decision_index = Table(
     ),
 )
 """Each decision's logical key, so a replayed decision finds the original."""
+
+retention_proposals = Table(
+    "retention_proposals",
+    metadata,
+    _tenant(),
+    Column("proposal_id", Uuid, nullable=False),
+    Column("memory_id", Uuid, nullable=False),
+    Column("related_memory_id", Uuid),
+    Column("action", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("probability", Float),
+    Column("model", Text, nullable=False),
+    Column("run_id", Uuid, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("position", BigInteger, nullable=False),
+    Column("decision_id", Uuid),
+    Column("decided_at", DateTime(timezone=True)),
+    Column("decided_position", BigInteger),
+    Column("effect", Text),
+    PrimaryKeyConstraint("tenant_id", "proposal_id"),
+    CheckConstraint(
+        "action IN ('keep', 'archive', 'supersede', 'conflict')",
+        name="retention_proposals_action",
+    ),
+    CheckConstraint(
+        "status IN ('proposed', 'applied', 'rejected', 'dismissed')",
+        name="retention_proposals_status",
+    ),
+    CheckConstraint(
+        "(action IN ('supersede', 'conflict')) = (related_memory_id IS NOT NULL)",
+        name="retention_proposals_related",
+    ),
+    Index(
+        "retention_proposals_open",
+        "tenant_id",
+        "memory_id",
+        "action",
+        unique=True,
+        postgresql_where=text("status = 'proposed'::text"),
+    ),
+    Index("retention_proposals_review", "tenant_id", "status", text("position DESC")),
+    Index("retention_proposals_memory", "tenant_id", "memory_id"),
+)
+"""The forgetting pass's proposals, one row per ``RetentionProposed``: the details
+stay in the event; at most one open proposal per memory and action."""
+
+judge_usage = Table(
+    "judge_usage",
+    metadata,
+    _tenant(),
+    Column("day", Date, nullable=False),
+    Column("calls", Integer, nullable=False, server_default=text("0")),
+    Column("tokens", BigInteger, nullable=False, server_default=text("0")),
+    PrimaryKeyConstraint("tenant_id", "day"),
+    CheckConstraint("calls >= 0 AND tokens >= 0", name="judge_usage_check"),
+)
+"""Each tenant's judge calls and tokens per UTC day: the forgetting pass's budget."""
+
+forgetting_runs = Table(
+    "forgetting_runs",
+    metadata,
+    Column("day", Date, primary_key=True),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+)
+"""One row per day the scheduled forgetting pass was started (days only, no tenant
+data): the first scheduler to insert it runs that day's pass."""
 
 snapshots = Table(
     SNAPSHOTS_TABLE,

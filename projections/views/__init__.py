@@ -27,6 +27,8 @@ Modules:
   page by page.
 - :mod:`projections.views.payloads`: Content from the payload store:
   observation bytes and version texts, by digest.
+- :mod:`projections.views.proposals`: Proposals for review: open (or decided)
+  verdicts with both memories side by side.
 - :mod:`projections.views.publications`: Waiting for revision without holding
   a thread: publication notices.
 - :mod:`projections.views.read_models`: Every read model, recomputed from the
@@ -65,6 +67,7 @@ __all__ = [
     "listing",
     "observations",
     "payloads",
+    "proposals",
     "publications",
     "read_models",
     "receipts",

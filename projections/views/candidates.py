@@ -40,7 +40,9 @@ __all__ = [
     "Candidates",
     "PAIRED_TYPES",
     "candidate_pairs",
+    "cosine_similarity",
     "potential_contradictions",
+    "same_kind",
 ]
 
 PAIRED_TYPES = ("decision", "preference", "fact")
@@ -65,7 +67,7 @@ class Candidates(Record):
     reason: str | None = None
 
 
-def _same_kind(a: Any, b: Any) -> ColumnElement[bool]:
+def same_kind(a: Any, b: Any) -> ColumnElement[bool]:
     """Which indexed memories ``b`` can pair with ``a``."""
     return and_(
         b.c.model_id == a.c.model_id,
@@ -95,7 +97,7 @@ def _current(tables: dict[str, Table], e: Any) -> ColumnElement[bool]:
     )
 
 
-def _similarity(a: Any, b: Any) -> ColumnElement[float]:
+def cosine_similarity(a: Any, b: Any) -> ColumnElement[float]:
     """``1 - (a.embedding <=> b.embedding)``: cosine similarity."""
     similarity: ColumnElement[float] = inline(1) - a.c.embedding.cosine_distance(b.c.embedding)
     return similarity
@@ -107,10 +109,10 @@ def _near_version(schema: str) -> Select[Any]:
     a = tables["memory_embeddings"].alias("a")
     b = tables["memory_embeddings"].alias("b")
     m = tables["memory_index"].alias("m")
-    similarity = _similarity(a, b)
+    similarity = cosine_similarity(a, b)
     return (
         select(b.c.memory_id, b.c.version_id, similarity.label("similarity"))
-        .select_from(a.join(b, _same_kind(a, b)).join(m, m.c.memory_id == b.c.memory_id))
+        .select_from(a.join(b, same_kind(a, b)).join(m, m.c.memory_id == b.c.memory_id))
         .where(
             a.c.memory_id == param("memory_id", a.c.memory_id.type),
             a.c.version_id == param("version_id", a.c.version_id.type),
@@ -181,18 +183,18 @@ def _pairs(schema: str) -> Select[Any]:
     ma = tables["memory_index"].alias("ma")
     mb = tables["memory_index"].alias("mb")
     links = tables["memory_links"].alias("l")
-    similarity = _similarity(a, b).label("similarity")
+    similarity = cosine_similarity(a, b).label("similarity")
     return (
         select(a.c.memory_id.label("newer"), b.c.memory_id.label("older"), similarity)
         .select_from(
             a.join(ma, ma.c.memory_id == a.c.memory_id)
-            .join(b, _same_kind(a, b))
+            .join(b, same_kind(a, b))
             .join(mb, mb.c.memory_id == b.c.memory_id)
         )
         .where(
             any_of(a.c.memory_type, "types"),
             tuple_(mb.c.position, mb.c.memory_id) < tuple_(ma.c.position, ma.c.memory_id),
-            _similarity(a, b) >= param("floor", Float),
+            cosine_similarity(a, b) >= param("floor", Float),
             _current(tables, a),
             _current(tables, b),
             not_(

@@ -76,6 +76,25 @@ TABLES: tuple[TableSpec, ...] = (
     ),
     TableSpec("version_digests", ("digest", "memory_id"), ("released_position",)),
     TableSpec("decision_index", ("decision_id",), ("kind", "logical_key", "position", "part_of")),
+    TableSpec(
+        "retention_proposals",
+        ("proposal_id",),
+        (
+            "memory_id",
+            "related_memory_id",
+            "action",
+            "status",
+            "probability",
+            "model",
+            "run_id",
+            "created_at",
+            "position",
+            "decision_id",
+            "decided_at",
+            "decided_position",
+            "effect",
+        ),
+    ),
     TableSpec("tenant_retention", (), ("raw_hours", "transient_hours", "position")),
     TableSpec("tenant_deletions", (), ("decision_id", "requested_position", "completed_position")),
     TableSpec(
@@ -201,6 +220,34 @@ class TenantReadModels:
             rows["decision_index"][(decision_id,)] = (kind, logical_key, position, part_of)
         if found.retention is not None:
             rows["tenant_retention"][()] = (*found.retention, position)
+        proposals = rows["retention_proposals"]
+        for p in found.proposals:
+            proposals[(p.proposal_id,)] = (
+                p.memory_id,
+                p.related_memory_id,
+                p.action,
+                p.status,
+                p.probability,
+                p.model,
+                p.run_id,
+                p.created_at,
+                position,
+                None,
+                None,
+                None,
+                None,
+            )
+        for proposal_id, status, decision_id, decided_at, effect in found.proposals_decided:
+            held = proposals[(proposal_id,)]
+            proposals[(proposal_id,)] = (
+                *held[:3],
+                status,
+                *held[4:9],
+                decision_id,
+                decided_at,
+                position,
+                effect,
+            )
         self._record_removals(found, position)
 
     def _record_removals(self, found: Dependencies, position: int) -> None:

@@ -13,7 +13,9 @@ from domain.errors import PermissionDeniedError
 from domain.role import ROLES
 from projections.commands.caller import Caller
 from projections.commands.contributions import ContributionSpec
+from projections.commands.judgment import JudgmentSpec
 from projections.commands.memory import EdgeRetractSpec
+from projections.commands.proposals import ProposalDecisionSpec, ProposeSpec
 from projections.commands.spec import WriteSpec
 from projections.commands.tokens import authenticate
 from projections.commands.writer import (
@@ -50,6 +52,9 @@ EXAMPLES: list[WriteSpec] = [
     RetentionSpec(24, None),
     EraseSpec((_SOME_ID,), (), "asked to"),
     TenantDeletionSpec("asked to"),
+    ProposeSpec(_SOME_ID, "archive", None, 0.9, None, "judge", _SOME_ID, dismissed=False),
+    ProposalDecisionSpec(_SOME_ID, "reject", "no"),
+    JudgmentSpec(enabled=True, daily_calls=1, daily_tokens=1),
 ]
 
 BELOW: dict[str, tuple[str, ...]] = {
@@ -79,9 +84,9 @@ def test_the_examples_cover_every_spec() -> None:
     assert {type(spec) for spec in EXAMPLES} == _all_specs()
 
 
-def test_admin_only_specs_are_erasure_retention_and_tenant_deletion() -> None:
+def test_admin_only_specs_are_erasure_retention_tenant_deletion_and_judgment() -> None:
     admin_only = {type(spec) for spec in EXAMPLES if spec.role == "admin"}
-    assert admin_only == {EraseSpec, RetentionSpec, TenantDeletionSpec}
+    assert admin_only == {EraseSpec, RetentionSpec, TenantDeletionSpec, JudgmentSpec}
     assert {spec.role for spec in EXAMPLES} <= set(ROLES)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -67,6 +67,19 @@ def _populate(client: TestClient, tenant: Tenant, rng: random.Random, memories: 
     post(client, f"/v1/memories/{ids[0]}/pin", {}, headers)
     post(client, f"/v1/memories/{ids[1]}/restore", {}, headers)
     client.put("/v1/tenant/retention", json={"raw_hours": 240}, headers=headers)
+    # Proposals: one rejected, one applied, one dismissed (none left open)
+    judged_ids = [remember(client, headers, content=f"judged {i}")["id"] for i in range(3)]
+    verdicts = [
+        {"memory_id": judged_ids[0], "action": "archive", "confidence": 0.99},
+        {"memory_id": judged_ids[1], "action": "archive", "confidence": 0.99},
+        {"memory_id": judged_ids[2], "action": "keep", "confidence": 0.9},
+    ]
+    judged = post(client, "/v1/forgetting/verdicts", {"verdicts": verdicts}, headers)
+    assert judged.status_code == 201, judged.text
+    first, second, _ = (r["id"] for r in judged.json()["results"])
+    rejected = post(client, f"/v1/proposals/{first}/reject", {"reason": "still true"}, headers)
+    assert rejected.status_code == 201, rejected.text
+    assert post(client, f"/v1/proposals/{second}/apply", {}, headers).status_code == 201
     erased = post(
         client,
         "/v1/erasures",
@@ -93,8 +106,14 @@ def test_verify_finds_nothing_on_a_store_built_by_live_writes(
 
 
 def _fresh_value(value: Any, rng: random.Random, column: str = "") -> Any:
-    if value is None and column == "part_of":
+    if value is None and column in ("part_of", "decision_id"):
         return uuid4()
+    if value is None and column == "decided_at":
+        return datetime(2026, 1, 1, tzinfo=UTC)
+    if column == "probability":
+        return 0.5 if value is None else value / 2
+    if column == "status":  # the proposal statuses the table's check allows
+        return rng.choice([s for s in ("applied", "rejected", "dismissed") if s != value])
     if value is None and column.endswith("_position"):
         return 1
     if isinstance(value, bool):
@@ -157,6 +176,12 @@ def _mutate_once(
         # quarantined a memory yet is not compared (verify lists unprojectable memories).
         uncompared = {"requested", "unprojectable_at", "unprojectable_error"}
         choices = [c for c in spec.values if not (spec.name == "revisions" and c in uncompared)]
+        if spec.name == "retention_proposals":
+            # Which action, and whether it relates a memory, are checked together by the
+            # table: a change to one alone cannot be stored.
+            choices = [c for c in choices if c != "action"]
+            if row["related_memory_id"] is None:
+                choices.remove("related_memory_id")
         column = rng.choice(choices or list(spec.columns))
         new = _fresh_value(row[column], rng, column)
         run(
@@ -215,7 +240,7 @@ def test_verify_catches_every_single_row_or_field_mutation(
                 found = verify(database, tenant=tenant.id).divergences
                 assert found, (trial, spec.name, operation, row)
                 named = {d.memory_id for d in found} | {json.dumps(d.key) for d in found}
-                expected = row.get("memory_id")
+                expected = row["memory_id"] if "memory_id" in spec.key else None
                 key = json.dumps({c: str(row[c]) for c in spec.key})
                 assert (str(expected) in named) if expected else (key in named), (
                     trial,

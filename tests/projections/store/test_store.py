@@ -122,8 +122,10 @@ _WORK_DUE = {
         "deletion_done",
     ],
     "index_tenants": ["tenant_id", "marked", "indexed", "published_at"],
+    "forgetting_runs": ["day", "started_at", "finished_at"],
 }
-"""The tables without row-level security: which tenants have work due (store/work_due.py)."""
+"""The tables without row-level security: which tenants have work due (store/work_due.py),
+and which days the scheduled forgetting pass started (no tenant at all)."""
 
 
 def test_the_only_tables_without_row_level_security_hold_tenant_ids_and_nothing_else(

@@ -1,0 +1,379 @@
+"""The forgetting pass for one tenant: candidates, a judge, proposals (seed 000).
+
+1. Read the tenant's judgment policy; not opted in, the pass stops there,
+   having read nothing else (there is no fallback).
+2. Select candidates (:mod:`projections.recall.pass_candidates`): stale
+   singles with their newer neighbours, and likely conflicting pairs.
+3. Render them as the judge's items and split them into the batches the
+   judge sends, one request each (``Judge.batches``, measuring the request).
+4. For each batch: read the policy again (an opt-out stops the pass at the
+   next call), reserve the call and its tokens in the day's budget
+   (:mod:`projections.drains.judge_budget`; a spent budget stops the pass,
+   which never bills past it), send, record what the server reported (or
+   release the reservation when the call failed).
+5. Record each verdict as a proposal through the write path, one write per
+   verdict so one refusal (the memory was erased meanwhile) costs only
+   itself: ``proposed`` at or above its action's threshold, ``dismissed``
+   otherwise (a keep always). A memory with an open proposal of the same
+   action is not proposed again.
+
+A dry run stops after step 3 and reports what would be sent, without
+calling the judge or writing anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Literal
+from uuid import UUID, uuid4
+
+from domain.errors import PalimpsestError
+from domain.judge_state import (
+    JudgeItem,
+    MemoryView,
+    PairItem,
+    SingleItem,
+    state_chars,
+    verdict_memories,
+)
+from domain.memory import Memory
+from domain.proposal import dismissed
+from domain.tenant import principal_id_for
+from domain.verdicts import Verdict
+from projections.commands.caller import Caller
+from projections.commands.judgment import judgment_for
+from projections.commands.proposals import ProposalSettings, ProposeSpec, open_proposal_ids
+from projections.commands.writer import Writer
+from projections.drains.judge_budget import record, release, reserve
+from projections.drains.settings import ForgettingPassSettings
+from projections.judgment.judge import ItemFailure, Judge, JudgeUnavailableError
+from projections.recall.pass_candidates import PassCandidates, PassSettings, select_candidates
+from projections.store.aggregates import aggregates_of
+from projections.store.eventlog import EventLog
+from projections.store.sql import schema_sql
+from projections.store.tenancy import known_tenants
+from projections.views.version_texts import version_texts
+
+__all__ = [
+    "PASS_PRINCIPAL",
+    "PassReport",
+    "ScheduledPass",
+    "claim_day",
+    "finish_day",
+    "judge_items",
+    "run_pass",
+]
+
+_log = logging.getLogger(__name__)
+
+PASS_PRINCIPAL = "forgetting-pass"
+"""The principal the pass records proposals as, in each tenant."""
+
+_CHARS_PER_TOKEN = 3
+"""A conservative estimate for reserving a request's prompt tokens before sending."""
+_COMPLETION_TOKENS_PER_ITEM = 16
+"""The completion tokens reserved per item (an answer is a letter, or a short JSON)."""
+
+Stop = Literal["not-opted-in", "opted-out", "budget", "judge-unavailable"]
+
+
+@dataclass
+class PassReport:
+    """What one pass over a tenant did."""
+
+    tenant_id: UUID
+    run_id: UUID
+    dry_run: bool
+    singles: int = 0
+    pairs: int = 0
+    items: int = 0
+    batches: int = 0
+    judged: int = 0
+    proposed: int = 0
+    dismissed: int = 0
+    failed: int = 0
+    already_open: int = 0
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    stopped: Stop | None = None
+    """Why the pass stopped before judging every item, if it did."""
+    failures: list[str] = field(default_factory=list)
+
+
+def _view(memory: Memory, text: str | None, time: datetime) -> MemoryView:
+    version = memory.current_version
+    return MemoryView(
+        memory_id=memory.id,
+        memory_type=memory.memory_type,
+        scope=memory.scope,
+        project=memory.project,
+        topic=memory.topic,
+        content=text or "",
+        recorded_at=time,
+        version_id=version.version_id,
+        content_digest=version.content_digest,
+    )
+
+
+def judge_items(log: EventLog, tenant_id: UUID, found: PassCandidates) -> list[JudgeItem]:
+    """Return the candidates as the judge's items (singles ``s0``…, pairs ``p0``…),
+    with each memory's current text; a memory whose text is gone is left out."""
+    times: dict[UUID, datetime] = {}
+    for single in found.singles:
+        times[single.memory_id] = single.memory_time
+        times.update((n.memory_id, n.memory_time) for n in single.newer)
+    for pair in found.pairs:
+        times[pair.older_id] = pair.older_time
+        times[pair.newer_id] = pair.newer_time
+    loaded = aggregates_of(log, tenant_id, sorted(times, key=str))
+    memories = {i: m for i, m in loaded.items() if isinstance(m, Memory) and m.erased_by is None}
+    texts = version_texts(
+        log, tenant_id, {i: m.current_version.version_id for i, m in memories.items()}
+    )
+    views = {
+        i: _view(m, texts[i].content, times[i])
+        for i, m in memories.items()
+        if i in texts and texts[i].content is not None
+    }
+    items: list[JudgeItem] = []
+    for n, single in enumerate(found.singles):
+        if single.memory_id in views:
+            newer = tuple(views[x.memory_id] for x in single.newer if x.memory_id in views)
+            items.append(SingleItem(f"s{n}", views[single.memory_id], newer))
+    for n, pair in enumerate(found.pairs):
+        if pair.older_id in views and pair.newer_id in views:
+            items.append(
+                PairItem(f"p{n}", views[pair.older_id], views[pair.newer_id], pair.similarity)
+            )
+    return items
+
+
+def _seen(item: JudgeItem) -> list[MemoryView]:
+    if isinstance(item, PairItem):
+        return [item.older, item.newer]
+    return [item.memory, *item.newer]
+
+
+def run_pass(
+    log: EventLog,
+    writer: Writer,
+    tenant_id: UUID,
+    judge: Judge,
+    *,
+    now: datetime,
+    candidates: PassSettings,
+    proposals: ProposalSettings,
+    model_id: str,
+    dry_run: bool = False,
+) -> PassReport:
+    """Run the forgetting pass over one tenant (see the module's steps); never
+    raises for one item's or one batch's failure, which the report counts."""
+    report = PassReport(tenant_id, uuid4(), dry_run)
+    if not judgment_for(log, tenant_id).enabled:
+        report.stopped = "not-opted-in"
+        return report
+    found = select_candidates(log, tenant_id, now=now, settings=candidates, model_id=model_id)
+    report.singles, report.pairs = len(found.singles), len(found.pairs)
+    items = judge_items(log, tenant_id, found)
+    report.items = len(items)
+    parts = judge.batches(now, items)  # one request each: one reservation each
+    report.batches = len(parts)
+    if dry_run:
+        return report
+    caller = Caller(
+        tenant_id, principal_id_for(tenant_id, PASS_PRINCIPAL), PASS_PRINCIPAL, "writer"
+    )
+    thresholds = proposals.thresholds()
+    day = now.astimezone(UTC).date()
+    for batch in parts:
+        policy = judgment_for(log, tenant_id)  # immediately before every send
+        if not policy.enabled:
+            report.stopped = "opted-out"
+            break
+        tokens = state_chars(now, batch) // _CHARS_PER_TOKEN + _COMPLETION_TOKENS_PER_ITEM * len(
+            batch
+        )
+        reservation = reserve(
+            log,
+            tenant_id,
+            day,
+            tokens=tokens,
+            daily_calls=policy.daily_calls,
+            daily_tokens=policy.daily_tokens,
+        )
+        if reservation is None:
+            report.stopped = "budget"
+            break
+        try:
+            results = judge.judge(now, batch)
+        except JudgeUnavailableError as error:
+            release(log, reservation)
+            report.stopped = "judge-unavailable"
+            report.failures.append(str(error))
+            _log.error(
+                "judge unavailable", extra={"tenant_id": str(tenant_id), "error": str(error)}
+            )
+            break
+        usage = judge.usage
+        record(
+            log,
+            reservation,
+            calls=max(usage.calls, 1),
+            prompt=usage.prompt_tokens,
+            completion=usage.completion_tokens,
+        )
+        report.calls += max(usage.calls, 1)
+        report.prompt_tokens += usage.prompt_tokens
+        report.completion_tokens += usage.completion_tokens
+        for item, result in zip(batch, results, strict=True):
+            _propose(log, writer, caller, report, item, result, thresholds, judge.model)
+    return report
+
+
+def _propose(
+    log: EventLog,
+    writer: Writer,
+    caller: Caller,
+    report: PassReport,
+    item: JudgeItem,
+    result: object,
+    thresholds: dict[str, float],
+    model: str,
+) -> None:
+    """Record one item's verdict as a proposal, counting what became of it."""
+    if isinstance(result, ItemFailure):
+        report.failed += 1
+        report.failures.append(f"{result.ref}: {result.error}")
+        return
+    assert isinstance(result, Verdict)
+    report.judged += 1
+    try:
+        memory_id, related = verdict_memories(item, result)
+    except PalimpsestError as error:
+        report.failed += 1
+        report.failures.append(f"{item.ref}: {error}")
+        return
+    gone = dismissed(result.action, result.probability, thresholds)
+    if not gone and memory_id in open_proposal_ids(log, caller.tenant_id, result.action):
+        report.already_open += 1
+        return
+    spec = ProposeSpec(
+        memory_id=memory_id,
+        verdict=result.action,
+        related_memory_id=related,
+        probability=result.probability,
+        distribution=None
+        if result.distribution is None
+        else {str(k): p for k, p in result.distribution.items()},
+        model=result.model or model,
+        run_id=report.run_id,
+        dismissed=gone,
+        note=result.note,
+        seen=[(v.memory_id, v.version_id, v.content_digest) for v in _seen(item)],
+    )
+    try:
+        writer.write(caller, [spec], batch=False)
+    except PalimpsestError as error:
+        report.failed += 1
+        report.failures.append(f"{item.ref}: {error}")
+        return
+    if gone:
+        report.dismissed += 1
+    else:
+        report.proposed += 1
+
+
+def claim_day(log: EventLog, day: date) -> bool:
+    """Claim the scheduled pass of ``day`` (UTC); False when another process (or an
+    earlier run of this one) already did."""
+    with log.datastore.transaction(commit=True) as cur:
+        cur.execute(
+            schema_sql(
+                "INSERT INTO {schema}.forgetting_runs (day, started_at)"
+                " VALUES (%s, clock_timestamp()) ON CONFLICT DO NOTHING RETURNING day",
+                log.datastore.schema,
+            ),
+            (day,),
+        )
+        return cur.fetchone() is not None
+
+
+def finish_day(log: EventLog, day: date) -> None:
+    """Record that the scheduled pass of ``day`` finished."""
+    with log.datastore.transaction(commit=True) as cur:
+        cur.execute(
+            schema_sql(
+                "UPDATE {schema}.forgetting_runs SET finished_at = clock_timestamp()"
+                " WHERE day = %s",
+                log.datastore.schema,
+            ),
+            (day,),
+        )
+
+
+@dataclass
+class ScheduledPass:
+    """The daily forgetting pass, for a drain loop or a worker to call at each sweep.
+
+    Disabled (``PALIMPSEST_FORGETTING_PASS_ENABLED`` false, or no judge), a call
+    returns at once having read nothing. Enabled, a call after the day's due time
+    claims the day (one row per day: whichever process claims it runs it) and runs
+    the pass over every opted-in tenant; later calls that day do nothing.
+    """
+
+    log: EventLog
+    writer: Writer
+    judge: Judge | None
+    settings: ForgettingPassSettings
+    model_id: Callable[[], str]
+    candidates: PassSettings = field(default_factory=PassSettings)
+    proposals: ProposalSettings = field(default_factory=ProposalSettings)
+    done: date | None = None
+    """The last day this process found claimed (by it or another), so a sweep after
+    that costs no query until the next day is due."""
+
+    def __call__(self, now: datetime) -> list[PassReport] | None:
+        """Run the day's pass if it is due and unclaimed; return its reports (None
+        when nothing ran)."""
+        if not self.settings.forgetting_pass_enabled or self.judge is None:
+            return None
+        due = self.settings.schedule.last_due(now)
+        day = due.date()
+        if self.done == day:
+            return None
+        self.done = day
+        if not claim_day(self.log, day):
+            return None
+        reports = []
+        for tenant_id in known_tenants(self.log.datastore):
+            try:
+                reports.append(
+                    run_pass(
+                        self.log,
+                        self.writer,
+                        tenant_id,
+                        self.judge,
+                        now=now,
+                        candidates=self.candidates,
+                        proposals=self.proposals,
+                        model_id=self.model_id(),
+                    )
+                )
+            except Exception:  # one tenant's failure never stops the others
+                _log.exception("forgetting pass failed", extra={"tenant_id": str(tenant_id)})
+        finish_day(self.log, day)
+        ran = [r for r in reports if r.stopped != "not-opted-in"]
+        _log.info(
+            "forgetting pass done",
+            extra={
+                "day": day.isoformat(),
+                "tenants": len(ran),
+                "proposed": sum(r.proposed for r in ran),
+                "dismissed": sum(r.dismissed for r in ran),
+            },
+        )
+        return reports

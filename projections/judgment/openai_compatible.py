@@ -1,0 +1,229 @@
+"""A judge behind any OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+A hosted API, vLLM, or llama.cpp's server (``python -m llama_cpp.server``).
+Items are split into batches (:func:`domain.judge_state.batches`, measuring
+the very request body this client sends), and each batch is one request:
+:mod:`projections.judgment.prompt` writes it, and
+:mod:`projections.judgment.answers` reads each item's verdict and its
+distribution from the response. HTTP goes through the standard library, as
+the embedding client does (:mod:`projections.recall.embedders`); no client
+library is needed at run time.
+
+Failures: 429, 5xx, a refused or dropped connection and a timeout are
+retried up to ``retries`` times with exponential backoff (``Retry-After``
+honoured, up to ``max_backoff_s``); any other status, or a 200 that is not a
+chat completion, fails the call at once with :class:`JudgeUnavailableError`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from domain.judge_state import (
+    MAX_BATCH_CHARS,
+    MAX_BATCH_ITEMS,
+    JSONValue,
+    JudgeItem,
+    batches,
+)
+from projections.judgment.answers import AnswerToken, read_answers
+from projections.judgment.judge import ItemFailure, JudgeUnavailableError, JudgeUsage
+from projections.judgment.prompt import Constraint, canonical_json, request_body, request_chars
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from domain.verdicts import Verdict
+
+__all__ = [
+    "OpenAICompatibleJudge",
+]
+
+_RETRYABLE = frozenset({408, 429})
+_BODY_EXCERPT = 300
+
+
+class _TransientJudgeError(JudgeUnavailableError):
+    """Raised by one attempt that is worth another: carries the server's Retry-After."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+class OpenAICompatibleJudge:
+    """A judge that asks a chat model, one request per batch of items."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        retries: int = 3,
+        *,
+        constraint: Constraint = "gbnf",
+        logprobs: bool = True,
+        max_items: int = MAX_BATCH_ITEMS,
+        max_chars: int = MAX_BATCH_CHARS,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """Point the judge at ``base_url`` (the part before ``/v1/chat/completions``).
+
+        ``constraint`` is ``gbnf`` for servers that take llama.cpp's
+        ``grammar`` field (llama.cpp), ``none`` for those that refuse unknown
+        fields (OpenAI's API). ``logprobs=False`` stops asking for
+        probabilities (for a server that refuses the field); every verdict
+        then carries none. The first retry waits ``backoff_s``, each next one
+        twice as long, none longer than ``max_backoff_s``.
+        """
+        self.base_url = base_url.rstrip("/")
+        self._model = model
+        self._api_key = api_key
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.constraint: Constraint = constraint
+        self.logprobs = logprobs
+        self.max_items = max_items
+        self.max_chars = max_chars
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self._sleep = sleep
+        self._usage = JudgeUsage()
+
+    @property
+    def model(self) -> str:
+        """The model asked for."""
+        return self._model
+
+    @property
+    def usage(self) -> JudgeUsage:
+        """What the last :meth:`judge` call cost, batch by batch as it went."""
+        return self._usage
+
+    def body(self, now: datetime, items: Sequence[JudgeItem]) -> dict[str, JSONValue]:
+        """Return the request body this judge sends for one batch of ``items``."""
+        return request_body(
+            self._model, now, items, constraint=self.constraint, logprobs=self.logprobs
+        )
+
+    def batches(self, now: datetime, items: Sequence[JudgeItem]) -> list[list[JudgeItem]]:
+        """Return the batches :meth:`judge` sends, each one request.
+
+        A caller that meters every send (a budget reserving before each
+        request) calls :meth:`judge` once per batch returned here.
+        """
+
+        def measure(when: datetime, batch: Sequence[JudgeItem]) -> int:
+            return request_chars(
+                self._model, when, batch, constraint=self.constraint, logprobs=self.logprobs
+            )
+
+        return batches(
+            now, items, max_items=self.max_items, max_chars=self.max_chars, measure=measure
+        )
+
+    def judge(self, now: datetime, items: Sequence[JudgeItem]) -> list[Verdict | ItemFailure]:
+        """Return one verdict or failure per item, in order, one request per batch.
+
+        Raises:
+            JudgeUnavailableError: a request failed after its retries, or was refused.
+            InvalidInputError: the items cannot be rendered.
+        """
+        self._usage = JudgeUsage()
+        results: list[Verdict | ItemFailure] = []
+        for batch in self.batches(now, items):
+            response = self._send(self.body(now, batch))
+            results.extend(self._read(batch, response))
+        return results
+
+    def _read(self, batch: Sequence[JudgeItem], response: Any) -> list[Verdict | ItemFailure]:
+        try:
+            choice = response["choices"][0]
+            content = choice["message"]["content"] or ""
+            tokens = _tokens(choice.get("logprobs"))
+            model = str(response.get("model") or self._model)
+            usage = response.get("usage") or {}
+            spent = JudgeUsage(
+                1, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+            )
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+            msg = f"the judge at {self.base_url} answered with no chat completion ({e!r})"
+            raise JudgeUnavailableError(msg) from e
+        self._usage = self._usage + spent
+        return read_answers(batch, str(content), tokens, model)
+
+    def _send(self, body: dict[str, JSONValue]) -> Any:
+        data = canonical_json(body).encode()
+        attempt = 0
+        while True:
+            try:
+                return self._post(data)
+            except _TransientJudgeError as e:
+                if attempt >= self.retries:
+                    msg = f"the judge at {self.base_url} failed {attempt + 1} times; last: {e}"
+                    raise JudgeUnavailableError(msg) from e
+                delay = self.backoff_s * 2**attempt
+                if e.retry_after_s is not None:
+                    delay = max(delay, e.retry_after_s)
+                self._sleep(min(delay, self.max_backoff_s))
+                attempt += 1
+
+    def _post(self, data: bytes) -> Any:
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        request = urllib.request.Request(
+            f"{self.base_url}/v1/chat/completions", data=data, headers=headers, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as e:
+            text = e.read()[:_BODY_EXCERPT].decode("utf-8", "replace")
+            retry_after = _retry_after(e.headers.get("Retry-After"))
+            e.close()  # it holds the connection
+            msg = f"HTTP {e.code} {text}".strip()
+            if e.code in _RETRYABLE or e.code >= 500:
+                raise _TransientJudgeError(msg, retry_after) from e
+            msg = f"the judge at {self.base_url} refused the request: {msg}"
+            raise JudgeUnavailableError(msg) from e
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+            # Refused, reset, timed out, or cut off mid-body.
+            raise _TransientJudgeError(f"{type(e).__name__}: {e}") from e
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            msg = f"the judge at {self.base_url} answered with no JSON: {raw[:_BODY_EXCERPT]!r}"
+            raise JudgeUnavailableError(msg) from e
+
+
+def _tokens(logprobs: Any) -> list[AnswerToken] | None:
+    """The response's ``logprobs.content`` as answer tokens, or None when it has none."""
+    if not logprobs or not logprobs.get("content"):
+        return None
+    return [
+        AnswerToken(
+            str(entry["token"]),
+            tuple(
+                (str(alt["token"]), float(alt["logprob"]))
+                for alt in entry.get("top_logprobs") or ()
+            ),
+        )
+        for entry in logprobs["content"]
+    ]

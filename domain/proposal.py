@@ -46,8 +46,9 @@ PROPOSAL_STATUSES: tuple[ProposalStatus, ...] = get_args(ProposalStatus)
 
 DEFAULT_THRESHOLDS: dict[str, float] = {"archive": 0.9, "supersede": 0.8, "conflict": 0.7}
 """The least probability at which a verdict is shown to a person, per action. A wrong
-archive costs more than a missed one, so archive asks for the most. (Placeholders
-until the dev-split evaluation sets them: docs/judge.md.)"""
+archive costs more than a missed one, so archive asks for the most. Placeholders: the
+dev-split evaluation of the one model that runs here found no meaningful threshold
+(docs/judge.md#thresholds)."""
 
 
 def dismissed(action: str, probability: float | None, thresholds: dict[str, float]) -> bool:

@@ -15,7 +15,7 @@
    verdict so one refusal (the memory was erased meanwhile) costs only
    itself: ``proposed`` at or above its action's threshold, ``dismissed``
    otherwise (a keep always). A memory with an open proposal of the same
-   action is not proposed again.
+   action is not proposed again: that verdict is recorded dismissed.
 
 A dry run stops after step 3 and reports what would be sent, without
 calling the judge or writing anything.
@@ -259,8 +259,10 @@ def _propose(
         return
     gone = dismissed(result.action, result.probability, thresholds)
     if not gone and memory_id in open_proposal_ids(log, caller.tenant_id, result.action):
+        # Recorded dismissed, not dropped: the verdict is kept for calibration, and it
+        # holds the item back from the next pass as any verdict does.
         report.already_open += 1
-        return
+        gone = True
     spec = ProposeSpec(
         memory_id=memory_id,
         verdict=result.action,

@@ -287,3 +287,23 @@ def test_export_carries_the_proposals_and_their_decisions(
     assert [e["aggregate_id"] for e in proposed] == [proposal]
     assert proposed[0]["data"]["memory_id"] == old["id"]
     assert any(e.get("type") == "RetentionProposalDecided" for e in events)
+
+
+def test_a_bad_judgment_policy_is_refused_and_writes_nothing(
+    client: TestClient, tenant: Tenant, snapshot: Any
+) -> None:
+    admin = tenant.headers()
+    before = snapshot()
+    for body in (
+        {"enabled": "yes"},
+        {"enabled": True, "daily_calls": -1},
+        {"enabled": True, "daily_tokens": 10**12},
+        {"enabled": True, "daily_calls": 1.5},
+        {"enabled": True, "extra": 1},
+    ):
+        refused = client.put("/v1/tenant/judgment", json=body, headers=admin)
+        assert refused.status_code == 422, (body, refused.text)
+        assert problem_slug(refused) == "validation-error"
+    assert snapshot() == before
+    runs = client.post("/v1/forgetting/runs", json={"dry_run": 1}, headers=admin)
+    assert runs.status_code == 422

@@ -7,6 +7,8 @@ Modules:
   event streams and waits.
 - :mod:`api.app`: The FastAPI application factory.
 - :mod:`api.cli`: The ``palimpsest`` command line.
+- :mod:`api.client`: The Python client of the HTTP API: ``Client`` and
+  ``AsyncClient``, and a LangGraph store over them.
 - :mod:`api.cursor`: Opaque pagination cursors: a listing's
   :class:`ListingCursor`, base64url-encoded.
 - :mod:`api.deps`: Dependencies shared by the routers: the runtime, the caller,
@@ -14,6 +16,8 @@ Modules:
 - :mod:`api.headers`: Headers every response carries, whatever route or error
   produced it.
 - :mod:`api.logformat`: Structured logs: one JSON object per line.
+- :mod:`api.mcp`: The MCP server: the tools for agents, at ``/mcp`` and over
+  stdio.
 - :mod:`api.metrics`: Prometheus metrics of one app instance, and the
   middleware that records them.
 - :mod:`api.problems`: RFC 9457 problem details: one mapping from error class
@@ -37,10 +41,12 @@ __all__ = [
     "admission",
     "app",
     "cli",
+    "client",
     "cursor",
     "deps",
     "headers",
     "logformat",
+    "mcp",
     "metrics",
     "problems",
     "query_params",

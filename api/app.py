@@ -11,6 +11,7 @@ from fastapi import Depends, FastAPI
 
 from api.admission import Admission, Caps
 from api.headers import NoSniff
+from api.mcp.http import mount_mcp
 from api.metrics import Metrics, ObserveRequests
 from api.problems import install_problem_handlers
 from api.query_params import refuse_unknown_query
@@ -18,6 +19,7 @@ from api.routers import (
     admin,
     batch,
     contributions,
+    cycles,
     decisions,
     edges,
     erasures,
@@ -89,6 +91,8 @@ def create_app(
     app.state.wake = wake or (lambda: None)
     app.state.drains = wake is not None
     app.state.drains_running = drains_running
+    app.state.candidate_budget_s = settings.candidate_budget_ms / 1000
+    app.state.token_cache_s = settings.token_cache_s
     app.state.clock = clock
     app.state.writer = Writer(
         runtime.log,
@@ -125,6 +129,7 @@ def create_app(
         proposers,
         proposals,
         forgetting,
+        cycles,
         decisions,
         events,
         batch,
@@ -137,6 +142,7 @@ def create_app(
         review,
     ):
         app.include_router(module.router)
+    mount_mcp(app, settings.host)  # /mcp: the MCP tools, authenticated by bearer token
     app.add_middleware(AnnounceWrites, writes=app.state.writes)
     app.add_middleware(
         ObserveRequests, metrics=app.state.metrics, max_request_bytes=settings.max_request_bytes

@@ -13,11 +13,12 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from domain.errors import AuthenticationError, InvalidInputError, TenantClosedError
 from domain.limits import MAX_IDEMPOTENCY_KEY_CHARS
 from projections.commands.caller import Caller
-from projections.commands.tokens import authenticate
+from projections.commands.tokens import authenticate, verified_caller
 from projections.commands.writer import Writer, WriteSpec
 from projections.runtime import Runtime
 
@@ -50,13 +51,13 @@ _bearer = HTTPBearer(auto_error=False, description="A token from `palimpsest tok
 _KEY_PATTERN = re.compile(r"^[\x21-\x7e]+$")
 
 
-def get_runtime(request: Request) -> Runtime:
+async def get_runtime(request: Request) -> Runtime:
     """Return the process's runtime (database and event log)."""
     runtime: Runtime = request.app.state.runtime
     return runtime
 
 
-def get_writer(request: Request) -> Writer:
+async def get_writer(request: Request) -> Writer:
     """Return the process's write path."""
     writer: Writer = request.app.state.writer
     return writer
@@ -66,7 +67,7 @@ class RepeatedHeaderError(InvalidInputError):
     """Raised when a header that must appear once appears several times (400)."""
 
 
-def get_any_caller(
+async def get_any_caller(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     runtime: Annotated[Runtime, Depends(get_runtime)],
@@ -84,7 +85,14 @@ def get_any_caller(
     if credentials is None:
         msg = "this endpoint needs an Authorization: Bearer <token> header"
         raise AuthenticationError(msg)
-    caller = authenticate(runtime.log, credentials.credentials)
+    # Async, like every dependency here: a synchronous one costs a thread hop per
+    # request. Only a token this process has not verified lately asks the database.
+    max_age_s: float = request.app.state.token_cache_s
+    caller = verified_caller(credentials.credentials, max_age_s=max_age_s)
+    if caller is None:
+        caller = await run_in_threadpool(
+            authenticate, runtime.log, credentials.credentials, max_age_s=max_age_s
+        )
     request.state.tenant_id = str(caller.tenant_id)
     return caller
 
@@ -105,7 +113,7 @@ def get_caller(caller: Annotated[Caller, Depends(get_any_caller)]) -> Caller:
     return caller
 
 
-def get_idempotency_key(
+async def get_idempotency_key(
     idempotency_key: Annotated[
         str | None,
         Header(
@@ -134,7 +142,7 @@ def get_idempotency_key(
     return idempotency_key
 
 
-def get_clock(request: Request) -> Callable[[], datetime]:
+async def get_clock(request: Request) -> Callable[[], datetime]:
     """Return the service's clock (tests give the app a fake one)."""
     clock: Callable[[], datetime] = request.app.state.clock
     return clock
@@ -143,7 +151,13 @@ def get_clock(request: Request) -> Callable[[], datetime]:
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 ClockDep = Annotated[Callable[[], datetime], Depends(get_clock)]
 WriterDep = Annotated[Writer, Depends(get_writer)]
-CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
+async def _get_open_caller(caller: Annotated[Caller, Depends(get_any_caller)]) -> Caller:
+    return get_caller(caller)
+
+
+CallerDep = Annotated[Caller, Depends(_get_open_caller)]
 AnyCallerDep = Annotated[Caller, Depends(get_any_caller)]
 IdempotencyKeyDep = Annotated[str | None, Depends(get_idempotency_key)]
 
@@ -155,7 +169,7 @@ def _admin(request: Request, caller: Caller) -> Caller:
     return caller
 
 
-def get_admin(request: Request, caller: CallerDep) -> Caller:
+async def get_admin(request: Request, caller: CallerDep) -> Caller:
     """Authenticate an administrator of a tenant that is open.
 
     Raises:
@@ -165,7 +179,7 @@ def get_admin(request: Request, caller: CallerDep) -> Caller:
     return _admin(request, caller)
 
 
-def get_any_admin(request: Request, caller: AnyCallerDep) -> Caller:
+async def get_any_admin(request: Request, caller: AnyCallerDep) -> Caller:
     """Authenticate an administrator, whether or not the tenant is being deleted.
 
     Raises:
@@ -194,6 +208,8 @@ class WriteRequest:
     drains: bool
     """Whether a drain is known to run (then a write may wait for its embedding)."""
     wake: Callable[[], None]
+    candidate_budget_s: float = 0.0
+    """How long a write looks for its contradiction candidates before answering pending."""
 
     def digest(self, body: BaseModel) -> str:
         """Return the request's digest for its idempotency record.
@@ -246,17 +262,20 @@ def _write_request(
         response=response,
         drains=state.drains,
         wake=state.wake,
+        candidate_budget_s=state.candidate_budget_s,
     )
 
 
-def get_write(
+async def get_write(
     request: Request, response: Response, caller: CallerDep, key: IdempotencyKeyDep
 ) -> WriteRequest:
     """Return the write a route performs, with its ``Idempotency-Key`` if given."""
     return _write_request(request, response, caller, key)
 
 
-def get_unkeyed_write(request: Request, response: Response, caller: CallerDep) -> WriteRequest:
+async def get_unkeyed_write(
+    request: Request, response: Response, caller: CallerDep
+) -> WriteRequest:
     """Return a write that takes no ``Idempotency-Key`` (a confirmation token, or
     the state it leaves, makes repeating it safe)."""
     return _write_request(request, response, caller, None)

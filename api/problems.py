@@ -59,6 +59,7 @@ from projections.views.erasures import erasure_placeholder
 __all__ = [
     "PROBLEMS",
     "install_problem_handlers",
+    "problem_of",
     "problem_response",
     "problem_type",
 ]
@@ -151,7 +152,8 @@ def problem_response(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
 
-def _lookup(error: PalimpsestError) -> tuple[str, int, str]:
+def problem_of(error: PalimpsestError) -> tuple[str, int, str]:
+    """Return the problem ``(slug, status, title)`` of an error: its nearest class's."""
     for cls in type(error).__mro__:
         if cls in PROBLEMS:
             return PROBLEMS[cls]
@@ -188,7 +190,7 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def palimpsest_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, PalimpsestError)
-        slug, status, title = _lookup(exc)
+        slug, status, title = problem_of(exc)
         if status >= 500:
             _log.error("request failed", extra={"path": request.url.path, "error": str(exc)})
             detail = str(exc) if status == 503 else "the service failed; see its log"

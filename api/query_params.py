@@ -33,8 +33,11 @@ def declared_query_names(dependant: Dependant) -> frozenset[str]:
     return frozenset(names)
 
 
-def refuse_unknown_query(request: Request) -> None:
+async def refuse_unknown_query(request: Request) -> None:
     """Refuse a request whose query names a parameter its route does not declare.
+
+    Async (it does no I/O): every request runs it, and a synchronous dependency
+    costs a hop to a worker thread and back.
 
     Raises:
         UnknownQueryParameterError: naming every unknown parameter.

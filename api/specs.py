@@ -8,7 +8,7 @@ applies itself (:mod:`projections.commands.spec`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -71,7 +71,7 @@ __all__ = [
 ]
 
 
-def requires(*kinds: type[WriteSpec]) -> Callable[[Caller], None]:
+def requires(*kinds: type[WriteSpec]) -> Callable[[Caller], Awaitable[None]]:
     """Return a route dependency that refuses a caller whose role cannot perform
     ``kinds`` (the writer checks it again).
 
@@ -79,7 +79,7 @@ def requires(*kinds: type[WriteSpec]) -> Callable[[Caller], None]:
     not write gets 403 and learns nothing about the body's rules (a 422 would).
     """
 
-    def check_role(caller: CallerDep) -> None:
+    async def check_role(caller: CallerDep) -> None:
         for kind in kinds:
             caller.require(kind.role, kind.action)
 
@@ -114,6 +114,7 @@ def memory_spec(body: MemoryCreate, index: int = 0) -> MemorySpec:
         _evidence(body.evidence),
         body.model_id,
         body.trust,
+        importance=body.importance,
     )
 
 

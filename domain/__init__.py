@@ -4,6 +4,10 @@ Modules:
 
 - :mod:`domain.belief`: The projection function: what palimpsest currently
   believes about one memory.
+- :mod:`domain.consolidation`: Consolidation's pure parts: which similar
+  memories merge, and whose text is kept.
+- :mod:`domain.cycle`: The ``Cycle`` aggregate: one decay cycle over a tenant,
+  recorded (``CycleCompleted``).
 - :mod:`domain.decision`: The ``Decision`` aggregate: one recorded judgment
   that changed labels.
 - :mod:`domain.dependency`: What a write's events make other memories depend
@@ -16,6 +20,10 @@ Modules:
 - :mod:`domain.errors`: Errors raised by palimpsest.
 - :mod:`domain.evidence`: Evidence excerpts: exact spans of an observation that
   a version cites.
+- :mod:`domain.forgetting_policy`: The tenant's forgetting policy: how the
+  decay cycle scores, buckets and evicts.
+- :mod:`domain.importance`: Importance: how much a memory matters, whatever its
+  age. One factor of retention.
 - :mod:`domain.judge_state`: What the forgetting pass shows a judge: the items,
   their rendered state, and its batches.
 - :mod:`domain.limits`: Documented input limits, and the pure checks that
@@ -26,7 +34,11 @@ Modules:
   bytes live in the payload store.
 - :mod:`domain.proposal`: The ``Proposal`` aggregate: a judge's verdict about a
   memory, waiting for a person.
+- :mod:`domain.reflection`: The ``Reflection`` aggregate: an insight a model drew
+  from several memories, kept apart.
 - :mod:`domain.retention`: Retention deadlines, fixed once at capture.
+- :mod:`domain.retention_score`: The retention score: whether a memory stays,
+  fades or leaves (seed 004).
 - :mod:`domain.role`: Roles a principal's token grants within a tenant.
 - :mod:`domain.salience`: Salience: how prominently a memory ranks. Demotion
   changes rank, nothing else.
@@ -42,6 +54,8 @@ from __future__ import annotations
 
 __all__ = [
     "belief",
+    "consolidation",
+    "cycle",
     "decision",
     "dependency",
     "digest",
@@ -49,12 +63,16 @@ __all__ = [
     "erasure",
     "errors",
     "evidence",
+    "forgetting_policy",
+    "importance",
     "judge_state",
     "limits",
     "memory",
     "observation",
     "proposal",
+    "reflection",
     "retention",
+    "retention_score",
     "role",
     "salience",
     "schedule",

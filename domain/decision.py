@@ -48,6 +48,7 @@ DecisionKind = Literal[
     "tenant_deletion",
     "apply_proposal",
     "reject_proposal",
+    "merge",
 ]
 DECISION_KINDS: tuple[DecisionKind, ...] = get_args(DecisionKind)
 

@@ -13,16 +13,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
+from domain.cycle import Cycle
 from domain.decision import Decision
 from domain.memory import Memory
 from domain.observation import Observation
 from domain.proposal import Proposal
+from domain.reflection import Reflection
 from domain.tenant import Tenant
 
 __all__ = [
+    "CycleRow",
     "Dependencies",
     "Link",
     "ProposalRow",
+    "ReflectionRow",
     "dependencies_of",
 ]
 
@@ -52,6 +56,31 @@ class ProposalRow:
     model: str
     run_id: UUID
     created_at: datetime
+
+
+@dataclass(frozen=True)
+class ReflectionRow:
+    """A recorded reflection, as its read-model row holds it."""
+
+    reflection_id: UUID
+    scope: str
+    project: str | None
+    model: str
+    content_digest: str
+    source_ids: tuple[UUID, ...]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class CycleRow:
+    """A recorded decay cycle, as its read-model rows hold it."""
+
+    cycle_id: UUID
+    snapshot_at: datetime
+    policy_version: int
+    report: dict[str, object]
+    faded: tuple[UUID, ...]
+    unfaded: tuple[UUID, ...]
 
 
 @dataclass
@@ -99,6 +128,12 @@ class Dependencies:
         default_factory=list
     )
     """(proposal id, applied or rejected, decision id, when, effect) of proposals decided."""
+    cycles: list[CycleRow] = field(default_factory=list)
+    """Decay cycles this write records (with the memories they fade and unfade)."""
+    reflections: list[ReflectionRow] = field(default_factory=list)
+    """Reflections this write records (consolidation's second pass)."""
+    reflections_redacted: list[tuple[UUID, str]] = field(default_factory=list)
+    """(reflection id, content digest) of reflections whose text this write erases."""
 
 
 def _memory_event(found: Dependencies, event: object) -> None:
@@ -175,10 +210,53 @@ def _other_event(found: Dependencies, event: object) -> None:
         found.proposals_decided.append(
             (event.originator_id, event.status, event.decision_id, event.timestamp, event.effect)
         )
+    elif isinstance(event, Cycle.Created):
+        found.cycles.append(_cycle_row(event))
+
     elif isinstance(event, Decision.Created):
         part_of = event.params.get("part_of")
         within = UUID(str(part_of)) if part_of else None
         found.decisions.append((event.originator_id, event.kind, event.logical_key, within))
+
+
+def _cycle_row(event: Cycle.Created) -> CycleRow:
+    report: dict[str, object] = {
+        "snapshot_at": event.snapshot_at.isoformat(),
+        "policy_version": event.policy_version,
+        "counts": event.counts,
+        "by_type": event.by_type,
+        "duplicates": event.duplicates,
+        "faded": event.faded,
+        "unfaded": event.unfaded,
+        "proposals": event.proposals,
+        "archived": event.archived,
+    }
+    return CycleRow(
+        event.originator_id,
+        event.snapshot_at,
+        event.policy_version,
+        report,
+        tuple(UUID(i) for i in event.faded),
+        tuple(UUID(i) for i in event.unfaded),
+    )
+
+
+def _reflection_event(found: Dependencies, event: object) -> None:
+    """Add a reflection's row, or its redaction (no memory depends on a reflection)."""
+    if isinstance(event, Reflection.Created):
+        found.reflections.append(
+            ReflectionRow(
+                event.originator_id,
+                event.scope,
+                event.project,
+                event.model,
+                event.content_digest,
+                tuple(UUID(s["memory_id"]) for s in event.sources),
+                event.timestamp,
+            )
+        )
+    elif isinstance(event, Reflection.Redacted):
+        found.reflections_redacted.append((event.originator_id, event.content_digest))
 
 
 def dependencies_of(events: Iterable[object]) -> Dependencies:
@@ -187,6 +265,8 @@ def dependencies_of(events: Iterable[object]) -> Dependencies:
     for event in events:
         if isinstance(event, Memory.Event):
             _memory_event(found, event)
+        elif isinstance(event, Reflection.Event):
+            _reflection_event(found, event)
         else:
             _other_event(found, event)
     return found

@@ -47,6 +47,8 @@ class Memory(Aggregate):
     erased_by: UUID | None = None
     """The erasure decision that erased the memory (``MemoryErased``: asked for, or
     its last live version went). A class default, so older snapshots still load."""
+    importance: float | None = None
+    """The importance given on write (a class default, so older snapshots load)."""
     retracted_edges: Sequence[UUID] = ()
     """Edges from or to this memory that a decision retracted (``EdgeRetracted``),
     oldest first. A class default, so older snapshots still load."""
@@ -61,6 +63,9 @@ class Memory(Aggregate):
         project: str | None
         topic: str | None
         principal_id: UUID
+        importance: float | None = None
+        """How much the memory matters (0 to 1) as its writer said; None when not
+        given (events older than the field decode as None)."""
 
     class VersionRecorded(Aggregate.Event):
         """A content revision was recorded, formed from cited excerpts."""
@@ -173,8 +178,10 @@ class Memory(Aggregate):
         project: str | None,
         topic: str | None,
         principal_id: UUID,
+        importance: float | None = None,
     ) -> None:
         self.tenant_id = tenant_id
+        self.importance = importance
         self.memory_type = memory_type
         self.scope = scope
         self.project = project
@@ -197,14 +204,19 @@ class Memory(Aggregate):
         project: str | None,
         topic: str | None,
         principal_id: UUID,
+        importance: float | None = None,
     ) -> Memory:
-        """Create a memory after checking its type.
+        """Create a memory after checking its type and its importance, if given.
 
         Raises:
-            InvalidInputError: the type is not one of :data:`MEMORY_TYPES`.
+            InvalidInputError: the type is not one of :data:`MEMORY_TYPES`, or the
+                importance is outside [0, 1].
         """
         if memory_type not in MEMORY_TYPES:
             msg = f"unknown memory type {memory_type!r}; expected one of {', '.join(MEMORY_TYPES)}"
+            raise InvalidInputError(msg)
+        if importance is not None and not 0.0 <= importance <= 1.0:
+            msg = f"importance must be between 0 and 1, got {importance}"
             raise InvalidInputError(msg)
         return cls(
             tenant_id=tenant_id,
@@ -213,6 +225,7 @@ class Memory(Aggregate):
             project=project,
             topic=topic,
             principal_id=principal_id,
+            importance=importance,
         )
 
     def record_version(

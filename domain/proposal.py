@@ -8,6 +8,10 @@ newer one) and conflict (the other side), the judge's probability for its
 choice and its whole distribution (for calibration), the model, the run,
 the versions and content digests it saw, and the policy version.
 
+Consolidation proposes ``merge``: fold the memories it saw (``seen``, the
+centre as ``memory_id``) into one new memory with the text under
+``content_digest``.
+
 A proposal the pass does not want a person to see (a keep verdict, or one
 below its action's threshold) is recorded ``dismissed``: kept for
 calibration, and so the pass does not ask again about a memory whose
@@ -37,7 +41,7 @@ __all__ = [
     "dismissed",
 ]
 
-ProposalAction = Literal["keep", "archive", "supersede", "conflict"]
+ProposalAction = Literal["keep", "archive", "supersede", "conflict", "merge", "decay"]
 PROPOSAL_ACTIONS: tuple[ProposalAction, ...] = get_args(ProposalAction)
 
 ProposalStatus = Literal["proposed", "applied", "rejected", "dismissed"]
@@ -65,6 +69,9 @@ class Proposal(Aggregate):
 
     TOPIC = "palimpsest:RetentionProposal"
 
+    content_digest: str | None = None
+    """A merge's consolidated text. A class default, so older snapshots still load."""
+
     class Created(Aggregate.Created):
         """A judge's verdict became a proposal (``RetentionProposed``).
 
@@ -87,6 +94,8 @@ class Proposal(Aggregate):
         policy_version: str
         status: str
         note: str | None
+        content_digest: str | None = None
+        """A merge's consolidated text (in the payload store); None for other actions."""
 
     class Decided(Aggregate.Event):
         """A person applied or rejected the proposal, by a recorded decision."""
@@ -97,7 +106,8 @@ class Proposal(Aggregate):
         principal_id: UUID
         effect: str | None = None
         """What applying it did to a memory: ``archive`` (forgot one), ``supersede``
-        (an edge archived one), or None (a rejection, or a conflict only reviewed)."""
+        (an edge archived one), ``merge`` (a consolidated memory superseded them), or
+        None (a rejection, or a conflict only reviewed)."""
 
     @event(Created)
     def __init__(
@@ -115,6 +125,7 @@ class Proposal(Aggregate):
         policy_version: str,
         status: str,
         note: str | None,
+        content_digest: str | None = None,
     ) -> None:
         self.tenant_id = tenant_id
         self.memory_id = memory_id
@@ -128,6 +139,7 @@ class Proposal(Aggregate):
         self.policy_version = policy_version
         self.status = status
         self.note = note
+        self.content_digest = content_digest
         self.decision_id: UUID | None = None
         self.effect: str | None = None
 
@@ -148,6 +160,7 @@ class Proposal(Aggregate):
         policy_version: str,
         dismissed: bool,
         note: str | None = None,
+        content_digest: str | None = None,
     ) -> Proposal:
         """Return a new proposal (``dismissed`` ones are recorded, never listed).
 
@@ -173,6 +186,9 @@ class Proposal(Aggregate):
         if action == "keep" and not dismissed:
             msg = "a keep verdict is dismissed: it proposes nothing to a person"
             raise InvalidInputError(msg)
+        if (action == "merge") != (content_digest is not None):
+            msg = f"a {action} proposal {'needs' if action == 'merge' else 'takes no'} merged text"
+            raise InvalidInputError(msg)
         return cls(
             id=id,
             tenant_id=tenant_id,
@@ -187,6 +203,7 @@ class Proposal(Aggregate):
             policy_version=policy_version,
             status="dismissed" if dismissed else "proposed",
             note=note,
+            content_digest=content_digest,
         )
 
     def decide(
@@ -195,7 +212,7 @@ class Proposal(Aggregate):
         *,
         decision_id: UUID,
         principal_id: UUID,
-        effect: Literal["archive", "supersede"] | None = None,
+        effect: Literal["archive", "supersede", "merge"] | None = None,
     ) -> None:
         """Record that a person applied (with its ``effect``) or rejected the proposal.
 

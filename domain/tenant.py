@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
 from domain.errors import InvalidInputError, NotFoundError
+from domain.forgetting_policy import DEFAULT_POLICY, ForgettingPolicy
 from domain.limits import MAX_DAILY_JUDGE_CALLS, MAX_DAILY_JUDGE_TOKENS
 from domain.role import ROLES
 
@@ -98,6 +100,18 @@ class Tenant(Aggregate):
         daily_tokens: int
         principal_id: UUID
 
+    class ForgettingSet(Aggregate.Event):
+        """An administrator set the tenant's forgetting policy (``ForgettingPolicySet``):
+        every field of :class:`~domain.forgetting_policy.ForgettingPolicy`, validated."""
+
+        TOPIC = "palimpsest:ForgettingPolicySet"
+        policy: dict[str, Any]
+        principal_id: UUID
+
+    forgetting: dict[str, Any] | None = None
+    """The forgetting policy's values once set (class default: older snapshots load)."""
+    forgetting_version: int = 0
+    """How many times the forgetting policy was set."""
     deletion: UUID | None = None
     """The deletion decision once requested (class default: older snapshots load)."""
     judgment: tuple[bool, int, int] | None = None
@@ -239,6 +253,28 @@ class Tenant(Aggregate):
         self, enabled: bool, daily_calls: int, daily_tokens: int, principal_id: UUID
     ) -> None:
         self.judgment = (enabled, daily_calls, daily_tokens)
+
+    def forgetting_policy(self) -> ForgettingPolicy:
+        """Return the tenant's forgetting policy (the defaults until one is set)."""
+        if self.forgetting is None:
+            return DEFAULT_POLICY
+        return ForgettingPolicy.checked(self.forgetting, version=self.forgetting_version)
+
+    def set_forgetting(self, values: dict[str, Any], *, principal_id: UUID) -> ForgettingPolicy:
+        """Set the forgetting policy: the defaults overridden by ``values`` (fields not
+        given take their defaults, not the previous policy's). Returns it, versioned.
+
+        Raises:
+            InvalidInputError: see :meth:`ForgettingPolicy.checked`.
+        """
+        policy = ForgettingPolicy.checked(values, version=self.forgetting_version + 1)
+        self._forgetting_set(policy=policy.as_values(), principal_id=principal_id)
+        return policy
+
+    @event(ForgettingSet)
+    def _forgetting_set(self, policy: dict[str, Any], principal_id: UUID) -> None:
+        self.forgetting = policy
+        self.forgetting_version = self.forgetting_version + 1
 
     def request_deletion(self, *, decision_id: UUID, principal_id: UUID) -> bool:
         """Close the tenant for erasure. Returns False (and records nothing) if a

@@ -6,6 +6,8 @@ Modules:
 
 - :mod:`workers.boot`: Entry point of distributed drain workers: ``dramatiq
   workers.boot``.
+- :mod:`workers.cycles`: The ``decay_cycle`` dramatiq actor: the scheduled
+  decay cycle, distributed.
 - :mod:`workers.erasure`: The ``drain_erasure`` dramatiq actor: tenant
   deletions, a batch at a time.
 - :mod:`workers.expiry`: The ``drain_raw_expiry`` dramatiq actor.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 # ``boot`` is left out: importing it connects to the broker.
 __all__ = [
+    "cycles",
     "erasure",
     "expiry",
     "forgetting",

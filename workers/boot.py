@@ -19,6 +19,7 @@ import dramatiq
 
 from projections.commands.writer import CapturePolicy, Writer
 from projections.drains.counters import HINTS_UNSENT, count
+from projections.drains.decay_cycle import ScheduledCycle
 from projections.drains.forgetting_pass import ScheduledPass
 from projections.drains.hints import broker_for
 from projections.drains.settings import DrainSettings, ForgettingPassSettings
@@ -27,6 +28,7 @@ from projections.recall.settings import EmbeddingSettings
 from projections.store.database import open_database
 from projections.store.eventlog import EventLog
 from projections.store.settings import DatabaseSettings
+from workers.cycles import register_cycle_actor
 from workers.erasure import register_erasure_actor
 from workers.expiry import register_expiry_actor
 from workers.forgetting import register_forgetting_actor
@@ -66,6 +68,19 @@ forgetting = register_forgetting_actor(
         lambda: _embedder.model_id,
     ),
 )
+cycles = register_cycle_actor(
+    broker,
+    ScheduledCycle(
+        _log_store,
+        # The cycle writes proposals, fades and archivals only: no capture.
+        Writer(
+            _log_store,
+            CapturePolicy(raw_retention=timedelta(0), transient_retention=timedelta(0)),
+            clock=lambda: datetime.now(UTC),
+        ),
+        lambda: _embedder.model_id,
+    ),
+)
 _FORGETTING_HINT_S = 60.0
 """How often each sweeper hints the scheduled pass (it is due once a day)."""
 
@@ -78,7 +93,7 @@ def _sweep() -> None:
     while not stop.wait(_settings.sweep_interval_s):
         actors = [drain, expiry, erasure, index]
         if time.monotonic() - last_forgetting_hint >= _FORGETTING_HINT_S:
-            actors.append(forgetting)
+            actors.extend((forgetting, cycles))
             last_forgetting_hint = time.monotonic()
         for actor in actors:
             try:

@@ -25,10 +25,12 @@ from api.cli.admin import (
     run_token_revoke,
 )
 from api.cli.console import report
+from api.cli.cycle import run_decay_cycle
 from api.cli.deployment import run_config, run_migrate
 from api.cli.exit_code import EXIT_DATABASE, EXIT_FAILURE, EXIT_USAGE
 from api.cli.forgetting import run_forgetting_pass
 from api.cli.history import run_rebuild, run_replay, run_verify
+from api.cli.mcp_stdio import run_mcp
 from api.cli.reindex import run_reindex
 from api.cli.serve import run_serve
 from api.logformat import configure_logging
@@ -51,6 +53,7 @@ __all__ = ["main"]
 _SETTINGS_COMMANDS: dict[tuple[str, str | None], Callable[[DatabaseSettings, ApiSettings], int]] = {
     ("config", None): run_config,
     ("serve", None): run_serve,
+    ("mcp", None): run_mcp,
     ("token", "path"): run_token_path,
 }
 _RUNTIME_COMMANDS: dict[tuple[str, str | None], Callable[[Runtime, argparse.Namespace], int]] = {
@@ -111,7 +114,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.data_dir is not None:
         overrides["data_dir"] = args.data_dir
     db = DatabaseSettings(**overrides)
-    api_overrides = {k: v for k in ("host", "port") if (v := getattr(args, k, None)) is not None}
+    api_overrides = {
+        k: v for k in ("host", "port", "workers") if (v := getattr(args, k, None)) is not None
+    }
     api = ApiSettings(**api_overrides)
     # One-shot commands print their result; their log shows only what went wrong.
     quiet = "WARNING" if args.command != "serve" else api.log_level
@@ -121,6 +126,8 @@ def _run(args: argparse.Namespace) -> int:
         return _SETTINGS_COMMANDS[command](db, api)
     if command == ("forgetting-pass", None):  # a client of the running service
         return run_forgetting_pass(db, api, args)
+    if command == ("cycle", None):  # a client of the running service
+        return run_decay_cycle(db, api, args)
     runtime = start_runtime(db, progress=report)
     try:
         return _RUNTIME_COMMANDS[command](runtime, args)
@@ -174,6 +181,8 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add("serve", "migrate, then serve HTTP")
     serve.add_argument("--host", help="address to bind (PALIMPSEST_HOST, default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (PALIMPSEST_PORT, default 8080)")
+    serve.add_argument("--workers", type=int, help="HTTP processes (PALIMPSEST_WORKERS, default 1)")
+    sub.add("mcp", "serve the MCP tools over stdin/stdout as PALIMPSEST_TOKEN (docs/agents.md)")
     sub.add("migrate", "apply schema migrations")
     sub.add("config", "print the effective settings, secrets masked")
     tenant = _Commands(sub.add("tenant", "manage tenants"), "action")
@@ -211,6 +220,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     forgetting.add_argument(
         "--dry-run", action="store_true", help="select and render only: judge and write nothing"
+    )
+    cycle = sub.add("cycle", "run the decay cycle once, through the running service")
+    cycle.add_argument("--url", help="the service's base URL (default: serve's address)")
+    cycle.add_argument(
+        "--tenant", help="the tenant (id or name) the token must belong to; refused otherwise"
+    )
+    cycle.add_argument(
+        "--dry-run", action="store_true", help="score and bucket only: write nothing"
     )
     for command in (rebuild, verify):
         command.add_argument(

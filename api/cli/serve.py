@@ -1,7 +1,9 @@
-"""``palimpsest serve``: lock the data directory, migrate, start the drains, serve HTTP."""
+"""``palimpsest serve``: lock the data directory, migrate, start the drains (in the
+one process elected), serve HTTP from one process or ``--workers N``."""
 
 from __future__ import annotations
 
+import atexit
 import gc
 import logging
 import os
@@ -16,12 +18,14 @@ from api.cli.exit_code import EXIT_OK
 from domain.errors import PalimpsestError
 from projections.commands.tokens import create_tenant
 from projections.commands.writer import CapturePolicy, Writer
+from projections.drains.decay_cycle import ScheduledCycle
 from projections.drains.forgetting_pass import ScheduledPass
 from projections.drains.hints import broker_for, send_drain_hint
-from projections.drains.loop import DrainLoop, PeriodicJob
+from projections.drains.loop import DrainLoop, ElectedDrains, PeriodicJob
 from projections.drains.settings import DrainSettings, ForgettingPassSettings
 from projections.history.log_scan import log_head
 from projections.judgment.settings import JudgeSettings, judge_from
+from projections.recall.settings import EmbeddingSettings
 from projections.runtime import start_runtime
 from projections.store.embedded import ServeLock
 
@@ -29,11 +33,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
+    from fastapi import FastAPI
+
     from api.settings import ApiSettings
     from projections.runtime import Runtime
     from projections.store.settings import DatabaseSettings
 
-__all__ = ["run_serve"]
+__all__ = ["run_serve", "worker_app"]
 
 _log = logging.getLogger("palimpsest.cli")
 _RETRY_LOAD_S = (1.0, 60.0)
@@ -43,13 +49,20 @@ _RETRY_LOAD_S = (1.0, 60.0)
 def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
     """Serve HTTP until stopped; an embedded data directory is locked to this process.
 
+    With ``api.workers`` above 1, this process starts (and migrates) the database,
+    then uvicorn runs that many HTTP processes on the one port, each with its
+    own runtime (:func:`worker_app`); one of them, elected, runs the drains.
+
     Raises:
         DataDirectoryInUseError: another ``serve`` holds the data directory.
         DatabaseUnavailableError: the database cannot be reached.
+        ConfigurationError: the local embedder is chosen without its extra.
     """
     import uvicorn
 
-    from api.app import create_app
+    # A missing local model is a configuration error, not an outage to retry:
+    # refuse before starting anything.
+    EmbeddingSettings().make_embedder()
 
     lock = ServeLock(db.data_dir) if db.embedded else None
     if lock is not None:
@@ -61,39 +74,113 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
         try:
             if db.embedded:
                 _bootstrap_default_tenant(runtime, db.data_dir)
-            loader = _EmbedderLoader(runtime)
-            loop, wake = _drains(runtime)
-            scheduled = _scheduled_pass(runtime, api) if loop is not None else None
-            running = None if loop is None else (lambda: loop.running)
-            app = create_app(api, runtime, wake, drains_running=running)
-            # Everything loaded so far lives as long as the process: moving it out
-            # of the collector's reach keeps full collections short. Without it,
-            # they added 30-40 ms to the slowest 1% of as-of reads of long memories.
-            gc.freeze()
             _log.info(
                 "serving",
                 extra={
                     "host": api.host,
                     "port": api.port,
+                    "workers": api.workers,
                     "embedded": db.embedded,
-                    "drains": "broker" if loop is None else "in-process",
                     "admin_token_file": str(admin_token_path(db.data_dir)) if db.embedded else None,
                 },
             )
-            try:
-                uvicorn.run(app, host=api.host, port=api.port, log_config=None, access_log=False)
-            finally:
-                loader.stop()
-                if scheduled is not None:
-                    scheduled.stop()
-                if loop is not None:
-                    loop.stop()
+            if api.workers > 1:
+                # This process keeps the embedded server up; the workers attach to
+                # it and read their settings from the environment, as this one did.
+                if db.embedded:
+                    os.environ["PALIMPSEST_DATA_DIR"] = str(db.data_dir)
+                uvicorn.run(
+                    "api.cli.serve:worker_app",
+                    factory=True,
+                    host=api.host,
+                    port=api.port,
+                    workers=api.workers,
+                    log_config=None,
+                    access_log=False,
+                )
+                return EXIT_OK
+            with _Worker(runtime, api) as worker:
+                uvicorn.run(
+                    worker.app, host=api.host, port=api.port, log_config=None, access_log=False
+                )
         finally:
             runtime.close()
     finally:
         if lock is not None:
             lock.release()
     return EXIT_OK
+
+
+def worker_app() -> FastAPI:
+    """Return the app of one of ``serve --workers N``'s processes (uvicorn's factory):
+    its own runtime on the database the first process started, and its own bid for
+    the drains. Both end when the process exits."""
+    from api.logformat import configure_logging
+    from api.settings import ApiSettings
+    from projections.store.settings import DatabaseSettings
+
+    api = ApiSettings()
+    configure_logging(api.log_level)
+    runtime = start_runtime(DatabaseSettings())
+    worker = _Worker(runtime, api).__enter__()
+
+    def close() -> None:
+        worker.__exit__(None, None, None)
+        runtime.close()
+
+    atexit.register(close)
+    return worker.app
+
+
+class _Worker:
+    """One serving process's parts besides the database: the embedder's loader, its
+    bid for the drains (:class:`ElectedDrains`), the daily pass, and the app."""
+
+    def __init__(self, runtime: Runtime, api: ApiSettings) -> None:
+        from api.app import create_app
+
+        self.loader = _EmbedderLoader(runtime)
+        self.drains, wake = _drains(runtime)
+        self.scheduled = _scheduled_pass(runtime, api) if self.drains is not None else None
+        self.cycles = _scheduled_cycles(runtime, api) if self.drains is not None else None
+        drains = self.drains
+        running = None if drains is None else (lambda: drains.running)
+        self.app = create_app(api, runtime, wake, drains_running=running)
+
+    def __enter__(self) -> _Worker:
+        # Everything loaded so far lives as long as the process: moving it out
+        # of the collector's reach keeps full collections short. Without it,
+        # they added 30-40 ms to the slowest 1% of as-of reads of long memories.
+        gc.freeze()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.loader.stop()
+        if self.scheduled is not None:
+            self.scheduled.stop()
+        if self.cycles is not None:
+            self.cycles.stop()
+        if self.drains is not None:
+            self.drains.stop()
+
+
+def _scheduled_cycles(runtime: Runtime, api: ApiSettings) -> PeriodicJob:
+    """Start the decay cycle's schedule beside the in-process drains (the embedded
+    default; with a broker, the workers schedule it): each minute it runs the cycle
+    of every tenant whose policy enables it and whose slot no process claimed yet."""
+    writer = Writer(
+        runtime.log,
+        CapturePolicy(
+            raw_retention=timedelta(hours=api.raw_retention_hours),
+            transient_retention=timedelta(hours=api.transient_retention_hours),
+        ),
+        clock=lambda: datetime.now(UTC),
+    )
+    job = PeriodicJob(
+        "decay-cycle", ScheduledCycle(runtime.log, writer, lambda: runtime.embedder.model_id)
+    )
+    job.start()
+    return job
 
 
 def _scheduled_pass(runtime: Runtime, api: ApiSettings) -> PeriodicJob | None:
@@ -170,18 +257,22 @@ class _EmbedderLoader:
         self._thread.join(timeout_s)
 
 
-def _drains(runtime: Runtime) -> tuple[DrainLoop | None, Callable[[], None]]:
-    """Return the in-process drain loop (none with BROKER_URL) and the wake-up hint."""
+def _drains(runtime: Runtime) -> tuple[ElectedDrains | None, Callable[[], None]]:
+    """Return this process's bid for the drain loop (none with BROKER_URL: the
+    workers drain) and the wake-up hint a write sends after it commits."""
     drains = DrainSettings()
     if drains.broker_url is not None:
         broker = broker_for(drains.broker_url.get_secret_value())
         return None, lambda: send_drain_hint(broker)
-    loop = DrainLoop(
+    election = ElectedDrains(
         runtime.log,
-        sweep_s=drains.sweep_interval_s,
-        batch=drains.drain_batch,
-        lease_s=drains.drain_lease_s,
-        embedder=runtime.embedder,
+        lambda: DrainLoop(
+            runtime.log,
+            sweep_s=drains.sweep_interval_s,
+            batch=drains.drain_batch,
+            lease_s=drains.drain_lease_s,
+            embedder=runtime.embedder,
+        ),
     )
-    loop.start()
-    return loop, loop.wake
+    election.start()
+    return election, election.wake

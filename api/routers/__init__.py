@@ -8,6 +8,8 @@ Modules:
 - :mod:`api.routers.batch`: ``/v1/batch``: many writes in one transaction.
 - :mod:`api.routers.contributions`: ``/v1/memories/{id}/contributions``: add
   support to a version without rewriting it.
+- :mod:`api.routers.cycles`: ``/v1/cycles``: the decay cycle, run on demand and
+  read back.
 - :mod:`api.routers.decisions`: ``/v1/decisions``: explain one recorded
   decision.
 - :mod:`api.routers.edges`: ``/v1/memories/{id}/edges/{edge_id}``: retract an
@@ -42,6 +44,7 @@ __all__ = [
     "admin",
     "batch",
     "contributions",
+    "cycles",
     "decisions",
     "edges",
     "erasures",

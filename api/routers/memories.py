@@ -39,7 +39,7 @@ from projections.commands.writer import EdgeSpec, LabelSpec, MemorySpec, Version
 from projections.runtime import Runtime
 from projections.views.access_stamps import scores_of, stamp_accesses
 from projections.views.as_of import BeliefAsOf, belief_as_of, list_beliefs_as_of, position_at
-from projections.views.candidates import Candidates, potential_contradictions
+from projections.views.candidates import PAIRED_TYPES, Candidates, potential_contradictions
 from projections.views.current_beliefs import (
     CurrentBelief,
     ErasedBelief,
@@ -49,6 +49,7 @@ from projections.views.current_beliefs import (
     list_beliefs,
 )
 from projections.views.listing import MemoryFilter
+from projections.views.reflections import list_reflections
 from projections.views.timeline import MemoryHistory, memory_history
 from projections.views.versions import MemoryVersions, memory_versions
 
@@ -71,6 +72,15 @@ __all__ = [
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
+_CandidatesWait = Annotated[
+    Literal["wait"] | None,
+    Query(
+        description="`wait`: wait for the new version's contradiction candidates, up to"
+        " `PALIMPSEST_CANDIDATE_WAIT_S` (by default the write answers `pending` at once"
+        " unless they are ready within a few milliseconds)"
+    ),
+]
+
 
 @router.post(
     "",
@@ -79,17 +89,30 @@ router = APIRouter(prefix="/v1/memories", tags=["memories"])
     response_model_exclude_none=True,
     dependencies=[Depends(requires(MemorySpec))],
 )
-async def create_memory(body: MemoryCreate, write: WriteDep, holder: HolderDep) -> dict[str, Any]:
+async def create_memory(
+    body: MemoryCreate, write: WriteDep, holder: HolderDep, candidates: _CandidatesWait = None
+) -> dict[str, Any]:
     """Create a memory with its first version. Each `evidence` excerpt is checked against
     the observation's content and recorded as a contribution by the caller.
 
     `potential_contradictions` lists current memories of the same type, scope and
     project (decision, preference and fact only) at least as similar as the conflict
-    floor, newest first: advisory, nothing is labelled. It is `pending` when the
-    version was not embedded within the wait (`PALIMPSEST_CANDIDATE_WAIT_S`); then see
-    `GET /v1/memories/{id}/candidates`."""
+    floor, newest first: advisory, nothing is labelled. It is `pending`, with the URL
+    of `GET /v1/memories/{id}/candidates`, when the version was not embedded within a
+    few milliseconds (`PALIMPSEST_CANDIDATE_BUDGET_MS`): the candidates never hold up
+    a write. `?candidates=wait` waits for them up to `PALIMPSEST_CANDIDATE_WAIT_S`."""
     result = await run_in_threadpool(write.perform, body, memory_spec(body))
-    return await _with_candidates(write, result, UUID(str(result["id"])), holder)
+    memory_id = UUID(str(result["id"]))
+    if body.type not in PAIRED_TYPES:
+        # Known from the body: no query, no wait.
+        never = Candidates(
+            status="ready",
+            floor=write.runtime.embedding.conflict_floor,
+            items=[],
+            reason=f"{body.type} memories are never paired",
+        )
+        return {**result, "potential_contradictions": never}
+    return await _with_candidates(write, result, memory_id, holder, wait=candidates == "wait")
 
 
 @router.post(
@@ -100,23 +123,29 @@ async def create_memory(body: MemoryCreate, write: WriteDep, holder: HolderDep) 
     dependencies=[Depends(requires(VersionSpec))],
 )
 async def create_version(
-    memory_id: UUID, body: VersionCreate, write: WriteDep, holder: HolderDep
+    memory_id: UUID,
+    body: VersionCreate,
+    write: WriteDep,
+    holder: HolderDep,
+    candidates: _CandidatesWait = None,
 ) -> dict[str, Any]:
     """Record a new version (a revision) of a memory, with its
-    `potential_contradictions` as for a new memory."""
+    `potential_contradictions` as for a new memory (`?candidates=wait` likewise)."""
     result = await run_in_threadpool(write.perform, body, version_spec(memory_id, body))
-    return await _with_candidates(write, result, memory_id, holder)
+    return await _with_candidates(write, result, memory_id, holder, wait=candidates == "wait")
 
 
 async def _with_candidates(
-    write: WriteRequest, result: dict[str, Any], memory_id: UUID, holder: Holder
+    write: WriteRequest, result: dict[str, Any], memory_id: UUID, holder: Holder, *, wait: bool
 ) -> dict[str, Any]:
-    """Add the new version's potential contradictions, waiting for its embedding as
-    long as configured when a drain runs (without one, the answer is pending); the
-    wait holds no thread (:func:`api.waiting.await_drains`)."""
+    """Add the new version's potential contradictions: found within the write's short
+    budget, or up to ``PALIMPSEST_CANDIDATE_WAIT_S`` when the caller asked to ``wait``,
+    and only when a drain runs (without one, the answer is pending at once); the wait
+    holds no thread (:func:`api.waiting.await_drains`)."""
     runtime = write.runtime
     settings = runtime.embedding
     version_id = UUID(str(result["version_id"]))
+    budget_s = settings.candidate_wait_s if wait else write.candidate_budget_s
     found = await await_drains(
         runtime,
         write.caller.tenant_id,
@@ -124,7 +153,7 @@ async def _with_candidates(
             runtime.log, write.caller.tenant_id, memory_id, version_id, settings.conflict_floor
         ),
         lambda found: found.status == "ready",
-        settings.candidate_wait_s if write.drains else 0,
+        budget_s if write.drains else 0,
         holder,
         when_full="answer",  # the write committed: over the cap, answer pending at once
     )
@@ -191,6 +220,13 @@ def list_memories(
     include_content: Annotated[
         QueryFlag, Query(description="Each current memory's text (false leaves it out)")
     ] = True,
+    include_reflections: Annotated[
+        QueryFlag,
+        Query(
+            description="Also answer the reflections of the scope and project (not with "
+            "at_position or as_of: reflections have no as-of read)"
+        ),
+    ] = False,
 ) -> MemoryPagePublic:
     """List memories, newest first, with filters. Each is `current` with its belief, its
     type, scope, project and topic, and its current version's `content` (unless
@@ -236,7 +272,14 @@ def list_memories(
         include_content=include_content,
     )
     items = _with_scores(runtime, caller, items, [i.id for i in items], now, stamp=False)
-    return MemoryPagePublic(items=items, next_cursor=encode_cursor(after) if after else None)
+    reflections = (
+        list_reflections(runtime.log, caller.tenant_id, scope=scope, project=project)
+        if include_reflections
+        else None
+    )
+    return MemoryPagePublic(
+        items=items, next_cursor=encode_cursor(after) if after else None, reflections=reflections
+    )
 
 
 @router.get("/batch", response_model=MemoryBatchPublic)

@@ -50,7 +50,7 @@ def list_proposals_page(
     caller: CallerDep,
     runtime: RuntimeDep,
     status: Literal["proposed", "applied", "rejected", "dismissed"] = "proposed",
-    action: Literal["keep", "archive", "supersede", "conflict"] | None = None,
+    action: Literal["keep", "archive", "supersede", "conflict", "merge", "decay"] | None = None,
     memory_type: Annotated[MemoryType | None, Query(alias="type")] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Cursor | None = None,

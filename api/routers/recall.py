@@ -1,12 +1,15 @@
-"""``/v1/recall``: find memories by meaning."""
+"""``/v1/recall``: find memories by meaning and by words."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from api.cursor import decode_recall_cursor, encode_recall_cursor
 from api.deps import CallerDep, ClockDep, RuntimeDep
 from api.schemas import RecallCreate, RecallPublic
+from domain.errors import InvalidInputError
 from projections.recall.search import RecallQuery, recall
+from projections.views.reflections import list_reflections
 
 __all__ = [
     "recall_memories",
@@ -15,20 +18,49 @@ __all__ = [
 
 router = APIRouter(prefix="/v1/recall", tags=["recall"])
 
+_DEEPEST = 1000
+"""The most memories one recall pages through (``offset + k``): ranking a page ranks
+every memory above it."""
+
+
+def _offset(body: RecallCreate) -> int:
+    """Return how many memories earlier pages held (0 without a cursor).
+
+    Raises:
+        InvalidInputError: a bad or foreign cursor, or a page beyond :data:`_DEEPEST`.
+    """
+    if body.cursor is None:
+        return 0
+    offset = decode_recall_cursor(body.cursor, _request(body))
+    if offset + body.k > _DEEPEST:
+        msg = f"recall pages through at most {_DEEPEST} memories"
+        raise InvalidInputError(msg)
+    return offset
+
+
+def _request(body: RecallCreate) -> str:
+    """The recall a cursor belongs to: everything but the page (``cursor`` and ``k``)."""
+    return body.model_dump_json(exclude={"cursor", "k"})
+
 
 @router.post("", response_model=RecallPublic)
 def recall_memories(
     body: RecallCreate, response: Response, caller: CallerDep, runtime: RuntimeDep, clock: ClockDep
 ) -> RecallPublic:
-    """Return the `k` current memories most similar to `query`, filtered by type, scope,
-    project and topic inside the database, best first. Equal similarities (to 3
-    decimals) rank by salience (a pinned memory first, then the score), then recency,
-    then id; each item says which decided. Each current memory returned counts as an
+    """Return the `k` current memories that best match `query`, filtered by type, scope,
+    project, topic and `min_similarity` inside the database, best first: by meaning
+    and words fused (`mode` hybrid, the default: reciprocal rank fusion), by meaning
+    (`vector`) or by words (`text`, full-text search, which finds identifiers such as
+    `PAL-123`). Equal relevance (to 3 decimals) ranks by salience (a pinned memory
+    first, then the score), then recency, then id; each item's `rank` says which
+    decided, and its place by meaning and by words. `next_cursor` asks for the next
+    page. Each current memory returned counts as an
     access (it feeds salience); its `salience` is the score in [0, 1]. A memory whose
     revision or embedding has not caught up is returned `pending`, without content;
     archived ones only with `include_archived`, flagged in their belief. Similarity
     only recalls: it never decides anything. `Server-Timing` reports the query's
     embedding and the search separately."""
+    offset = _offset(body)
     found = recall(
         runtime.log,
         runtime.embedder,
@@ -41,10 +73,26 @@ def recall_memories(
             body.project,
             body.include_archived,
             body.topic,
+            mode=body.mode,
+            min_similarity=body.min_similarity,
+            offset=offset,
         ),
         now=clock(),
     )
     response.headers["Server-Timing"] = (
         f"embed;dur={found.embed_ms:.2f}, search;dur={found.search_ms:.2f}"
     )
-    return RecallPublic(items=found.items, strategy=found.strategy, model=runtime.embedder.model_id)
+    following = offset + body.k
+    more = len(found.items) == body.k and following < _DEEPEST
+    return RecallPublic(
+        items=found.items,
+        strategy=found.strategy,
+        model=runtime.embedder.model_id,
+        mode=body.mode,
+        next_cursor=encode_recall_cursor(following, _request(body)) if more else None,
+        reflections=list_reflections(
+            runtime.log, caller.tenant_id, drawn_from=[i.id for i in found.items]
+        )
+        if body.include_reflections
+        else None,
+    )

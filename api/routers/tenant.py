@@ -22,8 +22,10 @@ from api.schemas import (
     RetentionUpdate,
     TenantDeletion,
 )
+from api.schemas.cycles import ForgettingPolicyPublic, ForgettingPolicyUpdate
 from api.specs import requires, retention_spec, tenant_deletion_spec
 from domain.errors import ConfirmationRequiredError
+from projections.commands.forgetting_policy import ForgettingPolicySpec, forgetting_for
 from projections.commands.judgment import JudgmentSpec, judgment_for, tenant_name
 from projections.commands.tenant_deletion import confirmation_token
 from projections.commands.writer import RetentionSpec
@@ -35,9 +37,11 @@ from projections.views.receipts import Receipt, erasure_receipt
 __all__ = [
     "delete_tenant",
     "export",
+    "read_forgetting",
     "read_judgment",
     "read_retention",
     "router",
+    "update_forgetting",
     "update_judgment",
     "update_retention",
 ]
@@ -139,6 +143,33 @@ def update_judgment(
     write.perform(body, spec)
     response.status_code = 200
     return _judgment(write.runtime, write.caller.tenant_id, clock)
+
+
+@router.get("/forgetting", response_model=ForgettingPolicyPublic)
+def read_forgetting(caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+    """Return the tenant's forgetting policy: the decay cycle's schedule, weights,
+    half-lives, importance floor, thresholds and consolidation switches (the defaults,
+    `version` 0, until an administrator sets one; docs/forgetting.md#policy)."""
+    policy = forgetting_for(runtime.log, caller.tenant_id)
+    return {**policy.as_values(), "version": policy.version}
+
+
+@router.put(
+    "/forgetting",
+    response_model=ForgettingPolicyPublic,
+    dependencies=[Depends(requires(ForgettingPolicySpec))],
+)
+def update_forgetting(
+    body: ForgettingPolicyUpdate, response: Response, write: WriteDep
+) -> dict[str, Any]:
+    """Set the tenant's whole forgetting policy (admin): a field left out takes its
+    default, not its previous value. Recorded (`ForgettingPolicySet`) with a new
+    `version`, which every later cycle records. A bad policy (an unknown field, a
+    value of the wrong kind or out of its range) is refused whole, writing nothing."""
+    result = write.perform(body, ForgettingPolicySpec(body.model_dump()))
+    response.status_code = 200
+    result.pop("position", None)
+    return result
 
 
 @router.delete(

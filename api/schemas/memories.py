@@ -25,6 +25,7 @@ from projections.views.current_beliefs import (
     Revision,
     UnprojectableBelief,
 )
+from projections.views.reflections import ReflectionRecord
 from projections.views.timeline import ContributionRecord, EdgeRecord, HistoryVersion, MemoryHistory
 from projections.views.versions import MemoryVersions, RecordedVersion
 
@@ -83,6 +84,14 @@ class MemoryCreate(_Claim):
     scope: Label
     project: Label | None = None
     topic: Label | None = None
+    importance: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        strict=True,
+        description="How much it matters, 0 to 1, for the decay cycle's retention score "
+        "(docs/forgetting.md); estimated from type, grade and pins when left out.",
+    )
 
 
 class VersionCreate(_Claim):
@@ -198,6 +207,11 @@ class MemoryPagePublic(BaseModel):
     next_cursor: str | None = None
     position: int | None = Field(
         default=None, description="The log position an as-of listing used (null otherwise)."
+    )
+    reflections: list[ReflectionRecord] | None = Field(
+        default=None,
+        description="With include_reflections: the scope's and project's reflections, "
+        "newest first, apart from the memories (null otherwise).",
     )
 
 

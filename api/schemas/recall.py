@@ -8,7 +8,8 @@ from pydantic import BaseModel, Field
 
 from api.schemas.common import JsonInt, Label, PgText, RequestBody
 from domain.memory import MemoryType
-from projections.recall.recalled import RecallItem, RecallRank
+from projections.recall.recalled import RecallItem, RecallMode, RecallRank
+from projections.views.reflections import ReflectionRecord
 
 __all__ = [
     "RecallCreate",
@@ -19,8 +20,9 @@ __all__ = [
 
 
 class RecallCreate(RequestBody):
-    """What to recall: a query, how many, and filters (type, scope, project, topic)
-    applied inside the database."""
+    """What to recall: a query, how many, how (``mode``: meaning and words fused,
+    meaning only, or words only), filters (type, scope, project, topic, least
+    similarity) applied inside the database, and the ``cursor`` of a next page."""
 
     query: PgText = Field(min_length=1, max_length=4000)
     k: JsonInt = Field(default=10, ge=1, le=100)
@@ -29,6 +31,32 @@ class RecallCreate(RequestBody):
     project: Label | None = None
     topic: Label | None = None
     include_archived: bool = Field(default=False, strict=True)
+    include_reflections: bool = Field(
+        default=False,
+        strict=True,
+        description="Also answer the reflections drawn from the memories returned, apart "
+        "in `reflections` (never ranked among the memories).",
+    )
+    mode: RecallMode = Field(
+        default="hybrid",
+        description="hybrid: meaning and words, fused; vector: meaning; text: words "
+        "(the query is not embedded).",
+    )
+    min_similarity: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        strict=True,
+        description="Leave out memories whose cosine similarity to the query is lower "
+        "(in text mode too, which then embeds the query).",
+    )
+    cursor: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description="The next_cursor of the previous page of the same recall.",
+    )
 
 
 RecalledMemory = RecallItem
@@ -39,5 +67,14 @@ class RecallPublic(BaseModel):
     """The recalled memories, best first, and how they were found."""
 
     items: list[RecalledMemory]
-    strategy: Literal["hnsw", "exact"]
+    strategy: Literal["hnsw", "exact", "text"]
     model: str
+    mode: RecallMode = "hybrid"
+    next_cursor: str | None = Field(
+        default=None, description="Pass back as cursor for the next page; null on the last."
+    )
+    reflections: list[ReflectionRecord] | None = Field(
+        default=None,
+        description="With include_reflections: reflections drawn from the memories "
+        "returned, newest first (null otherwise).",
+    )

@@ -8,12 +8,18 @@ Modules:
   principal, its tenant and its role.
 - :mod:`projections.commands.capture`: Capturing observations: raw reports,
   their bytes stored apart from their event.
+- :mod:`projections.commands.consolidation`: Consolidation's writes: proposing a
+  merge, and folding memories into one.
 - :mod:`projections.commands.contributions`: Adding support: contributions to
   an existing version, without writing its text again.
+- :mod:`projections.commands.cycle`: Recording a decay cycle: its fades, its
+  prunes, and its report, in one write.
 - :mod:`projections.commands.decisions`: Taking decisions: operations that
   change labels on someone's behalf.
 - :mod:`projections.commands.erasure`: Erasure: remove content and the lineage
   derived from it, and say what went.
+- :mod:`projections.commands.forgetting_policy`: The tenant's forgetting
+  policy: set by an administrator, read by the decay cycle.
 - :mod:`projections.commands.idempotency`: Looking up the recorded response of
   an ``Idempotency-Key``.
 - :mod:`projections.commands.judgment`: The tenant's judgment policy: whether the
@@ -44,9 +50,12 @@ from __future__ import annotations
 __all__ = [
     "caller",
     "capture",
+    "consolidation",
     "contributions",
+    "cycle",
     "decisions",
     "erasure",
+    "forgetting_policy",
     "idempotency",
     "judgment",
     "memory",

@@ -9,7 +9,9 @@ effects are recorded in the same transaction:
   observations (:func:`domain.erasure.versions_formed_only_from`), and
   ``MemoryErased`` once a memory has no live version left;
 - ``ContributionDeactivated`` for each active contribution citing an erased
-  observation, so memories that keep other support are recomputed from it.
+  observation, so memories that keep other support are recomputed from it;
+- ``ReflectionRedacted`` for each reflection drawn from a memory that lost a
+  version's content here (its text may repeat what was erased).
 
 The recorder deletes the payload rows in that transaction (unless a live
 observation or version holds the same bytes), and raises the revision of
@@ -30,6 +32,7 @@ from domain.errors import ConflictError, InvalidInputError
 from domain.limits import MAX_BATCH_ITEMS, MAX_REASON_CHARS
 from domain.memory import Memory
 from domain.observation import Observation
+from projections.commands.consolidation import redact_reflections
 from projections.commands.decisions import (
     Operations,
     record_decision,
@@ -236,6 +239,7 @@ def decide_erase(uow: UnitOfWork, spec: EraseSpec) -> Item:
                         }
                     )
             accepted.append({"op": "recompute", "memory_id": str(memory.id)})
+        accepted += redact_reflections(uow, [*named, *citing], accepted, decision_id)
         if accepted:
             accepted.extend({"op": "recompute", "memory_id": str(m)} for m in dependents)
         return accepted, refused, seen

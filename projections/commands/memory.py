@@ -54,6 +54,8 @@ class MemorySpec(WriteSpec):
     evidence: tuple[EvidenceSpec, ...]
     model_id: str | None
     trust: float
+    importance: float | None = None
+    """How much the memory matters (0 to 1), for the decay cycle; None: estimated."""
 
     def apply(self, batch: Batch) -> Item:
         """Create the memory and record its first version."""
@@ -65,6 +67,7 @@ class MemorySpec(WriteSpec):
             project=self.project,
             topic=self.topic,
             principal_id=uow.caller.principal_id,
+            importance=self.importance,
         )
         version_id = _record_version(
             batch, memory, self.content, self.evidence, self.model_id, self.trust

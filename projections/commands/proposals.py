@@ -10,7 +10,9 @@ in the same write as its effect:
 - supersede: a ``supersedes`` edge from the newer memory to the older one
   (refused for ``event`` memories, and for memories no longer live);
 - conflict: the review is recorded; ``resolution`` may apply one at once
-  (``archive_older``: forget the older memory; ``supersede``: the edge).
+  (``archive_older``: forget the older memory; ``supersede``: the edge);
+- merge: a consolidated memory with the proposal's text supersedes every
+  memory it saw (:func:`projections.commands.consolidation.merge_into`).
 
 A proposal whose memories changed since the judge saw them (another
 version, archived, erased) is refused as stale; a rejection is final for
@@ -37,6 +39,7 @@ from domain.errors import (
 )
 from domain.memory import Memory
 from domain.proposal import DEFAULT_THRESHOLDS, Proposal
+from projections.commands.consolidation import merge_into, stored_text
 from projections.commands.decisions import (
     Operations,
     given_reason,
@@ -62,7 +65,7 @@ __all__ = [
 ]
 
 Resolution = Literal["archive_older", "supersede"]
-Effect = Literal["archive", "supersede"]
+Effect = Literal["archive", "supersede", "merge"]
 
 
 class ProposalSettings(BaseSettings):
@@ -276,7 +279,11 @@ def decide_proposal(uow: UnitOfWork, spec: ProposalDecisionSpec) -> Item:
     def take(decision_id: UUID) -> Operations:
         accepted: list[dict[str, str]] = []
         if spec.verdict == "apply":
-            accepted = _apply(proposal, memories, effect, reason, decision_id, principal_id)
+            accepted = (
+                _merge(uow, proposal, memories, decision_id)
+                if effect == "merge"
+                else _apply(proposal, memories, effect, reason, decision_id, principal_id)
+            )
         status: Literal["applied", "rejected"] = (
             "applied" if spec.verdict == "apply" else "rejected"
         )
@@ -301,11 +308,30 @@ def _effect(proposal: Proposal, spec: ProposalDecisionSpec) -> Effect | None:
     conflict only reviewed)."""
     if spec.verdict != "apply":
         return None
-    if proposal.action == "archive" or spec.resolution == "archive_older":
+    if proposal.action in ("archive", "decay") or spec.resolution == "archive_older":
         return "archive"
     if proposal.action == "supersede" or spec.resolution == "supersede":
         return "supersede"
+    if proposal.action == "merge":
+        return "merge"
     return None
+
+
+def _merge(
+    uow: UnitOfWork, proposal: Proposal, memories: dict[UUID, Memory], decision_id: UUID
+) -> list[dict[str, str]]:
+    """Fold the memories a merge proposal saw (its centre first) into one."""
+    assert proposal.content_digest is not None  # a merge proposal carries its text
+    sources = [memories[UUID(seen["memory_id"])] for seen in proposal.seen]
+    model_id = None if proposal.model == "extractive" else proposal.model
+    _, operations = merge_into(
+        uow,
+        sources,
+        stored_text(uow, proposal.content_digest),
+        model_id=model_id,
+        decision_id=decision_id,
+    )
+    return operations
 
 
 def _apply(

@@ -19,8 +19,10 @@ import hashlib
 import re
 import secrets
 import threading
+import time
 import unicodedata
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -40,16 +42,19 @@ from projections.store.tenancy import set_tenant, tenant_scope, tenant_transacti
 
 __all__ = [
     "IssuedToken",
+    "TOKEN_CACHE_S",
     "TenantEntry",
     "TokenEntry",
     "authenticate",
     "create_tenant",
     "find_tenant",
+    "forget_tenant_tokens",
     "issue_token",
     "list_tenants",
     "list_tokens",
     "revoke_token",
     "token_digest",
+    "verified_caller",
 ]
 
 _TOKEN_PATTERN = re.compile(r"^pal_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$")
@@ -264,6 +269,7 @@ def revoke_token(log: EventLog, tenant_id: UUID, token_id: UUID) -> bool:
         if digest is None:
             return False
         log.record([tenant], WriteContext(tenant_id=tenant_id, revoked_tokens=[digest]))
+    _verified.forget([digest])  # after commit: a lookup now finds no row
     return True
 
 
@@ -284,8 +290,71 @@ def issue_token(log: EventLog, tenant_id: UUID, principal_name: str, role: str) 
     return issued
 
 
-def authenticate(log: EventLog, token: str) -> Caller:
+TOKEN_CACHE_S = 5.0
+"""How long this process trusts a token it verified without asking the database
+again: a token revoked (or a tenant deleted) by another process stops working
+here within this bound; one revoked by this process stops at once."""
+
+
+class _VerifiedTokens:
+    """Tokens this process verified, by digest, with when each was verified.
+
+    Revocation in this process forgets a digest (a tenant's deletion, all of the
+    tenant's) and moves the generation on, so a lookup that began before it
+    cannot put back what was forgotten.
+    """
+
+    def __init__(self, max_entries: int = 10_000) -> None:
+        self.lock = threading.Lock()
+        self.entries: dict[str, tuple[float, Caller]] = {}
+        self.generation = 0
+        self.max_entries = max_entries
+
+    def get(self, digest: str, max_age_s: float) -> Caller | None:
+        found = self.entries.get(digest)
+        if found is None or time.monotonic() - found[0] > max_age_s:
+            return None
+        return found[1]
+
+    def put(self, digest: str, caller: Caller, generation: int, verified_at: float) -> None:
+        with self.lock:
+            if generation != self.generation:
+                return
+            if len(self.entries) >= self.max_entries:
+                self.entries.clear()  # bounded: start again rather than track ages
+            self.entries[digest] = (verified_at, caller)
+
+    def forget(self, digests: Iterable[str] = (), tenant_id: UUID | None = None) -> None:
+        with self.lock:
+            self.generation += 1
+            for digest in digests:
+                self.entries.pop(digest, None)
+            if tenant_id is not None:
+                for digest, (_, caller) in list(self.entries.items()):
+                    if caller.tenant_id == tenant_id:
+                        del self.entries[digest]
+
+
+_verified = _VerifiedTokens()
+
+
+def forget_tenant_tokens(tenant_id: UUID) -> None:
+    """Stop trusting this process's verified tokens of a tenant (its deletion was
+    recorded): the next request of each is checked against the database."""
+    _verified.forget(tenant_id=tenant_id)
+
+
+def verified_caller(token: str, *, max_age_s: float = TOKEN_CACHE_S) -> Caller | None:
+    """Return the caller of a token this process verified less than ``max_age_s``
+    seconds ago, without any I/O; None when :func:`authenticate` must ask."""
+    return _verified.get(token_digest(token), max_age_s)
+
+
+def authenticate(log: EventLog, token: str, *, max_age_s: float = TOKEN_CACHE_S) -> Caller:
     """Return the caller a bearer token stands for.
+
+    A token verified by this process less than ``max_age_s`` seconds ago is
+    trusted without a query (:data:`TOKEN_CACHE_S`); 0 always asks the database.
 
     Raises:
         AuthenticationError: the token is malformed or unknown.
@@ -294,7 +363,17 @@ def authenticate(log: EventLog, token: str) -> Caller:
     if match is None:
         msg = "the bearer token is malformed; expected pal_<tenant>_<secret>"
         raise AuthenticationError(msg)
-    tenant_id = UUID(hex=match.group(1))
+    digest = token_digest(token)
+    known = _verified.get(digest, max_age_s)
+    if known is not None:
+        return known
+    generation, verified_at = _verified.generation, time.monotonic()
+    caller = _look_up(log, UUID(hex=match.group(1)), digest)
+    _verified.put(digest, caller, generation, verified_at)
+    return caller
+
+
+def _look_up(log: EventLog, tenant_id: UUID, digest: str) -> Caller:
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             schema_sql(
@@ -303,7 +382,7 @@ def authenticate(log: EventLog, token: str) -> Caller:
                 " FROM {schema}.tokens WHERE token_digest = %s",
                 log.datastore.schema,
             ),
-            (token_digest(token),),
+            (digest,),
         )
         row = cur.fetchone()
     if row is None:

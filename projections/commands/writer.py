@@ -35,6 +35,7 @@ from projections.commands.policy import CapturePolicy
 from projections.commands.retention import RetentionSpec, retention_for
 from projections.commands.spec import Batch, Ref, WriteSpec
 from projections.commands.tenant_deletion import TenantDeletionSpec
+from projections.commands.tokens import forget_tenant_tokens
 from projections.commands.unit_of_work import Item, UnitOfWork
 from projections.store.errors import (
     ConcurrentWriteError,
@@ -114,6 +115,9 @@ class Writer:
             for attempt in range(1, _MAX_ATTEMPTS + 1):
                 outcome = self._attempt(caller, specs, batch, idempotency)
                 if outcome is not None:
+                    if any(isinstance(spec, TenantDeletionSpec) for spec in specs):
+                        # Its tokens now answer 410: stop trusting this process's copies.
+                        forget_tenant_tokens(caller.tenant_id)
                     return outcome
                 _log.info("write conflict, retrying", extra={"attempt": attempt})
         msg = (
@@ -151,7 +155,8 @@ class Writer:
         idempotency: tuple[str, str] | None,
     ) -> WriteOutcome | None:
         """Build and record once; return None when a concurrent writer won."""
-        applied = self._build(caller, specs, batch)
+        with self.log.group.building():  # a group about to commit may wait for it
+            applied = self._build(caller, specs, batch)
         uow, items = applied.uow, applied.items
 
         def render(positions: Positions) -> dict[str, Any]:
@@ -165,7 +170,9 @@ class Writer:
                 caller.principal_id, idempotency[0], idempotency[1], 201, render
             )
         try:
-            recordings = self.log.record(uow.aggregates.values(), uow.context)
+            # Concurrent writes of this process share one transaction (a group
+            # commit); each is answered after it commits, with its own positions.
+            recordings = self.log.record(uow.aggregates.values(), uow.context, grouped=True)
         except (IntegrityError, StaleReadError):
             # Either the same Idempotency-Key committed first (replay it), or
             # another write took the next version of one of our aggregates or

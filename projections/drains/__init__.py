@@ -3,8 +3,12 @@ dramatiq workers; a message is only ever a hint.
 
 Modules:
 
+- :mod:`projections.drains.consolidation`: Consolidation of a decay cycle's
+  survivors (seed 004): merge, then reflect.
 - :mod:`projections.drains.counters`: Process-wide counts of what went wrong in
   the background, for ``/metrics``.
+- :mod:`projections.drains.decay_cycle`: The decay cycle for one tenant: score,
+  bucket, fade, prune, then consolidate.
 - :mod:`projections.drains.expiry`: Raw expiry: delete observation bytes at
   their retention deadline.
 - :mod:`projections.drains.forgetting_pass`: The forgetting pass for one tenant:
@@ -17,6 +21,8 @@ Modules:
   judge calls and tokens, per tenant.
 - :mod:`projections.drains.loop`: The in-process drain loop that embedded
   ``serve`` runs beside the HTTP server.
+- :mod:`projections.drains.reflections`: Consolidation's second pass:
+  reflections over a cycle's survivors (seed 004).
 - :mod:`projections.drains.retention`: The retention drain: apply a tenant's
   shorter retention to deadlines already set.
 - :mod:`projections.drains.revision`: The revision drain: recompute dirty
@@ -31,13 +37,16 @@ Modules:
 from __future__ import annotations
 
 __all__ = [
+    "consolidation",
     "counters",
+    "decay_cycle",
     "expiry",
     "forgetting_pass",
     "hints",
     "isolation",
     "judge_budget",
     "loop",
+    "reflections",
     "retention",
     "revision",
     "settings",

@@ -1,11 +1,16 @@
-"""The in-process drain loop that embedded ``serve`` runs beside the HTTP server."""
+"""The in-process drain loop that ``serve`` runs beside the HTTP server, and the
+election that lets exactly one of several serving processes run it."""
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
+
+import psycopg
+from psycopg import sql
 
 from projections.drains.isolation import Backoff
 from projections.drains.revision import LEASE_SECONDS
@@ -13,7 +18,7 @@ from projections.drains.stages import drain_stages, run_pass
 from projections.recall.embedders import Embedder
 from projections.store.eventlog import EventLog
 
-__all__ = ["DrainLoop", "PeriodicJob"]
+__all__ = ["DRAINS_LOCK_KEY", "DrainLoop", "ElectedDrains", "PeriodicJob"]
 
 _log = logging.getLogger(__name__)
 
@@ -158,3 +163,109 @@ class PeriodicJob:
             except Exception:
                 _log.exception("periodic job failed", extra={"job": self.name})
             self._stop.wait(self.interval_s)
+
+
+DRAINS_LOCK_KEY = 0x70616C647261696E
+"""The advisory lock ("paldrain") whose holder runs a deployment's drain loop."""
+
+
+class ElectedDrains:
+    """Runs the drain loop in exactly one process of those sharing a database.
+
+    Each serving process starts one; they contend for a session-level advisory
+    lock (:data:`DRAINS_LOCK_KEY`) on a connection of their own. The holder runs
+    a :class:`DrainLoop` and wakes it on every write of any process (the event
+    store's ``NOTIFY`` on insert, ``LISTEN``\\ ed on the same connection); the
+    others retry every ``retry_s``. When the holder dies, or loses its
+    connection, PostgreSQL releases the lock and another process takes over
+    within ``retry_s``: the work is in the database, so nothing is lost.
+    """
+
+    def __init__(
+        self,
+        log: EventLog,
+        make_loop: Callable[[], DrainLoop],
+        *,
+        retry_s: float = 1.0,
+        key: int = DRAINS_LOCK_KEY,
+    ) -> None:
+        self.log = log
+        self.make_loop = make_loop
+        self.retry_s = retry_s
+        self.key = key
+        self.loop: DrainLoop | None = None
+        """The loop while this process holds the lock, else None."""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="palimpsest-election", daemon=True)
+
+    def start(self) -> None:
+        """Start contending for the drains."""
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Wake the loop if this process runs it (other processes are woken by NOTIFY)."""
+        loop = self.loop
+        if loop is not None:
+            loop.wake()
+
+    @property
+    def running(self) -> bool:
+        """Whether this process contends (or drains): ``/readyz`` reports it."""
+        return self._thread.is_alive()
+
+    @property
+    def owner(self) -> bool:
+        """Whether this process runs the drain loop now."""
+        return self.loop is not None
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the loop if it runs here, and give the lock back."""
+        self._stop.set()
+        self._thread.join(timeout_s)
+
+    def _connect(self) -> psycopg.Connection[tuple[object, ...]]:
+        pool = self.log.datastore.pool
+        kwargs = pool.kwargs() if callable(pool.kwargs) else pool.kwargs
+        params = {k: v for k, v in (kwargs or {}).items() if k != "row_factory"}
+        # Named for the process, so an operator (or a test) can see which one drains.
+        params["application_name"] = f"palimpsest-drains-{os.getpid()}"
+        return psycopg.connect(autocommit=True, connect_timeout=10, **params)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with self._connect() as conn:
+                    if self._elected(conn):
+                        self._drain(conn)
+            except psycopg.Error as e:
+                _log.warning("drain election lost its connection", extra={"error": str(e)})
+            self._stop.wait(self.retry_s)
+
+    def _elected(self, conn: psycopg.Connection[tuple[object, ...]]) -> bool:
+        while not self._stop.is_set():
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()
+            if row is not None and row[0]:
+                return True
+            self._stop.wait(self.retry_s)
+        return False
+
+    def _drain(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        recorder = self.log.recorder
+        channel = getattr(recorder, "channel_name", None)
+        if channel is not None:
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        loop = self.make_loop()
+        loop.start()
+        self.loop = loop
+        _log.info("this process runs the drains")
+        try:
+            while not self._stop.is_set():
+                woken = False
+                for _ in conn.notifies(timeout=self.retry_s, stop_after=100):
+                    woken = True
+                if woken:
+                    loop.wake()
+                conn.execute("SELECT 1")  # a lost connection (and lock) ends the loop here
+        finally:
+            self.loop = None
+            loop.stop()

@@ -16,6 +16,8 @@ Modules:
   model server, replayed over loopback HTTP.
 - :mod:`projections.judgment.settings`: Settings of the judge: which kind, where it
   is, and how to talk to it.
+- :mod:`projections.judgment.summariser`: Consolidation's summariser: merged text
+  for a group, and reflections over memories.
 """
 
 from __future__ import annotations
@@ -27,4 +29,5 @@ __all__ = [
     "prompt",
     "recorded",
     "settings",
+    "summariser",
 ]

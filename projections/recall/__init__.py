@@ -5,8 +5,12 @@ Modules:
 
 - :mod:`projections.recall.embedders`: Embedders: texts in, unit vectors out,
   from a named model of known dimension.
+- :mod:`projections.recall.fusion`: Hybrid recall's fusion: one ranking from the
+  vector and the text rankings.
 - :mod:`projections.recall.indexing`: The indexing drain: embed each memory's
   current version for recall.
+- :mod:`projections.recall.merge_candidates`: Consolidation's candidates: pairs
+  of similar current memories that may merge.
 - :mod:`projections.recall.pass_candidates`: The forgetting pass's candidates:
   stale single memories, and pairs that may conflict.
 - :mod:`projections.recall.recalled`: What recall answers: each memory found,
@@ -17,16 +21,21 @@ Modules:
   contradiction candidates.
 - :mod:`projections.recall.vectors`: pgvector values in psycopg's binary
   format, without touching the pool's adapters.
+- :mod:`projections.recall.words`: Recall by words: the candidates of a
+  full-text query over current versions.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "embedders",
+    "fusion",
     "indexing",
+    "merge_candidates",
     "pass_candidates",
     "recalled",
     "search",
     "settings",
     "vectors",
+    "words",
 ]

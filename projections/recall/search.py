@@ -20,6 +20,7 @@ A memory whose revision or index has not caught up is returned as
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -27,17 +28,20 @@ from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Integer, cast, exists, func, select
+from sqlalchemy import Float, Integer, cast, exists, func, null, select
 from typing_extensions import TypedDict
 
 from projections.recall.embedders import Embedder
+from projections.recall.fusion import Fused, fuse, text_weight
 from projections.recall.recalled import (
     DecidedBy,
     RecalledCurrent,
     RecalledPending,
+    RecallMode,
     RecallRank,
     RequestedRevision,
 )
+from projections.recall.words import EVERY_WORD, text_candidates
 from projections.store.sql import tables_in
 from projections.store.tenancy import tenant_transaction
 from projections.views.access_stamps import (
@@ -48,6 +52,7 @@ from projections.views.access_stamps import (
 )
 from projections.views.belief_facts import BeliefDocument
 from projections.views.current_beliefs import due_deadlines
+from projections.views.decay_inputs import faded_of
 from projections.views.listing import attribute_conditions, attribute_values
 from projections.views.statement import events_table, inline, param, shaped_sql
 
@@ -59,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EF_SEARCH",
     "EXACT_BELOW",
+    "FADED_DEMOTION",
     "HNSW_OVERFETCH",
     "RecallQuery",
     "RecallResult",
@@ -72,6 +78,10 @@ __all__ = [
 
 SIMILARITY_DECIMALS = 3
 """Similarities equal to this many decimals are equally relevant: salience decides."""
+
+FADED_DEMOTION = 1e6
+"""Subtracted from a faded memory's rank salience: more than any unpinned salience
+(at most ``1 + ln(1 + accesses)``), so faded ranks below unfaded at equal similarity."""
 
 HNSW_OVERFETCH = 4
 """Candidates asked of the index per memory wanted (archived ones are dropped after)."""
@@ -98,6 +108,12 @@ class RecallQuery:
     project: str | None = None
     include_archived: bool = False
     topic: str | None = None
+    mode: RecallMode = "hybrid"
+    min_similarity: float | None = None
+    """Leave out memories less similar than this (in text mode, the query is then
+    embedded to know)."""
+    offset: int = 0
+    """How many of the best to skip: the page after the first ``offset``."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +121,8 @@ class RecallResult:
     """The ranked memories, and how the answer was found."""
 
     items: list[RecalledCurrent | RecalledPending]
-    strategy: Literal["hnsw", "exact"]
-    """``hnsw``, or ``exact`` when filters left the index short."""
+    strategy: Literal["hnsw", "exact", "text"]
+    """``hnsw``, or ``exact`` when filters left the index short; ``text`` in text mode."""
     embed_ms: float
     search_ms: float
     timings: dict[str, float] = field(default_factory=dict)
@@ -122,7 +138,8 @@ class SearchRow(TypedDict):
     scope: str
     project: str | None
     topic: str | None
-    similarity: float
+    similarity: float | None
+    text_score: float | None
     requested: int
     published: int
     belief: BeliefDocument | None
@@ -156,7 +173,12 @@ def _of_topic(tables: dict[str, Any], e: Any) -> Any:
 
 
 def search_statement(
-    schema: str, dimension: int, exact: bool, filtered: tuple[str, ...], topic: bool = False
+    schema: str,
+    dimension: int | None,
+    exact: bool,
+    filtered: tuple[str, ...],
+    topic: bool = False,
+    words: bool = False,
 ) -> Select[Any]:
     """Return the query of :func:`search` (SQLAlchemy Core), for vectors of
     ``dimension`` and the filters on the columns ``filtered`` (and on ``%(topic)s``
@@ -169,8 +191,20 @@ def search_statement(
     serves). The tenant and the filters are in the same query. Parameters:
     ``q`` (the query vector, as text), ``model``, each filter by its column,
     ``limit`` and ``now``.
+
+    With ``words`` the candidates are those of the text search instead
+    (:func:`projections.recall.words.text_candidates`, parameter ``words``; with
+    their similarity to ``q`` unless ``dimension`` is None), in the same query.
     """
     tables = tables_in(schema)
+    if words or dimension is None:
+        t = tables["memory_texts"].alias("e")
+        conditions = [
+            *attribute_conditions(t, filtered),
+            *([_of_topic(tables, t)] if topic else []),
+        ]
+        near = text_candidates(t, tables, conditions, dimension)
+        return _with_state(schema, tables, near)
     e = tables["memory_embeddings"].alias("e")
     vector_type = Vector(dimension)
     query = cast(param("q", vector_type), vector_type)
@@ -185,6 +219,7 @@ def search_statement(
             e.c.scope,
             e.c.project,
             (inline(1) - distance).label("similarity"),
+            cast(null(), Float).label("text_score"),
         )
         .where(
             e.c.model_id == param("model", e.c.model_id.type),
@@ -197,6 +232,11 @@ def search_statement(
         .limit(param("limit", Integer))
         .cte("near")
     )
+    return _with_state(schema, tables, near)
+
+
+def _with_state(schema: str, tables: dict[str, Any], near: Any) -> Select[Any]:
+    """Return the candidates of ``near`` with the state recall ranks and answers by."""
     n = near.alias("n")
     r = tables["revisions"].alias("r")
     b = tables["beliefs"].alias("b")
@@ -214,6 +254,7 @@ def search_statement(
         n.c.project,
         m.c.topic,
         n.c.similarity,
+        n.c.text_score,
         r.c.requested,
         r.c.published,
         b.c.belief,
@@ -235,32 +276,47 @@ def search(
     log: EventLog,
     tenant_id: UUID,
     *,
-    vector: list[float],
+    vector: list[float] | None,
     model_id: str,
     dimension: int,
     where: RecallQuery,
     exact: bool,
     limit: int,
     now: datetime,
+    words: bool = False,
 ) -> list[SearchRow]:
     """Return up to ``limit`` embedded memories nearest ``vector``, with their state.
 
     ``exact`` computes every distance among the rows the filters select;
-    otherwise the HNSW index is walked (``hnsw.ef_search`` = ``limit``).
+    otherwise the HNSW index is walked (``hnsw.ef_search`` = ``limit``). With
+    ``words``, the memories whose words best match ``where.text`` instead (each
+    with its similarity to ``vector``, unless that is None).
     """
+    assert words or vector is not None, "a vector search needs a vector"
     filters = attribute_values(where.memory_type, where.scope, where.project)
     topic = where.topic is not None
     query = shaped_sql(
-        search_statement, log.datastore.schema, dimension, exact, tuple(filters), topic
+        search_statement,
+        log.datastore.schema,
+        None if vector is None else dimension,
+        exact,
+        tuple(filters),
+        topic,
+        words,
     )
-    params = {**filters, "q": _vector(vector), "model": model_id, "limit": limit, "now": now}
+    params: dict[str, object] = {**filters, "model": model_id, "limit": limit, "now": now}
+    if vector is not None:
+        params["q"] = _vector(vector)
+    if words:
+        params["words"] = where.text
     if topic:
         params["topic"] = where.topic
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         # One round trip for the settings. The tenant's btree index plus a sort is
         # an exact search, cheap on a small tenant and linear on a large one: the
-        # index path must walk HNSW, so the planner is not offered the others.
-        scan = "on" if exact else "off"
+        # index path must walk HNSW, so the planner is not offered the others. The
+        # text index (GIN) is read only through bitmap scans.
+        scan = "on" if exact or words else "off"
         cur.execute(
             "SELECT set_config('hnsw.ef_search', %s, true),"
             " set_config('enable_bitmapscan', %s, true),"
@@ -315,6 +371,37 @@ def _selected(
     return int(row["n"]) if row else 0
 
 
+def _kept(rows: list[SearchRow], query: RecallQuery) -> list[SearchRow]:
+    return [r for r in rows if query.include_archived or not _archived(r)]
+
+
+def _nearest(
+    find: Callable[..., list[SearchRow]],
+    log: EventLog,
+    tenant_id: UUID,
+    embedder: Embedder,
+    query: RecallQuery,
+    want: int,
+) -> tuple[list[SearchRow], Literal["hnsw", "exact"]]:
+    """Return at least ``want`` memories nearest the query when that many exist
+    (archived ones dropped unless asked for), and which search found them."""
+    limit = want * HNSW_OVERFETCH
+    small = _selected(log, tenant_id, embedder, query, EXACT_BELOW + 1) <= EXACT_BELOW
+    rows = [] if small else find(exact=False, limit=limit)
+    kept = _kept(rows, query)
+    strategy: Literal["hnsw", "exact"] = "hnsw"
+    while len(kept) < want:
+        # Short: the filters (or archived memories) left fewer than k. Exact search
+        # over what the filters select; asked for more while archived ones crowd it.
+        strategy = "exact"
+        rows = find(exact=True, limit=limit)
+        kept = _kept(rows, query)
+        if len(rows) < limit:
+            break
+        limit *= HNSW_OVERFETCH
+    return kept, strategy
+
+
 def recall(
     log: EventLog,
     embedder: Embedder,
@@ -323,13 +410,22 @@ def recall(
     *,
     now: datetime,
 ) -> RecallResult:
-    """Return the ``k`` best memories for ``query``, ranked, each stamped with an access.
+    """Return the ``k`` best memories for ``query`` after the first ``offset``,
+    ranked, each stamped with an access.
+
+    ``vector`` ranks by similarity, ``text`` by the text score (the query is not
+    embedded unless ``min_similarity`` is given), ``hybrid`` by the two rankings
+    fused (:mod:`projections.recall.fusion`). With ``min_similarity``, less similar
+    memories (and memories matched by words that have no embedding yet) are left
+    out.
 
     Raises:
         EmbedderUnavailableError: the query could not be embedded.
     """
     started = time.perf_counter()
-    [vector] = embedder.embed([query.text])
+    want = query.offset + query.k
+    embed = query.mode != "text" or query.min_similarity is not None
+    vector = embedder.embed([query.text])[0] if embed else None
     embedded = time.perf_counter()
     find = partial(
         search,
@@ -341,22 +437,35 @@ def recall(
         where=query,
         now=now,
     )
-    limit = query.k * HNSW_OVERFETCH
-    small = _selected(log, tenant_id, embedder, query, EXACT_BELOW + 1) <= EXACT_BELOW
-    rows = [] if small else find(exact=False, limit=limit)
-    kept = [r for r in rows if query.include_archived or not _archived(r)]
-    strategy: Literal["hnsw", "exact"] = "hnsw"
-    while len(kept) < query.k:
-        # Short: the filters (or archived memories) left fewer than k. Exact search
-        # over what the filters select; asked for more while archived ones crowd it.
-        strategy = "exact"
-        rows = find(exact=True, limit=limit)
-        kept = [r for r in rows if query.include_archived or not _archived(r)]
-        if len(rows) < limit:
-            break
-        limit *= HNSW_OVERFETCH
+    by_vector: list[SearchRow] = []
+    strategy: Literal["hnsw", "exact", "text"] = "text"
+    if query.mode != "text":
+        by_vector, strategy = _nearest(find, log, tenant_id, embedder, query, want)
+    by_text: list[SearchRow] = []
+    if query.mode != "vector":
+        by_text = _kept(find(exact=False, limit=want * HNSW_OVERFETCH, words=True), query)
     searched = time.perf_counter()
-    items = _rank(log, tenant_id, kept, query.k, now)
+    # The statement's join does not keep the candidates' order: each list is sorted.
+    by_vector.sort(key=lambda r: (-(r["similarity"] or 0.0), str(r["memory_id"])))
+    by_text.sort(key=lambda r: (-(r["text_score"] or 0.0), str(r["memory_id"])))
+    places = fuse(
+        [(r["memory_id"], round(r["similarity"] or 0.0, SIMILARITY_DECIMALS)) for r in by_vector],
+        [(r["memory_id"], round(r["text_score"] or 0.0, SIMILARITY_DECIMALS)) for r in by_text],
+        complete={r["memory_id"] for r in by_text if (r["text_score"] or 0.0) >= EVERY_WORD},
+        text_weight=text_weight(query.text),
+    )
+    scores = {r["memory_id"]: r["text_score"] for r in by_text}
+    rows = {r["memory_id"]: r for r in by_text} | {
+        r["memory_id"]: SearchRow(**{**r, "text_score": scores.get(r["memory_id"])})
+        for r in by_vector
+    }
+    floor = query.min_similarity
+    candidates = [
+        r
+        for r in rows.values()
+        if floor is None or (r["similarity"] is not None and r["similarity"] >= floor)
+    ]
+    items = _rank(log, tenant_id, candidates, query, now, places)
     done = time.perf_counter()
     return RecallResult(
         items=items,
@@ -367,11 +476,29 @@ def recall(
     )
 
 
+def _relevance(row: SearchRow, mode: RecallMode, places: dict[UUID, Fused]) -> float:
+    """The score a memory ranks by first: similarity, text score or fused score."""
+    if mode == "vector":
+        return float(row["similarity"] or 0.0)
+    if mode == "text":
+        return float(row["text_score"] or 0.0)
+    return places[row["memory_id"]].score
+
+
+def _rounded(value: float | None, decimals: int) -> float | None:
+    return None if value is None else round(float(value), decimals)
+
+
 def _rank(
-    log: EventLog, tenant_id: UUID, rows: list[SearchRow], k: int, now: datetime
+    log: EventLog,
+    tenant_id: UUID,
+    rows: list[SearchRow],
+    query: RecallQuery,
+    now: datetime,
+    places: dict[UUID, Fused],
 ) -> list[RecalledCurrent | RecalledPending]:
-    """Rank by rounded similarity, salience, recency and id; shape the answers; stamp
-    an access on each current one returned."""
+    """Rank by rounded relevance, salience, recency and id; shape the ``k`` answers
+    after the first ``offset``; stamp an access on each current one returned."""
     current: dict[UUID, BeliefDocument] = {
         r["memory_id"]: r["belief"]
         for r in rows
@@ -380,8 +507,12 @@ def _rank(
         and r["current_version_id"] == r["version_id"]
         and not r["due"]
     }
+    faded = faded_of(log, tenant_id, list(current))
+    # A faded memory (the decay cycle's demotion) ranks below every unfaded one of
+    # equal similarity: its salience is pushed below any unpinned salience.
     saliences = {
         r["memory_id"]: salience_from(current[r["memory_id"]], r, now)
+        - (FADED_DEMOTION if r["memory_id"] in faded else 0.0)
         for r in rows
         if r["memory_id"] in current
     }
@@ -390,26 +521,34 @@ def _rank(
         for r in rows
         if r["memory_id"] in current
     }
-    ranked = sorted(
-        rows,
-        key=lambda r: rank_key(
-            r["similarity"], saliences.get(r["memory_id"], 0.0), r["revision"], str(r["memory_id"])
-        ),
-    )[:k]
+    relevance = {r["memory_id"]: _relevance(r, query.mode, places) for r in rows}
+
+    def key_of(r: SearchRow) -> tuple[Any, ...]:
+        memory_id = r["memory_id"]
+        return rank_key(
+            relevance[memory_id], saliences.get(memory_id, 0.0), r["revision"], str(memory_id)
+        )
+
+    ordered = sorted(rows, key=key_of)[: query.offset + query.k]
     items: list[RecalledCurrent | RecalledPending] = []
-    previous: tuple[Any, ...] | None = None
-    for r in ranked:
+    previous = key_of(ordered[query.offset - 1]) if 0 < query.offset <= len(ordered) else None
+    first: DecidedBy = "similarity" if query.mode == "vector" else "relevance"
+    for r in ordered[query.offset :]:
         belief = current.get(r["memory_id"])
         salience = scores.get(r["memory_id"])
-        key = rank_key(
-            r["similarity"], saliences.get(r["memory_id"], 0.0), r["revision"], str(r["memory_id"])
-        )
+        key = key_of(r)
+        place = places.get(r["memory_id"])
         rank = RecallRank(
-            similarity=round(float(r["similarity"]), SIMILARITY_DECIMALS),
+            mode=query.mode,
+            relevance=round(relevance[r["memory_id"]], SIMILARITY_DECIMALS),
+            similarity=_rounded(r["similarity"], SIMILARITY_DECIMALS),
+            vector_rank=place.vector_rank if place else None,
+            text_rank=place.text_rank if place else None,
+            text_score=_rounded(r["text_score"], 4),
             salience=salience,
             pinned=belief is not None and bool(belief["labels"]["pinned"]),
             recency=r["revision"],
-            decided_by=_decided_by(previous, key),
+            decided_by=_decided_by(previous, key, first),
         )
         previous = key
         attributes = {
@@ -418,7 +557,7 @@ def _rank(
             "scope": r["scope"],
             "project": r["project"],
             "topic": r["topic"],
-            "similarity": round(float(r["similarity"]), 6),
+            "similarity": _rounded(r["similarity"], 6),
             "rank": rank,
         }
         if belief is not None:
@@ -430,6 +569,7 @@ def _rank(
                     version_id=r["version_id"],
                     content=bytes(content).decode("utf-8") if content else None,
                     belief=belief,
+                    faded=r["memory_id"] in faded,
                 )
             )
         else:
@@ -440,15 +580,18 @@ def _rank(
     return items
 
 
-_KEY_PARTS: tuple[DecidedBy, ...] = ("similarity", "salience", "recency", "id")
-"""The parts of :func:`rank_key`, in order."""
+_KEY_PARTS: tuple[DecidedBy, ...] = ("salience", "recency", "id")
+"""The parts of :func:`rank_key` after relevance, in order."""
 
 
-def _decided_by(previous: tuple[Any, ...] | None, key: tuple[Any, ...]) -> DecidedBy:
-    """Return which part of the rank key put this memory below the previous one."""
+def _decided_by(
+    previous: tuple[Any, ...] | None, key: tuple[Any, ...], first: DecidedBy
+) -> DecidedBy:
+    """Return which part of the rank key put this memory below the previous one
+    (``first`` names relevance: ``similarity`` in vector mode)."""
     if previous is None:
         return "first"
-    for name, a, b in zip(_KEY_PARTS, previous, key, strict=True):
+    for name, a, b in zip((first, *_KEY_PARTS), previous, key, strict=True):
         if a != b:
             return name
     return "id"

@@ -7,7 +7,13 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from projections.recall.embedders import Embedder, LocalMiniLM, OpenAICompatibleEmbedder
+from domain.errors import ConfigurationError
+from projections.recall.embedders import (
+    Embedder,
+    LocalMiniLM,
+    OpenAICompatibleEmbedder,
+    missing_local_model,
+)
 
 __all__ = [
     "DEFAULT_CONFLICT_FLOOR",
@@ -44,7 +50,13 @@ class EmbeddingSettings(BaseSettings):
         return self
 
     def make_embedder(self) -> Embedder:
-        """Return the configured embedder (the local model loads on first use)."""
+        """Return the configured embedder (the local model loads on first use).
+
+        Raises:
+            ConfigurationError: the local embedder is chosen and its extra
+                (``palimpsest[local]``: torch, sentence-transformers, the weights)
+                is not installed.
+        """
         if self.embedder == "http":
             assert self.embedding_url is not None and self.embedding_model is not None
             key = self.embedding_api_key
@@ -55,4 +67,6 @@ class EmbeddingSettings(BaseSettings):
                 api_key=key.get_secret_value() if key else None,
                 batch_size=self.embedding_batch,
             )
+        if (missing := missing_local_model()) is not None:
+            raise ConfigurationError(missing)
         return LocalMiniLM(batch_size=self.embedding_batch)

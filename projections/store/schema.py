@@ -41,13 +41,16 @@ from sqlalchemy import (
     Uuid,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 
 __all__ = [
     "EMBEDDINGS_TABLE",
     "EVENTS_TABLE",
     "SNAPSHOTS_TABLE",
+    "TEXT_SEARCH_CONFIG",
     "beliefs",
+    "decay_cycle_claims",
+    "decay_cycles",
     "decision_index",
     "evidence_links",
     "forgetting_runs",
@@ -56,12 +59,16 @@ __all__ = [
     "judge_usage",
     "memory_access",
     "memory_embeddings",
+    "memory_fades",
     "memory_index",
+    "memory_lexemes",
     "memory_links",
+    "memory_texts",
     "metadata",
     "observation_deadlines",
     "payloads",
     "proposer_links",
+    "reflections",
     "retention_proposals",
     "revision_tenants",
     "revisions",
@@ -383,7 +390,7 @@ retention_proposals = Table(
     Column("effect", Text),
     PrimaryKeyConstraint("tenant_id", "proposal_id"),
     CheckConstraint(
-        "action IN ('keep', 'archive', 'supersede', 'conflict')",
+        "action IN ('keep', 'archive', 'supersede', 'conflict', 'merge', 'decay')",
         name="retention_proposals_action",
     ),
     CheckConstraint(
@@ -408,6 +415,26 @@ retention_proposals = Table(
 """The forgetting pass's proposals, one row per ``RetentionProposed``: the details
 stay in the event; at most one open proposal per memory and action."""
 
+reflections = Table(
+    "reflections",
+    metadata,
+    _tenant(),
+    Column("reflection_id", Uuid, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("project", Text),
+    Column("model", Text, nullable=False),
+    Column("content_digest", Text, nullable=False),
+    Column("source_ids", ARRAY(Uuid), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("position", BigInteger, nullable=False),
+    Column("redacted_position", BigInteger),
+    PrimaryKeyConstraint("tenant_id", "reflection_id"),
+    Index("reflections_tenant_id_position_idx", "tenant_id", text("position DESC")),
+    Index("reflections_source_ids_idx", "source_ids", postgresql_using="gin"),
+)
+"""Consolidation's reflections, one row per ``ReflectionRecorded`` (redacted once a
+source is erased), written in the event's transaction; kept apart from memories."""
+
 judge_usage = Table(
     "judge_usage",
     metadata,
@@ -429,6 +456,44 @@ forgetting_runs = Table(
 )
 """One row per day the scheduled forgetting pass was started (days only, no tenant
 data): the first scheduler to insert it runs that day's pass."""
+
+decay_cycles = Table(
+    "decay_cycles",
+    metadata,
+    _tenant(),
+    Column("cycle_id", Uuid, nullable=False),
+    Column("snapshot_at", DateTime(timezone=True), nullable=False),
+    Column("policy_version", Integer, nullable=False),
+    Column("report", JSONB, nullable=False),
+    Column("position", BigInteger, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "cycle_id"),
+    Index("decay_cycles_recent", "tenant_id", text("position DESC")),
+)
+"""One row per ``CycleCompleted``: the decay cycle's report, as its event records it."""
+
+memory_fades = Table(
+    "memory_fades",
+    metadata,
+    _tenant(),
+    Column("memory_id", Uuid, nullable=False),
+    Column("cycle_id", Uuid, nullable=False),
+    Column("faded_at", DateTime(timezone=True)),
+    Column("position", BigInteger, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "memory_id"),
+)
+"""The fade label: the snapshot time of the cycle that faded each memory (NULL once a
+later cycle kept it); an access after it, or a pin, clears it at read time."""
+
+decay_cycle_claims = Table(
+    "decay_cycle_claims",
+    metadata,
+    Column("tenant_id", Uuid, nullable=False),
+    Column("slot", DateTime(timezone=True), nullable=False),
+    Column("claimed_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("tenant_id", "slot"),
+)
+"""One row per tenant and scheduled slot of the decay cycle (ids and times only): the
+first scheduler to insert it runs that slot's cycle."""
 
 snapshots = Table(
     SNAPSHOTS_TABLE,
@@ -504,6 +569,54 @@ memory_embeddings = Table(
 )
 """Recall's vectors (derived, like a cache). The HNSW index per dimension is made by
 :func:`vector_index_ddl` (one partial expression index per model dimension)."""
+
+TEXT_SEARCH_CONFIG = "english"
+"""The text search configuration of :data:`memory_texts` and of recall's text queries:
+stop words dropped and words stemmed (no IDF in PostgreSQL's ranking, so "my" and "the"
+would otherwise match everything), while numbers, hyphenated identifiers ("PAL-123"),
+versions, hosts and addresses are kept whole (docs/recall.md says why not ``simple``)."""
+
+memory_texts = Table(
+    "memory_texts",
+    metadata,
+    _tenant(),
+    Column("memory_id", Uuid, nullable=False),
+    Column("version_id", Uuid, nullable=False),
+    Column("content_digest", Text, nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("memory_type", Text, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("project", Text),
+    Column("document", TSVECTOR, nullable=False),
+    Column("indexed_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+    PrimaryKeyConstraint("tenant_id", "memory_id"),
+    Index("memory_texts_document_idx", "document", postgresql_using="gin"),
+    Index("memory_texts_version_id_idx", "version_id"),
+    Index(
+        "memory_texts_tenant_id_memory_type_scope_project_idx",
+        "tenant_id",
+        "memory_type",
+        "scope",
+        "project",
+    ),
+    Index("memory_texts_tenant_id_project_idx", "tenant_id", "project"),
+    Index("memory_texts_tenant_id_scope_idx", "tenant_id", "scope"),
+)
+"""Recall's words: the lexemes of each memory's current version (derived, like the
+vectors: the indexing drain writes them, erasure deletes them with the version)."""
+
+memory_lexemes = Table(
+    "memory_lexemes",
+    metadata,
+    _tenant(),
+    Column("lexeme", Text, nullable=False),
+    Column("memory_id", Uuid, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "lexeme", "memory_id"),
+    Index("memory_lexemes_tenant_id_memory_id_idx", "tenant_id", "memory_id"),
+)
+"""Recall's words inverted: one row per lexeme of :data:`memory_texts`' documents. Text
+equality is leakproof, so this btree serves text search under row-level security, where
+the GIN index cannot (``@@`` is not leakproof). Kept and erased with ``memory_texts``."""
 
 
 def vector_index_ddl(schema: str, dimension: int) -> sql.Composed:

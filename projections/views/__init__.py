@@ -14,6 +14,11 @@ Modules:
   memories that might conflict, never a verdict.
 - :mod:`projections.views.current_beliefs`: Current beliefs: one memory's, or a
   filtered page of them, with the watermark.
+- :mod:`projections.views.cycles`: Recorded decay cycles: each one's report, as
+  its ``CycleCompleted`` event holds it.
+- :mod:`projections.views.decay_inputs`: What the decay cycle reads: live
+  memories with their score inputs, recent activity, likely duplicates, and the
+  fade label.
 - :mod:`projections.views.decision_records`: Decision records: one decision as
   ``GET /v1/decisions/{id}`` explains it.
 - :mod:`projections.views.erasures`: Erasure as reads show it: a placeholder
@@ -37,6 +42,8 @@ Modules:
   tenant deletion removed, and whether it is done.
 - :mod:`projections.views.record`: The base of every read's answer: an
   immutable pydantic model, declared once.
+- :mod:`projections.views.reflections`: Reflections, read apart from memories:
+  only when a caller asks for them.
 - :mod:`projections.views.revision_status`: How far revision has caught up:
   per tenant, and over all tenants for metrics.
 - :mod:`projections.views.statement`: Pieces the reads' SQLAlchemy Core
@@ -61,6 +68,8 @@ __all__ = [
     "belief_facts",
     "candidates",
     "current_beliefs",
+    "cycles",
+    "decay_inputs",
     "decision_records",
     "erasures",
     "export",
@@ -72,6 +81,7 @@ __all__ = [
     "read_models",
     "receipts",
     "record",
+    "reflections",
     "revision_status",
     "statement",
     "timeline",

@@ -68,6 +68,14 @@ class ProposalRecord(Record):
         description="The newer memory (supersede) or the other side (conflict)."
     )
     changed: bool = Field(description="Whether either memory changed since the verdict.")
+    sources: list[ProposedMemory] = Field(
+        default_factory=list,
+        description="A merge's memories, the centre first: each is superseded by the "
+        "consolidated memory when it is applied (empty for other actions).",
+    )
+    merged_content: str | None = Field(
+        default=None, description="A merge's consolidated text (None for other actions)."
+    )
     created_at: datetime
     position: int
     decision_id: UUID | None
@@ -107,6 +115,8 @@ def _records(log: EventLog, tenant_id: UUID, rows: list[Any]) -> list[ProposalRe
     memory_ids = {r["memory_id"] for r in rows} | {
         r["related_memory_id"] for r in rows if r["related_memory_id"]
     }
+    for found in proposals.values():
+        memory_ids |= {UUID(s["memory_id"]) for s in found.seen if found.action == "merge"}
     memories = aggregates_of(log, tenant_id, sorted(memory_ids, key=str))
     live = {m.id: m.current_version.version_id for m in memories.values() if m.erased_by is None}
     texts = version_texts(log, tenant_id, live)
@@ -124,6 +134,11 @@ def _records(log: EventLog, tenant_id: UUID, rows: list[Any]) -> list[ProposalRe
 
         memory = side(row["memory_id"])
         related = side(row["related_memory_id"]) if row["related_memory_id"] else None
+        sources = (
+            [side(UUID(s["memory_id"])) for s in proposal.seen]
+            if proposal.action == "merge"
+            else []
+        )
         records.append(
             ProposalRecord(
                 id=proposal.id,
@@ -137,7 +152,14 @@ def _records(log: EventLog, tenant_id: UUID, rows: list[Any]) -> list[ProposalRe
                 policy_version=proposal.policy_version,
                 memory=memory,
                 related=related,
-                changed=memory.changed or (related is not None and related.changed),
+                changed=memory.changed
+                or (related is not None and related.changed)
+                or any(s.changed for s in sources),
+                sources=sources,
+                # A merge's text may repeat an erased source's: never served then.
+                merged_content=None
+                if any(s.erased for s in sources)
+                else _merged_text(log, tenant_id, proposal.content_digest),
                 created_at=row["created_at"],
                 position=row["position"],
                 decision_id=row["decision_id"],
@@ -145,6 +167,22 @@ def _records(log: EventLog, tenant_id: UUID, rows: list[Any]) -> list[ProposalRe
             )
         )
     return records
+
+
+def _merged_text(log: EventLog, tenant_id: UUID, digest: str | None) -> str | None:
+    """Return a merge proposal's text from the payload store (None for other actions,
+    or once the bytes are gone)."""
+    if digest is None:
+        return None
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            schema_sql(
+                "SELECT content FROM {schema}.payloads WHERE digest = %s", log.datastore.schema
+            ),
+            (digest,),
+        )
+        row = cur.fetchone()
+    return None if row is None else bytes(row["content"]).decode("utf-8")
 
 
 _COLUMNS = (

@@ -95,6 +95,24 @@ TABLES: tuple[TableSpec, ...] = (
             "effect",
         ),
     ),
+    TableSpec(
+        "reflections",
+        ("reflection_id",),
+        (
+            "scope",
+            "project",
+            "model",
+            "content_digest",
+            "source_ids",
+            "created_at",
+            "position",
+            "redacted_position",
+        ),
+    ),
+    TableSpec(
+        "decay_cycles", ("cycle_id",), ("snapshot_at", "policy_version", "report", "position")
+    ),
+    TableSpec("memory_fades", ("memory_id",), ("cycle_id", "faded_at", "position")),
     TableSpec("tenant_retention", (), ("raw_hours", "transient_hours", "position")),
     TableSpec("tenant_deletions", (), ("decision_id", "requested_position", "completed_position")),
     TableSpec(
@@ -248,7 +266,41 @@ class TenantReadModels:
                 position,
                 effect,
             )
+        self._record_reflections(found, position)
+        self._record_cycles(found, position)
         self._record_removals(found, position)
+
+    def _record_reflections(self, found: Dependencies, position: int) -> None:
+        """Insert the write's reflections and mark its redactions, as the recorder does."""
+        reflections = self.rows["reflections"]
+        for r in found.reflections:
+            reflections[(r.reflection_id,)] = (
+                r.scope,
+                r.project,
+                r.model,
+                r.content_digest,
+                list(r.source_ids),
+                r.created_at,
+                position,
+                None,
+            )
+        for reflection_id, _ in found.reflections_redacted:
+            reflections[(reflection_id,)] = (*reflections[(reflection_id,)][:7], position)
+
+    def _record_cycles(self, found: Dependencies, position: int) -> None:
+        """Insert the write's decay cycles and set the fades they decided, as the
+        recorder does."""
+        for c in found.cycles:
+            self.rows["decay_cycles"][(c.cycle_id,)] = (
+                c.snapshot_at,
+                c.policy_version,
+                c.report,
+                position,
+            )
+            for memory_id in c.faded:
+                self.rows["memory_fades"][(memory_id,)] = (c.cycle_id, c.snapshot_at, position)
+            for memory_id in c.unfaded:
+                self.rows["memory_fades"][(memory_id,)] = (c.cycle_id, None, position)
 
     def _record_removals(self, found: Dependencies, position: int) -> None:
         """Apply deadline changes, expiries, erasures and tenant deletions as the

@@ -25,7 +25,7 @@ from projections.store.tenancy import tenant_transaction
 if TYPE_CHECKING:
     from projections.store.eventlog import EventLog
 
-__all__ = ["VersionText", "version_texts"]
+__all__ = ["VersionText", "version_events", "version_texts"]
 
 
 class VersionText(NamedTuple):
@@ -37,8 +37,11 @@ class VersionText(NamedTuple):
     published: int
 
 
-def _digests_of(log: EventLog, tenant_id: UUID, versions: dict[UUID, UUID]) -> dict[UUID, str]:
-    """Return the content digest of each memory's version (``versions``: by memory)."""
+def version_events(
+    log: EventLog, tenant_id: UUID, versions: dict[UUID, UUID]
+) -> dict[UUID, Memory.VersionRecorded]:
+    """Return the ``VersionRecorded`` event of each memory's version (``versions``: the
+    version id by memory id), decoded by the log's mapper."""
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             schema_sql(
@@ -49,7 +52,7 @@ def _digests_of(log: EventLog, tenant_id: UUID, versions: dict[UUID, UUID]) -> d
             (sorted(versions, key=str), Memory.VersionRecorded.TOPIC),
         )
         rows = cur.fetchall()
-    digests: dict[UUID, str] = {}
+    found: dict[UUID, Memory.VersionRecorded] = {}
     for row in rows:
         event = log.mapper.to_domain_event(
             StoredEvent(
@@ -60,8 +63,13 @@ def _digests_of(log: EventLog, tenant_id: UUID, versions: dict[UUID, UUID]) -> d
             isinstance(event, Memory.VersionRecorded)
             and versions.get(event.originator_id) == event.version_id
         ):
-            digests[event.originator_id] = event.content_digest
-    return digests
+            found[event.originator_id] = event
+    return found
+
+
+def _digests_of(log: EventLog, tenant_id: UUID, versions: dict[UUID, UUID]) -> dict[UUID, str]:
+    """Return the content digest of each memory's version (``versions``: by memory)."""
+    return {m: e.content_digest for m, e in version_events(log, tenant_id, versions).items()}
 
 
 def version_texts(

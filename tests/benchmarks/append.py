@@ -1,6 +1,6 @@
 """Append throughput: the library write path, HTTP, and raw psycopg, in one run.
 
-Usage: python tests/benchmarks/append.py [--singles N] [--batches N]
+Usage: python tests/benchmarks/append.py [--singles N] [--batches N] [--load-seconds S]
 
 Starts a fresh embedded PostgreSQL in a temporary directory (or uses
 DATABASE_URL), then measures, each beside the same rows through raw psycopg
@@ -9,7 +9,16 @@ in the same transaction sizes:
 - single writes (one memory = MemoryCreated + VersionRecorded + one payload
   row per transaction) through the library path (``Writer.write``) and over
   HTTP at 1 and 8 concurrent clients, with p50/p99 latency;
-- batches of 100 memories (200 events, 100 payload rows per transaction).
+- batches of 100 memories (200 events, 100 payload rows per transaction);
+- HTTP single writes at 8 clients against ``palimpsest serve --workers 1`` and
+  ``--workers 2`` (real processes on the same database, drains elected in one);
+- a concurrent load on each: 4 writers revising 20 ``fact`` memories and 4
+  readers reading them, counting writes/s and stale ``current`` reads (a read
+  that answers ``current`` with a version older than one whose write was
+  acknowledged before the read began).
+
+The library path and HTTP writes commit through the group commit (concurrent
+writes of one process share a transaction); the mean group size is printed.
 
 It measures and prints; it asserts nothing.
 """
@@ -19,7 +28,12 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
+import random
+import signal
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -29,6 +43,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import psycopg
@@ -157,10 +172,135 @@ def _timed(count: int, clients: int, one: Callable[[int], object]) -> tuple[floa
     return time.perf_counter() - started, latencies
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(runtime: Runtime, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``palimpsest serve --workers N`` on the benchmark's database; return it and
+    its base URL once healthy. Its embedder points nowhere (indexing would compete
+    for the two cores with the writes measured; the drains' revision stage runs)."""
+    database = runtime.database
+    url = (
+        f"postgresql://{database.owner_user}:{database.owner_password}@/{database.dbname}"
+        f"?host={database.host}&port={database.port}"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
+    env |= {
+        "DATABASE_URL": url,
+        "PALIMPSEST_EMBEDDER": "http",
+        "PALIMPSEST_EMBEDDING_URL": "http://127.0.0.1:9/v1/embeddings",
+        "PALIMPSEST_EMBEDDING_MODEL": "none",
+        "PALIMPSEST_LOG_LEVEL": "WARNING",
+    }
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "api.cli", "serve", "--port", str(port), "--workers", str(workers)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            if httpx2.get(f"{base}/healthz", timeout=2).status_code == 200:
+                time.sleep(2)  # every worker up, not only the first
+                return process, base
+        except httpx2.TransportError:
+            time.sleep(0.3)
+    os.killpg(process.pid, signal.SIGKILL)
+    msg = f"serve --workers {workers} did not start"
+    raise RuntimeError(msg)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(30)
+
+
+def _concurrent_load(base: str, headers: dict[str, str], seconds: float) -> str:
+    """4 writers revise 20 facts, 4 readers read them, for ``seconds``; return the line
+    to print: writes/s, reads/s, and stale ``current`` reads."""
+    lock = threading.Lock()
+    position_of: dict[str, int] = {}  # version id -> its write's log position
+    with httpx2.Client(base_url=base, headers=headers, timeout=30) as client:
+        created = [
+            client.post(
+                "/v1/memories",
+                json={"type": "fact", "scope": "load", "content": f"fact {i} version 0"},
+            )
+            .raise_for_status()
+            .json()
+            for i in range(20)
+        ]
+    ids = [c["id"] for c in created]
+    position_of |= {c["version_id"]: c["position"] for c in created}
+    latest: dict[str, int] = {c["id"]: c["position"] for c in created}  # acknowledged
+    counts = {"writes": 0, "reads": 0, "current": 0}
+    # (version read as current, the newest position acknowledged before the read
+    # began); checked once every write has been recorded.
+    seen: list[tuple[str, int]] = []
+    stop = time.monotonic() + seconds
+
+    def writer(n: int) -> None:
+        with httpx2.Client(base_url=base, headers=headers, timeout=30) as client:
+            i = 0
+            while time.monotonic() < stop:
+                memory = random.choice(ids)
+                body = (
+                    client.post(
+                        f"/v1/memories/{memory}/versions",
+                        json={"content": f"fact by writer {n}, revision {i}"},
+                    )
+                    .raise_for_status()
+                    .json()
+                )
+                i += 1
+                with lock:
+                    position_of[body["version_id"]] = body["position"]
+                    latest[memory] = max(latest[memory], body["position"])
+                    counts["writes"] += 1
+
+    def reader() -> None:
+        with httpx2.Client(base_url=base, headers=headers, timeout=30) as client:
+            while time.monotonic() < stop:
+                memory = random.choice(ids)
+                with lock:
+                    floor = latest[memory]
+                answer = client.get(f"/v1/memories/{memory}").json()
+                with lock:
+                    counts["reads"] += 1
+                    if answer.get("status") == "current":
+                        counts["current"] += 1
+                        seen.append((answer["belief"]["current_version_id"], floor))
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    threads += [threading.Thread(target=reader) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    stale = sum(1 for version, floor in seen if position_of[version] < floor)
+    return (
+        f"{counts['writes'] / seconds:,.0f} writes/s, {counts['reads'] / seconds:,.0f} reads/s"
+        f" ({counts['current']} current, {counts['reads'] - counts['current']} pending),"
+        f" stale current reads {stale}"
+    )
+
+
 def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to bottom)
     parser = argparse.ArgumentParser()
     parser.add_argument("--singles", type=int, default=1500)
     parser.add_argument("--batches", type=int, default=60)
+    parser.add_argument("--load-seconds", type=float, default=10.0)
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="palimpsest-bench-"))
     runtime = start_runtime(DatabaseSettings(data_dir=data_dir))
@@ -214,15 +354,24 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         f"PostgreSQL at {runtime.database.host}",
         flush=True,
     )
+    raw_rates: dict[int, float] = {}
     for clients in (1, 8):
         n = args.singles if clients == 1 else args.singles * 2
         raw_s, raw_lat = _timed(n, clients, lambda i: _raw_insert(raw_conn(), schema, tenant, 1))
         raw_rate = n * EVENTS_PER_MEMORY / raw_s
         _report(f"raw psycopg, 1 memory/tx, {clients} client(s)", n * 2, raw_s, raw_lat, None)
+        runtime.log.group.sizes.clear()
         lib_s, lib_lat = _timed(
             n, clients, lambda i: writer.write(caller, [spec(i)], batch=False) and None
         )
         _report(f"library path, 1 memory/tx, {clients} client(s)", n * 2, lib_s, lib_lat, raw_rate)
+        sizes = list(runtime.log.group.sizes)
+        print(
+            f"  group commit: {n - sum(sizes) + len(sizes)} transactions for {n} writes"
+            f" (groups of 2+: {len(sizes)}, mean {statistics.mean(sizes) if sizes else 0:.1f})",
+            flush=True,
+        )
+        raw_rates[clients] = raw_rate
         http_s, http_lat = _timed(
             n,
             clients,
@@ -262,6 +411,41 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
 
     server.should_exit = True
     thread.join(timeout=10)
+
+    n = args.singles * 2
+    for workers in (1, 2):
+        process, base = _serve(runtime, workers)
+        try:
+            served: dict[str, httpx2.Client] = {}
+
+            def served_client(base: str = base, served: dict[str, httpx2.Client] = served) -> Any:
+                name = threading.current_thread().name
+                if name not in served:
+                    served[name] = httpx2.Client(base_url=base, headers=headers, timeout=30)
+                return served[name]
+
+            def post_note(i: int, client: Callable[[], Any] = served_client) -> None:
+                body = {"type": "note", "scope": "bench", "content": f"w {i}"}
+                client().post("/v1/memories", json=body).raise_for_status()
+
+            http_s, http_lat = _timed(n, 8, post_note)
+            _report(
+                f"HTTP POST, 8 clients, serve --workers {workers}",
+                n * 2,
+                http_s,
+                http_lat,
+                raw_rates[8],
+            )
+            for c in served.values():
+                c.close()
+            # A tenant of its own: the drains publish each tenant's work in turn, so
+            # the backlog the earlier parts left (never drained) does not delay it.
+            loaded = create_tenant(runtime.log, f"load-{workers}")
+            load_headers = {"Authorization": f"Bearer {loaded.token}"}
+            line = _concurrent_load(base, load_headers, args.load_seconds)
+            print(f"concurrent load, serve --workers {workers}: {line}", flush=True)
+        finally:
+            _stop(process)
     for conn in raw_conns:
         conn.close()
     runtime.close()

@@ -12,7 +12,10 @@ import pytest
 from domain.errors import PermissionDeniedError
 from domain.role import ROLES
 from projections.commands.caller import Caller
+from projections.commands.consolidation import MergeSpec, ProposeMergeSpec, ReflectSpec
 from projections.commands.contributions import ContributionSpec
+from projections.commands.cycle import CycleSpec
+from projections.commands.forgetting_policy import ForgettingPolicySpec
 from projections.commands.judgment import JudgmentSpec
 from projections.commands.memory import EdgeRetractSpec
 from projections.commands.proposals import ProposalDecisionSpec, ProposeSpec
@@ -55,6 +58,11 @@ EXAMPLES: list[WriteSpec] = [
     ProposeSpec(_SOME_ID, "archive", None, 0.9, None, "judge", _SOME_ID, dismissed=False),
     ProposalDecisionSpec(_SOME_ID, "reject", "no"),
     JudgmentSpec(enabled=True, daily_calls=1, daily_tokens=1),
+    ProposeMergeSpec(((_SOME_ID, _SOME_ID),), "merged", "extractive", _SOME_ID),
+    MergeSpec(((_SOME_ID, _SOME_ID),), "merged", None),
+    ReflectSpec(((_SOME_ID, _SOME_ID),), "an insight", "model", _SOME_ID),
+    ForgettingPolicySpec({"enabled": True}),
+    CycleSpec(_SOME_ID, datetime(2026, 1, 1, tzinfo=UTC), 0, {}, {}, [], (), (), ()),
 ]
 
 BELOW: dict[str, tuple[str, ...]] = {
@@ -84,9 +92,15 @@ def test_the_examples_cover_every_spec() -> None:
     assert {type(spec) for spec in EXAMPLES} == _all_specs()
 
 
-def test_admin_only_specs_are_erasure_retention_tenant_deletion_and_judgment() -> None:
+def test_admin_only_specs_are_erasure_retention_tenant_deletion_and_policies() -> None:
     admin_only = {type(spec) for spec in EXAMPLES if spec.role == "admin"}
-    assert admin_only == {EraseSpec, RetentionSpec, TenantDeletionSpec, JudgmentSpec}
+    assert admin_only == {
+        EraseSpec,
+        RetentionSpec,
+        TenantDeletionSpec,
+        JudgmentSpec,
+        ForgettingPolicySpec,
+    }
     assert {spec.role for spec in EXAMPLES} <= set(ROLES)
 
 

@@ -25,7 +25,7 @@ from uuid import UUID
 from projections.runtime import Runtime
 from projections.store.schema import EVENTS_TABLE
 
-__all__ = ["database_url", "drain_process", "held_rows", "kill_mid_write"]
+__all__ = ["database_url", "drain_owners", "drain_process", "held_rows", "kill_mid_write"]
 
 _BOOT = """
 import sys
@@ -59,6 +59,22 @@ def held_rows(
             yield
         finally:
             conn.rollback()
+
+
+def drain_owners(runtime: Runtime) -> list[int]:
+    """The OS pids of the processes holding the drains' advisory lock (each names its
+    connection ``palimpsest-drains-<pid>``)."""
+    from projections.drains.loop import DRAINS_LOCK_KEY
+
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT a.application_name FROM pg_locks l"
+            " JOIN pg_stat_activity a ON a.pid = l.pid"
+            " WHERE l.locktype = 'advisory' AND l.granted"
+            " AND l.classid = %s AND l.objid = %s AND a.datname = current_database()",
+            (DRAINS_LOCK_KEY >> 32, DRAINS_LOCK_KEY & 0xFFFFFFFF),
+        ).fetchall()
+    return [int(str(name).rsplit("-", 1)[1]) for (name,) in rows]
 
 
 def database_url(runtime: Runtime) -> str:

@@ -15,6 +15,11 @@ from fastapi.testclient import TestClient
 from psycopg import sql
 
 from api.cli import main
+from domain.tenant import principal_id_for
+from projections.commands.caller import Caller
+from projections.commands.consolidation import ReflectSpec
+from projections.commands.policy import CapturePolicy
+from projections.commands.writer import Writer
 from projections.drains.tenant_erasure import erase_deleted_tenants
 from projections.history.rebuild import rebuild
 from projections.history.replay import replay_beliefs
@@ -80,13 +85,43 @@ def _populate(client: TestClient, tenant: Tenant, rng: random.Random, memories: 
     rejected = post(client, f"/v1/proposals/{first}/reject", {"reason": "still true"}, headers)
     assert rejected.status_code == 201, rejected.text
     assert post(client, f"/v1/proposals/{second}/apply", {}, headers).status_code == 201
+    reflected = _reflection(client, tenant)
+    _decay_cycle(client, tenant)
     erased = post(
         client,
         "/v1/erasures",
-        {"observation_ids": [observations[1]], "memory_ids": [ids[2]], "reason": "asked to"},
+        {
+            "observation_ids": [observations[1]],
+            "memory_ids": [ids[2], reflected],
+            "reason": "asked to",
+        },
         headers,
     )
     assert erased.status_code == 201, erased.text
+
+
+def _decay_cycle(client: TestClient, tenant: Tenant) -> None:
+    """A decay cycle that fades every live unpinned memory (fresh memories score about
+    0.6), so ``decay_cycles`` and ``memory_fades`` hold rows."""
+    drain_until_caught_up(tenant.runtime)
+    policy = {"fade_below": 0.99, "prune_below": 0.0}
+    assert client.put("/v1/tenant/forgetting", json=policy, headers=tenant.headers()).is_success
+    ran = post(client, "/v1/cycles", {}, tenant.headers())
+    assert ran.status_code == 200 and ran.json()["faded"], ran.text
+
+
+def _reflection(client: TestClient, tenant: Tenant) -> str:
+    """Two reflections drawn from new memories (as consolidation records them); return
+    a source the erasure takes, so one of them is redacted."""
+    sources = [remember(client, tenant.headers(), content=f"pattern {i}") for i in range(3)]
+    caller = Caller(tenant.id, principal_id_for(tenant.id, "consolidation"), "c", "writer")
+    policy = CapturePolicy(raw_retention=timedelta(days=30), transient_retention=timedelta(days=1))
+    writer = Writer(tenant.runtime.log, policy, clock=lambda: datetime.now(UTC))
+    seen = [(UUID(m["id"]), UUID(m["version_id"])) for m in sources]
+    for n, drawn in enumerate((seen[:2], seen[1:])):
+        spec = ReflectSpec(seen=tuple(drawn), content=f"insight {n}", model="m", cycle_id=uuid4())
+        writer.write(caller, [spec], batch=False)
+    return str(sources[0]["id"])
 
 
 def test_verify_finds_nothing_on_a_store_built_by_live_writes(
@@ -106,9 +141,9 @@ def test_verify_finds_nothing_on_a_store_built_by_live_writes(
 
 
 def _fresh_value(value: Any, rng: random.Random, column: str = "") -> Any:
-    if value is None and column in ("part_of", "decision_id"):
+    if value is None and column in ("part_of", "decision_id", "current_version_id"):
         return uuid4()
-    if value is None and column == "decided_at":
+    if value is None and column in ("decided_at", "faded_at"):
         return datetime(2026, 1, 1, tzinfo=UTC)
     if column == "probability":
         return 0.5 if value is None else value / 2
@@ -124,6 +159,8 @@ def _fresh_value(value: Any, rng: random.Random, column: str = "") -> Any:
         return uuid4()
     if isinstance(value, dict):
         return psycopg.types.json.Jsonb({**value, "grade": "tampered"})
+    if isinstance(value, list):
+        return [*value, uuid4()]
     if hasattr(value, "tzinfo"):
         return value + timedelta(seconds=rng.randint(1, 3600))
     if value is None:

@@ -129,15 +129,20 @@ def test_a_model_change_reindexes_while_recall_keeps_answering(
     try:
         runtime.use_embedder(remote)
         # The first pass notices the model change and makes every memory due again;
-        # recall answers from what the new model has indexed so far.
+        # recall by meaning answers from what the new model has indexed so far (by
+        # words, from the text index, which no model change touches).
         index_pending(runtime.log, remote, limit=2)
         assert unindexed_count(runtime.log, tenant.id) == 5
         status = client.get("/v1/revision", headers=headers).json()
         assert status["unindexed_memories"] == 5
-        first = post(client, "/v1/recall", {"query": "fact number 3", "k": 3}, headers).json()
+        first = post(
+            client, "/v1/recall", {"query": "fact number 3", "mode": "vector", "k": 3}, headers
+        ).json()
         assert first["model"] == "minilm-served" and first["items"] == []
         index_pending(runtime.log, remote, limit=2)  # a partial pass
-        partial = post(client, "/v1/recall", {"query": "fact number 3", "k": 5}, headers).json()
+        partial = post(
+            client, "/v1/recall", {"query": "fact number 3", "mode": "vector", "k": 5}, headers
+        ).json()
         assert len(partial["items"]) == 2 and unindexed_count(runtime.log, tenant.id) == 3
         for name, value in {
             **test_database.env,
@@ -151,7 +156,9 @@ def test_a_model_change_reindexes_while_recall_keeps_answering(
         out, err = capsys.readouterr()
         assert json.loads(out) == {"embedded": 3, "model": "minilm-served"}
         assert "reindex: done" in err
-        done = post(client, "/v1/recall", {"query": "fact number 3", "k": 5}, headers).json()
+        done = post(
+            client, "/v1/recall", {"query": "fact number 3", "mode": "vector", "k": 5}, headers
+        ).json()
         assert unindexed_count(runtime.log, tenant.id) == 0 and len(done["items"]) == 5
         assert done["items"][0]["id"] == ids[3]
         # Rows of the old model went once the tenant was fully indexed with the new one.
@@ -164,3 +171,28 @@ def test_a_model_change_reindexes_while_recall_keeps_answering(
         assert models == [("minilm-served",)]
     finally:
         client.close()
+
+
+def test_the_local_embedder_without_its_extra_is_a_one_line_configuration_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A deployment installed without ``palimpsest[local]`` (no torch) that still
+    chooses the local embedder is refused at once, in one line; one embedding over
+    HTTP never asks for the local model."""
+    import importlib.util
+
+    from domain.errors import ConfigurationError
+    from projections.recall.embedders import OpenAICompatibleEmbedder
+    from projections.recall.settings import EmbeddingSettings
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
+    )
+    with pytest.raises(ConfigurationError) as refused:
+        EmbeddingSettings(embedder="local").make_embedder()
+    assert "\n" not in str(refused.value) and "palimpsest[local]" in str(refused.value)
+    http = EmbeddingSettings(
+        embedder="http", embedding_url="http://127.0.0.1:9", embedding_model="m"
+    ).make_embedder()
+    assert isinstance(http, OpenAICompatibleEmbedder)

@@ -108,7 +108,8 @@ def test_the_service_role_owns_nothing_and_cannot_delete_canonical_rows(runtime:
         # Only content may be deleted (raw expiry, erasure), and recall's index of it
         # (a derived cache, not a read model of the log), and a revoked token's lookup
         # row (its TokenRevoked event stays); never the log or read models.
-        assert can_delete == (name in {"payloads", "memory_embeddings", "tokens"}), name
+        derived = {"memory_embeddings", "memory_texts", "memory_lexemes"}
+        assert can_delete == (name in {"payloads", "tokens", *derived}), name
 
 
 _WORK_DUE = {
@@ -123,9 +124,11 @@ _WORK_DUE = {
     ],
     "index_tenants": ["tenant_id", "marked", "indexed", "published_at"],
     "forgetting_runs": ["day", "started_at", "finished_at"],
+    "decay_cycle_claims": ["tenant_id", "slot", "claimed_at"],
 }
 """The tables without row-level security: which tenants have work due (store/work_due.py),
-and which days the scheduled forgetting pass started (no tenant at all)."""
+which days the scheduled forgetting pass started (no tenant at all), and which (tenant,
+slot) of the decay cycle's schedule was claimed."""
 
 
 def test_the_only_tables_without_row_level_security_hold_tenant_ids_and_nothing_else(

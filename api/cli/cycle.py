@@ -1,0 +1,25 @@
+"""``palimpsest cycle``: run the decay cycle once, through the running service's API.
+
+It sends ``POST /v1/cycles`` to the service (``--url``, default the serve
+address) and prints the service's report (:mod:`api.cli.service_run`: the
+token, ``--tenant``); ``--dry-run`` scores and buckets only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from api.cli.service_run import run_through_service
+
+if TYPE_CHECKING:
+    import argparse
+
+    from api.settings import ApiSettings
+    from projections.store.settings import DatabaseSettings
+
+__all__ = ["run_decay_cycle"]
+
+
+def run_decay_cycle(db: DatabaseSettings, api: ApiSettings, args: argparse.Namespace) -> int:
+    """Ask the running service to run the cycle over the token's tenant; print its report."""
+    return run_through_service(db, api, args, path="/v1/cycles", job="cycle")

@@ -1,0 +1,133 @@
+"""``palimpsest mcp``: the MCP server over stdin and stdout, for one local agent.
+
+It opens the store itself (the same settings as ``serve``: an embedded data
+directory or ``DATABASE_URL``), rather than calling a running service: a
+desktop client can start it with nothing else running, and its tools call the
+command and view layer directly, as ``/mcp`` does. It acts as the token in
+``PALIMPSEST_TOKEN`` (authenticated at start, and again on every call). Like
+``serve`` it runs the drains in-process (with ``PALIMPSEST_BROKER_URL``, it
+sends the workers hints instead), so its writes become current and recallable
+on their own; beside a running ``serve`` both drain, each claiming its own work.
+
+stdout is the protocol and nothing else: logs go to stderr, and while the
+store opens (the embedded server's tools may print) and closes, file
+descriptor 1 points at stderr too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import anyio
+
+from api.cli.console import report
+from api.cli.exit_code import EXIT_OK, EXIT_USAGE
+from api.deps import get_caller
+from api.mcp.backend import Backend
+from api.mcp.server import build_server
+from api.mcp.settings import McpSettings
+from projections.commands.tokens import authenticate
+from projections.commands.writer import CapturePolicy, Writer
+from projections.drains.hints import broker_for, send_drain_hint
+from projections.drains.loop import DrainLoop
+from projections.drains.settings import DrainSettings
+from projections.runtime import Runtime, start_runtime
+
+if TYPE_CHECKING:
+    from api.settings import ApiSettings
+    from projections.store.settings import DatabaseSettings
+
+__all__ = ["TOKEN_VARIABLE", "run_mcp"]
+
+_log = logging.getLogger("palimpsest.mcp")
+
+TOKEN_VARIABLE = "PALIMPSEST_TOKEN"
+
+
+def run_mcp(db: DatabaseSettings, api: ApiSettings) -> int:
+    """Serve the MCP tools over stdio until stdin closes.
+
+    Raises:
+        AuthenticationError: ``PALIMPSEST_TOKEN`` is not a known token.
+        DatabaseUnavailableError: the database cannot be reached.
+    """
+    token = os.environ.get(TOKEN_VARIABLE, "").strip()
+    if not token:
+        report(f"palimpsest: error: set {TOKEN_VARIABLE} to a token (palimpsest token create)")
+        return EXIT_USAGE
+    # SIGTERM (how a client stops a server that outlived stdin) must run atexit
+    # handlers and the cleanup below, or the embedded PostgreSQL outlives us.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with _stdout_to_stderr():
+        runtime = start_runtime(db)
+    try:
+        get_caller(authenticate(runtime.log, token))  # fail now, not at the first call
+        drains, wake = _drains(runtime)
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # noqa: E731
+        writer = Writer(
+            runtime.log,
+            CapturePolicy(
+                raw_retention=timedelta(hours=api.raw_retention_hours),
+                transient_retention=timedelta(hours=api.transient_retention_hours),
+            ),
+            clock=clock,
+        )
+        backend = Backend(
+            runtime=runtime,
+            writer=writer,
+            wake=wake,
+            clock=clock,
+            token=token,
+            token_cache_s=api.token_cache_s,
+        )
+        server = build_server(backend, admin_tools=McpSettings().admin_tools)
+        _log.info("serving MCP over stdio", extra={"tenant": "from PALIMPSEST_TOKEN"})
+        try:
+            anyio.run(server.run_stdio_async)
+        finally:
+            if drains is not None:
+                with _stdout_to_stderr():
+                    drains.stop()
+    finally:
+        with _stdout_to_stderr():
+            runtime.close()
+    return EXIT_OK
+
+
+def _drains(runtime: Runtime) -> tuple[DrainLoop | None, Callable[[], None]]:
+    """Return the in-process drain loop (none with a broker) and the wake-up hint."""
+    settings = DrainSettings()
+    if settings.broker_url is not None:
+        broker = broker_for(settings.broker_url.get_secret_value())
+        return None, lambda: send_drain_hint(broker)
+    loop = DrainLoop(
+        runtime.log,
+        sweep_s=settings.sweep_interval_s,
+        batch=settings.drain_batch,
+        lease_s=settings.drain_lease_s,
+        embedder=runtime.embedder,
+    )
+    loop.start()
+    return loop, loop.wake
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Point file descriptor 1 (and ``sys.stdout``) at stderr for the block: what
+    anything prints, or a child process writes, must not reach the protocol."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)

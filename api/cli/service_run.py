@@ -1,0 +1,88 @@
+"""Run one of the service's jobs once, through its API: what ``palimpsest
+forgetting-pass`` and ``palimpsest cycle`` share.
+
+The job runs inside the service, never in a second process beside it (seed
+001, decision 6). The token is ``PALIMPSEST_TOKEN``, else the embedded
+default tenant's admin token file; ``--tenant`` (an id or a name) checks the
+token is that tenant's before anything runs; the service's report is printed
+as one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from typing import TYPE_CHECKING
+
+from api.cli.admin import admin_token_path
+from api.cli.console import print_json, report
+from api.cli.exit_code import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+
+if TYPE_CHECKING:
+    import argparse
+
+    from api.settings import ApiSettings
+    from projections.store.settings import DatabaseSettings
+
+__all__ = ["admin_token", "run_through_service"]
+
+_TIMEOUT_S = 3600.0
+"""How long a one-shot waits for the service: a pass with a real model, or a large
+tenant's cycle and its consolidation, takes minutes."""
+
+
+def admin_token(db: DatabaseSettings) -> str | None:
+    """Return the token one-shot clients of the service send: ``PALIMPSEST_TOKEN``,
+    else the embedded default tenant's admin token file (None: neither)."""
+    token = os.environ.get("PALIMPSEST_TOKEN")
+    if token:
+        return token.strip()
+    path = admin_token_path(db.data_dir) if db.embedded else None
+    if path is not None and path.exists():
+        return path.read_text().strip()
+    return None
+
+
+def run_through_service(
+    db: DatabaseSettings, api: ApiSettings, args: argparse.Namespace, *, path: str, job: str
+) -> int:
+    """POST ``{"dry_run": args.dry_run}`` to ``path`` of the running service (``args.url``,
+    default the serve address) for the token's tenant and print the report; ``job``
+    names it in errors. Returns the exit code."""
+    token = admin_token(db)
+    if token is None:
+        report("palimpsest: error: no token: set PALIMPSEST_TOKEN to an admin token of the tenant")
+        return EXIT_USAGE
+    base = (args.url or f"http://{api.host}:{api.port}").rstrip("/")
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    url = base + "/v1/tenant/judgment"
+    try:
+        if args.tenant is not None:
+            asked = urllib.request.Request(url, headers=headers)
+            with urllib.request.urlopen(asked, timeout=30) as response:
+                whose = json.loads(response.read())
+            if args.tenant not in (whose["tenant_id"], whose["tenant_name"]):
+                report(
+                    f"palimpsest: error: the token is tenant {whose['tenant_name']!r}'s, "
+                    f"not {args.tenant!r}'s"
+                )
+                return EXIT_USAGE
+        url = base + path
+        body = json.dumps({"dry_run": bool(args.dry_run)}).encode()
+        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
+            print_json(json.loads(response.read()))
+            return EXIT_OK
+    except urllib.error.HTTPError as e:
+        try:
+            problem = json.loads(e.read())
+            why = f"{problem.get('title')} ({problem.get('type')}): {problem.get('detail')}"
+        except ValueError:
+            why = f"HTTP {e.code}"
+        report(f"palimpsest: error: the service refused the {job}: {why}")
+        return EXIT_FAILURE
+    except (urllib.error.URLError, OSError) as e:
+        report(f"palimpsest: error: cannot reach the service at {url}: {e}")
+        return EXIT_FAILURE

@@ -1,0 +1,201 @@
+"""The administrative tools, advertised only when ``PALIMPSEST_MCP_ADMIN_TOOLS`` is on:
+pin, unpin, restore, erase, set_retention, list_proposals and decide_proposal.
+
+Each checks its role where the HTTP route does (the writer refuses a spec the
+caller's role cannot make, e.g. an erasure without an admin token).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from uuid import UUID
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from api.cursor import decode_cursor, encode_cursor
+from api.mcp.backend import Backend
+from api.mcp.models import (
+    DecisionResult,
+    ErasureResult,
+    ProposalItem,
+    ProposalList,
+    RetentionResult,
+)
+from api.mcp.tools import MemoryId, decision_result
+from api.schemas import ErasureCreate, LabelChange, ProposalApply, ProposalReject, RetentionUpdate
+from api.schemas.common import Cursor, Reason
+from api.specs import erase_spec, label_spec, retention_spec
+from projections.commands.caller import Caller
+from projections.commands.decisions import LabelOp
+from projections.commands.proposals import ProposalDecisionSpec
+from projections.views.proposals import ProposalFilter, list_proposals
+from projections.views.receipts import erasure_receipt
+
+__all__ = ["add_admin_tools"]
+
+OptionalReason = Annotated[Reason | None, Field(description="Why; recorded with the decision.")]
+
+
+def add_admin_tools(server: MCPServer, backend: Backend) -> None:
+    """Register the administrative tools on ``server``."""
+    labels = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+
+    def label(ctx: Context, memory_id: UUID, op: LabelOp, reason: str | None) -> CallToolResult:
+        def call(caller: Caller) -> DecisionResult:
+            body = LabelChange.model_validate({"reason": reason})
+            [decided] = backend.write(caller, [label_spec(memory_id, op, body)])
+            return decision_result(backend, caller, decided, memory_id)
+
+        return backend.run(ctx, call)
+
+    @server.tool(title="Pin", annotations=labels)
+    def pin(
+        ctx: Context, memory_id: MemoryId, reason: OptionalReason = None
+    ) -> Annotated[CallToolResult, DecisionResult]:
+        """Pin a memory: it ranks above unpinned ones and is never proposed for forgetting."""
+        return label(ctx, memory_id, "pin", reason)
+
+    @server.tool(title="Unpin", annotations=labels)
+    def unpin(
+        ctx: Context, memory_id: MemoryId, reason: OptionalReason = None
+    ) -> Annotated[CallToolResult, DecisionResult]:
+        """Remove a memory's pin."""
+        return label(ctx, memory_id, "unpin", reason)
+
+    @server.tool(title="Restore", annotations=labels)
+    def restore(
+        ctx: Context, memory_id: MemoryId, reason: OptionalReason = None
+    ) -> Annotated[CallToolResult, DecisionResult]:
+        """Reverse a forget."""
+        return label(ctx, memory_id, "restore", reason)
+
+    @server.tool(
+        title="Erase",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True
+        ),
+    )
+    def erase(
+        ctx: Context,
+        reason: Annotated[Reason, Field(description="Why; recorded with the erasure.")],
+        memory_ids: Annotated[list[UUID], Field(max_length=1000)] = [],  # noqa: B006
+        observation_ids: Annotated[list[UUID], Field(max_length=1000)] = [],  # noqa: B006
+    ) -> Annotated[CallToolResult, ErasureResult]:
+        """Erase memories and observations for good (admin token): their content and
+        everything formed only from it. Not undoable; prefer `forget`."""
+
+        def call(caller: Caller) -> ErasureResult:
+            body = ErasureCreate.model_validate(
+                {"memory_ids": memory_ids, "observation_ids": observation_ids, "reason": reason}
+            )
+            [result] = backend.write(caller, [erase_spec(body)])
+            erased = set(body.memory_ids) | {
+                UUID(op["memory_id"]) for op in result.get("accepted", []) if "memory_id" in op
+            }
+            backend.runtime.version_cache.evict(caller.tenant_id, erased)
+            receipt = erasure_receipt(backend.runtime.log, caller.tenant_id, UUID(result["id"]))
+            return ErasureResult(
+                erasure_id=receipt.id,
+                status=receipt.status,
+                position=result["position"],
+                removed_observations=receipt.removed.observations,
+                removed_memories=receipt.removed.memories,
+                removed_versions=receipt.removed.versions,
+                recomputed=receipt.recomputed,
+            )
+
+        return backend.run(ctx, call)
+
+    @server.tool(
+        title="Set retention",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True
+        ),
+    )
+    def set_retention(
+        ctx: Context,
+        raw_hours: Annotated[int | None, Field(ge=1, description="Raw captures.")] = None,
+        transient_hours: Annotated[int | None, Field(ge=1, description="Transient.")] = None,
+    ) -> Annotated[CallToolResult, RetentionResult]:
+        """Set how long new observations keep their bytes (admin token; within the
+        deployment's maxima). A shortening also moves deadlines not yet passed."""
+
+        def call(caller: Caller) -> RetentionResult:
+            body = RetentionUpdate.model_validate(
+                {"raw_hours": raw_hours, "transient_hours": transient_hours}
+            )
+            [result] = backend.write(caller, [retention_spec(body)])
+            return RetentionResult.model_validate(result)
+
+        return backend.run(ctx, call)
+
+    @server.tool(
+        name="list_proposals",
+        title="List proposals",
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
+    def list_forgetting_proposals(
+        ctx: Context,
+        status: Literal["proposed", "applied", "rejected", "dismissed"] = "proposed",
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+        cursor: Annotated[Cursor | None, Field(description="next_cursor of a page.")] = None,
+    ) -> Annotated[CallToolResult, ProposalList]:
+        """List the forgetting pass's proposals, newest first (open ones by default)."""
+
+        def call(caller: Caller) -> ProposalList:
+            after = None if cursor is None else decode_cursor(cursor)
+            items, following = list_proposals(
+                backend.runtime.log,
+                caller.tenant_id,
+                ProposalFilter(status=status),
+                limit=limit,
+                after=after,
+            )
+            return ProposalList(
+                items=[
+                    ProposalItem(
+                        id=p.id,
+                        status=p.status,
+                        action=p.action,
+                        probability=p.probability,
+                        memory_id=p.memory.id,
+                        memory_content=p.memory.content,
+                        related_memory_id=None if p.related is None else p.related.id,
+                        related_content=None if p.related is None else p.related.content,
+                        changed=p.changed,
+                    )
+                    for p in items
+                ],
+                next_cursor=None if following is None else encode_cursor(following),
+            )
+
+        return backend.run(ctx, call)
+
+    @server.tool(
+        title="Decide a proposal",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False
+        ),
+    )
+    def decide_proposal(
+        ctx: Context,
+        proposal_id: UUID,
+        verdict: Literal["apply", "reject"],
+        reason: OptionalReason = None,
+    ) -> Annotated[CallToolResult, DecisionResult]:
+        """Apply a forgetting proposal (archive, supersede or record a conflict) or reject
+        it (a reason is required to reject)."""
+
+        def call(caller: Caller) -> DecisionResult:
+            if verdict == "apply":
+                applied = ProposalApply.model_validate({"reason": reason})
+                spec = ProposalDecisionSpec(proposal_id, "apply", applied.reason)
+            else:
+                rejected = ProposalReject.model_validate({"reason": reason})
+                spec = ProposalDecisionSpec(proposal_id, "reject", rejected.reason)
+            [decided] = backend.write(caller, [spec])
+            return decision_result(backend, caller, decided, None)
+
+        return backend.run(ctx, call)

@@ -1,0 +1,248 @@
+"""What the MCP tools answer: explicit models, published as each tool's ``outputSchema``.
+
+Every field is typed (no open objects): strict tool schemas refuse
+``additionalProperties`` without a type, and an agent reads a typed field more
+reliably than a nested document. A belief is summarised (grade, confidence,
+labels) rather than served as the HTTP API's whole belief document.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from domain.belief import Grade
+from domain.memory import MemoryType
+
+__all__ = [
+    "BeliefStatus",
+    "BeliefSummary",
+    "DecisionResult",
+    "ErasureResult",
+    "HistoryEvent",
+    "HistoryResult",
+    "HistoryVersion",
+    "ProposalItem",
+    "ProposalList",
+    "RankReason",
+    "RecallResult",
+    "RecalledItem",
+    "RememberResult",
+    "RetentionResult",
+    "ReviseResult",
+    "summarise",
+]
+
+BeliefStatus = Literal["current", "pending", "erased", "unprojectable", "as_of"]
+"""``current``: revision caught up with every accepted write; ``pending``: a write was
+accepted (it is durable) but not yet projected; ``erased``; ``unprojectable`` (the
+drain quarantined it); ``as_of``: what was believed at a past position."""
+
+
+def _untitled(schema: dict[str, Any]) -> None:
+    """Leave out the titles pydantic gives every field: a tool list is read by a model,
+    on every turn, and a title only repeats the field's name."""
+    schema.pop("title", None)
+    for field in schema.get("properties", {}).values():
+        field.pop("title", None)
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(json_schema_extra=_untitled)
+
+
+class BeliefSummary(_Answer):
+    """What palimpsest believes about a memory, in brief."""
+
+    grade: Grade = Field(description="corroborated, supported, unsupported or contested.")
+    confidence: float = Field(description="In [0, 1].")
+    version_id: UUID | None = Field(description="The version believed (null: none).")
+    archived: bool = Field(description="Forgotten, or superseded by another memory.")
+    archived_reason: str | None = Field(description="Why it is archived (null when it is not).")
+    pinned: bool
+    superseded_by: list[UUID]
+
+
+def summarise(belief: Any) -> BeliefSummary:
+    """Return the summary of a belief document (as the read model stores it)."""
+    labels = belief.get("labels") or {}
+    archived = labels.get("archived")
+    version = belief.get("current_version_id")
+    return BeliefSummary(
+        grade=belief["grade"],
+        confidence=float(belief.get("confidence", 1.0)),
+        version_id=None if version is None else UUID(str(version)),
+        archived=archived is not None,
+        archived_reason=None if archived is None else str(archived.get("reason")),
+        pinned=bool(labels.get("pinned", False)),
+        superseded_by=[UUID(str(i)) for i in labels.get("superseded_by") or []],
+    )
+
+
+class RememberResult(_Answer):
+    """A memory written: durable once this answers (the ids and log positions say where)."""
+
+    memory_id: UUID
+    version_id: UUID
+    position: int = Field(description="The log position of the memory's write.")
+    observation_id: UUID | None = Field(
+        default=None, description="The source text, captured as an observation (if given)."
+    )
+    observation_position: int | None = Field(
+        default=None, description="The log position of the observation."
+    )
+    status: BeliefStatus = Field(description="The belief's status right after the write.")
+
+
+class ReviseResult(_Answer):
+    """A new version recorded: durable once this answers."""
+
+    memory_id: UUID
+    version_id: UUID
+    position: int = Field(description="The log position of the version's write.")
+    observation_id: UUID | None = None
+    observation_position: int | None = None
+    status: BeliefStatus = Field(description="The belief's status right after the write.")
+
+
+class DecisionResult(_Answer):
+    """A recorded decision (forget, restore, pin, unpin, apply or reject a proposal)."""
+
+    decision_id: UUID
+    kind: str
+    memory_id: UUID | None = Field(description="The memory it is about (null for others).")
+    position: int = Field(description="The log position of the decision.")
+    replayed: bool = Field(
+        description="True when the same decision had already produced the current "
+        "state: nothing new was recorded."
+    )
+    status: BeliefStatus | None = Field(
+        default=None, description="The memory's belief status right after (null for others)."
+    )
+
+
+class RankReason(_Answer):
+    """Why a recalled memory ranks where it does: its relevance, then salience (a pin
+    first), then recency, then id."""
+
+    mode: Literal["hybrid", "vector", "text"] = Field(description="How it was found.")
+    relevance: float | None = Field(
+        description="What ranked first: the similarity (vector), the text score (text) "
+        "or the fused score (hybrid)."
+    )
+    similarity: float | None = Field(
+        description="Cosine similarity to the query (null when only its words matched)."
+    )
+    vector_rank: int | None = Field(description="Its place by meaning (null: not a candidate).")
+    text_rank: int | None = Field(description="Its place by words (null: no word matched).")
+    salience: float | None = Field(description="The salience score in [0, 1]; null if pending.")
+    pinned: bool
+    recency: int = Field(description="The log position of the newest write touching it.")
+    decided_by: str = Field(
+        description="Which key put it below the one before: first, relevance, similarity, "
+        "salience, recency or id."
+    )
+
+
+class RecalledItem(_Answer):
+    """One recalled memory."""
+
+    id: UUID
+    status: Literal["current", "pending"]
+    type: MemoryType
+    scope: str
+    project: str | None
+    topic: str | None
+    content: str | None = Field(description="The current version's text (null while pending).")
+    belief: BeliefSummary | None = Field(description="Null while pending.")
+    why: RankReason
+
+
+class RecallResult(_Answer):
+    """The memories recalled, best first."""
+
+    items: list[RecalledItem]
+    model: str = Field(description="The embedding model that compared meanings.")
+
+
+class HistoryVersion(_Answer):
+    """One recorded version of a memory."""
+
+    version_id: UUID
+    number: int
+    content: str | None = Field(description="Null once erased.")
+    position: int
+    recorded_at: datetime
+
+
+class HistoryEvent(_Answer):
+    """One event that touched the memory."""
+
+    type: str
+    position: int
+    recorded_at: datetime
+    principal_id: UUID | None
+
+
+class HistoryResult(_Answer):
+    """What was believed about a memory, and when."""
+
+    memory_id: UUID
+    type: MemoryType
+    scope: str
+    project: str | None
+    topic: str | None
+    versions: list[HistoryVersion] = Field(description="Oldest first.")
+    events: list[HistoryEvent] = Field(description="Oldest first.")
+    status: BeliefStatus = Field(
+        description="The belief's status now, or ``as_of`` when a time or position was asked."
+    )
+    position: int | None = Field(description="The log position an as-of read used.")
+    belief: BeliefSummary | None = Field(
+        description="The belief now, or then for an as-of read (null: pending or erased)."
+    )
+    content: str | None = Field(description="The text of the version believed.")
+
+
+class ErasureResult(_Answer):
+    """An erasure's receipt, in brief (the whole one: ``GET /v1/erasures/{id}``)."""
+
+    erasure_id: UUID
+    status: Literal["completed", "in_progress"]
+    position: int = Field(description="The log position of the erasure.")
+    removed_observations: int
+    removed_memories: int
+    removed_versions: int
+    recomputed: list[UUID] = Field(description="Memories recomputed with what is left.")
+
+
+class RetentionResult(_Answer):
+    """The retention new captures get."""
+
+    raw_hours: int
+    transient_hours: int
+    position: int | None = Field(default=None, description="The log position of the change.")
+
+
+class ProposalItem(_Answer):
+    """A forgetting-pass proposal, in brief."""
+
+    id: UUID
+    status: str
+    action: str = Field(description="archive, supersede or conflict (keep when dismissed).")
+    probability: float | None
+    memory_id: UUID
+    memory_content: str | None
+    related_memory_id: UUID | None
+    related_content: str | None
+    changed: bool = Field(description="Either memory changed since the verdict.")
+
+
+class ProposalList(_Answer):
+    """Proposals, newest first."""
+
+    items: list[ProposalItem]
+    next_cursor: str | None

@@ -1,0 +1,57 @@
+"""``/v1/cycles``: the decay cycle, run on demand and read back."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+
+from api.deps import AdminDep, CallerDep, ClockDep, RuntimeDep
+from api.schemas.cycles import CycleCreate, CyclePublic
+from domain.errors import NotFoundError
+from projections.drains.decay_cycle import run_cycle
+from projections.views.cycles import cycle_report
+
+__all__ = ["read_cycle", "router", "run_decay_cycle"]
+
+router = APIRouter(prefix="/v1/cycles", tags=["cycles"])
+
+
+@router.post("", response_model=CyclePublic, response_model_exclude_none=True)
+async def run_decay_cycle(
+    body: CycleCreate, request: Request, caller: AdminDep, runtime: RuntimeDep, clock: ClockDep
+) -> dict[str, Any]:
+    """Run the decay cycle over the caller's tenant now (admin), whatever its policy's
+    schedule says: every live memory scored at one snapshot time and bucketed keep,
+    fade or prune; likely duplicates forced into prune first; fades recorded; prunes
+    proposed for review (`GET /v1/proposals`), or archived with reason `decayed`
+    where the policy's `auto_archive_decayed` is on; then the survivors consolidated.
+    Recorded as `CycleCompleted` (read it back at `GET /v1/cycles/{id}`). `dry_run`
+    returns the report with every memory's score and writes nothing."""
+    report = await run_in_threadpool(
+        run_cycle,
+        runtime.log,
+        request.app.state.writer,
+        caller.tenant_id,
+        now=clock(),
+        model_id=runtime.embedder.model_id,
+        dry_run=body.dry_run,
+    )
+    result = report.as_dict()
+    result.pop("tenant_id")
+    return result
+
+
+@router.get("/{cycle_id}", response_model=CyclePublic, response_model_exclude_none=True)
+def read_cycle(cycle_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
+    """Return a recorded cycle's report (any role of its tenant): its snapshot time,
+    policy version, counts per bucket and per type, duplicates, fades, proposals and
+    archivals. 404 `not-found` for another tenant's cycle, or a dry run (never
+    recorded)."""
+    found = cycle_report(runtime.log, caller.tenant_id, cycle_id)
+    if found is None:
+        msg = f"cycle {cycle_id} not found"
+        raise NotFoundError(msg)
+    return found

@@ -1,0 +1,209 @@
+"""Recording a decay cycle: its fades, its prunes, and its report, in one write.
+
+The decay cycle (:mod:`projections.drains.decay_cycle`) scores and buckets the
+tenant's memories; this spec records the outcome on the aggregates, so one
+transaction holds all of it, or none (a cycle killed mid-write leaves nothing):
+
+- each prune is, by default, a proposal in the forgetting pass's review queue
+  (model ``decay-cycle``, the cycle's id as its run): ``supersede`` by the
+  newer memory for the older side of a likely duplicate, ``decay`` otherwise
+  (applying it forgets the memory, as an ``archive`` proposal does);
+  a memory with an open proposal of that action gets no second one;
+- a prune the cycle may archive itself (the policy's ``auto_archive_decayed``,
+  unpinned, not an ``event``, below the importance floor, within the collapse
+  guard: decided by the caller) is a ``forget`` decision with reason
+  ``decayed``, which ``restore`` reverses;
+- a memory that changed since it was scored (another version, archived,
+  erased, pinned) is left alone, and so is one whose proposal of the same
+  action from a cycle a person rejected while the memory was at its current
+  version (a rejection holds until the memory gets a new version);
+- the ``Cycle`` aggregate's ``CycleCompleted`` records the rest: the fades
+  (the label) and the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID, uuid5
+
+from domain.cycle import Cycle
+from domain.memory import Memory
+from domain.proposal import Proposal
+from projections.commands.decisions import LabelSpec, decide_label, seen_version
+from projections.commands.proposals import open_proposal_ids
+from projections.commands.spec import Batch, WriteSpec
+from projections.commands.unit_of_work import Item, UnitOfWork
+from projections.store.sql import schema_sql
+from projections.store.tenancy import tenant_transaction
+
+__all__ = [
+    "CYCLE_MODEL",
+    "CycleSpec",
+    "DECAYED",
+    "Prune",
+]
+
+CYCLE_MODEL = "decay-cycle"
+"""The ``model`` of the proposals a cycle makes (the review queue shows it)."""
+
+DECAYED = "decayed"
+"""The reason of a memory the cycle archived itself."""
+
+
+@dataclass(frozen=True)
+class Prune:
+    """One memory the cycle bucketed prune, as it scored it."""
+
+    memory_id: UUID
+    version_id: UUID
+    """The version it scored: a memory with another version now is left alone."""
+    score: float
+    archive: bool
+    """Archive it directly (the policy allows it, and so does the guard)."""
+    duplicate_of: UUID | None = None
+    """The newer memory it likely duplicates (it was forced into the prune path)."""
+    similarity: float | None = None
+
+
+@dataclass(frozen=True)
+class CycleSpec(WriteSpec):
+    """Record one decay cycle's outcome (see the module's rules)."""
+
+    role = "writer"
+    action = "record decay cycles"
+
+    cycle_id: UUID
+    snapshot_at: datetime
+    policy_version: int
+    counts: dict[str, int]
+    by_type: dict[str, dict[str, int]]
+    duplicates: list[dict[str, Any]]
+    faded: tuple[UUID, ...]
+    unfaded: tuple[UUID, ...]
+    prunes: tuple[Prune, ...]
+
+    def apply(self, batch: Batch) -> Item:
+        """Make the prunes' proposals and archivals, then record the cycle."""
+        uow = batch.uow
+        uow.preload([p.memory_id for p in self.prunes])
+        open_ids = {
+            action: open_proposal_ids(uow.log, uow.caller.tenant_id, action)
+            for action in ("decay", "supersede")
+        }
+        rejected = _rejected(uow)
+        proposals: list[str] = []
+        archived: list[str] = []
+        for prune in self.prunes:
+            memory = uow.load(prune.memory_id, Memory, "memory")
+            if not _unchanged(memory, prune):
+                continue
+            if prune.archive:
+                decide_label(uow, LabelSpec(memory.id, "forget", DECAYED))
+                archived.append(str(memory.id))
+                continue
+            action = "decay" if prune.duplicate_of is None else "supersede"
+            if memory.id in open_ids[action] or _held(uow, rejected, memory, action):
+                continue
+            proposal = self._propose(uow, memory, prune, action)
+            if proposal is not None:
+                open_ids[action].add(memory.id)
+                proposals.append(str(proposal.id))
+        cycle = Cycle(
+            id=self.cycle_id,
+            tenant_id=uow.caller.tenant_id,
+            snapshot_at=self.snapshot_at,
+            policy_version=self.policy_version,
+            counts=self.counts,
+            by_type=self.by_type,
+            duplicates=self.duplicates,
+            faded=[str(i) for i in self.faded],
+            unfaded=[str(i) for i in self.unfaded],
+            proposals=proposals,
+            archived=archived,
+            principal_id=uow.caller.principal_id,
+        )
+        uow.add(cycle)
+        return Item(
+            cycle.id,
+            (cycle.id, cycle.version),
+            {"id": str(cycle.id), "proposals": proposals, "archived": archived},
+        )
+
+    def _propose(
+        self, uow: UnitOfWork, memory: Memory, prune: Prune, action: str
+    ) -> Proposal | None:
+        seen = [seen_version(memory)]
+        if prune.duplicate_of is not None:
+            newer = uow.load(prune.duplicate_of, Memory, "memory")
+            if newer.erased_by is not None or newer.archived is not None:
+                return None
+            seen.append(seen_version(newer))
+            note = f"likely duplicate of {newer.id} (similarity {prune.similarity})"
+        else:
+            note = f"decayed: retention score {prune.score:.3f} below the prune threshold"
+        proposal = Proposal.propose(
+            id=_proposal_id(self.cycle_id, memory.id),
+            tenant_id=uow.caller.tenant_id,
+            memory_id=memory.id,
+            action=action,
+            related_memory_id=prune.duplicate_of,
+            probability=None,
+            distribution=None,
+            model=CYCLE_MODEL,
+            run_id=self.cycle_id,
+            seen=seen,
+            policy_version=f"forgetting-policy/{self.policy_version}",
+            dismissed=False,
+            note=note,
+        )
+        uow.add(proposal)
+        return proposal
+
+
+def _rejected(uow: UnitOfWork) -> dict[tuple[UUID, str], list[UUID]]:
+    """The cycles' rejected proposals, by (memory, action)."""
+    found: dict[tuple[UUID, str], list[UUID]] = {}
+    with tenant_transaction(uow.log.datastore, uow.caller.tenant_id, commit=False) as cur:
+        cur.execute(
+            schema_sql(
+                "SELECT proposal_id, memory_id, action FROM {schema}.retention_proposals"
+                " WHERE model = %s AND status = 'rejected'",
+                uow.log.datastore.schema,
+            ),
+            (CYCLE_MODEL,),
+        )
+        for r in cur.fetchall():
+            found.setdefault((r["memory_id"], r["action"]), []).append(r["proposal_id"])
+    return found
+
+
+def _held(
+    uow: UnitOfWork, rejected: dict[tuple[UUID, str], list[UUID]], memory: Memory, action: str
+) -> bool:
+    """Whether a person rejected this action for the memory at its current version."""
+    current = str(memory.current_version.version_id)
+    for proposal_id in rejected.get((memory.id, action), []):
+        proposal = uow.load(proposal_id, Proposal, "proposal")
+        if any(
+            s["memory_id"] == str(memory.id) and s["version_id"] == current for s in proposal.seen
+        ):
+            return True
+    return False
+
+
+def _unchanged(memory: Memory, prune: Prune) -> bool:
+    """Whether the memory is as the cycle scored it: same version, live, unpinned."""
+    return (
+        memory.erased_by is None
+        and memory.archived is None
+        and not memory.pinned
+        and memory.current_version.version_id == prune.version_id
+    )
+
+
+def _proposal_id(cycle_id: UUID, memory_id: UUID) -> UUID:
+    """The id of the cycle's proposal about a memory: derived, so a retried write
+    builds the same proposal."""
+    return uuid5(cycle_id, f"decay:{memory_id}")

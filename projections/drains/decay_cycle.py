@@ -1,0 +1,449 @@
+"""The decay cycle for one tenant: score, bucket, fade, prune, then consolidate.
+
+Seed 001's batch path, at **one snapshot time** (``now``, read once) for
+every score of the run:
+
+1. Read the tenant's forgetting policy and its live memories with their
+   score inputs (:mod:`projections.views.decay_inputs`), and its recent
+   activity per scope and project.
+2. *Duplicates first*: likely duplicates (one type, scope and project,
+   similarity at least the policy's ``duplicate_floor``, never ``event``) are
+   found before bucketing; the older side of each is forced into the prune
+   path (as the older side of a supersession by the newer one).
+3. *Score and bucket* each memory (:mod:`domain.retention_score`): keep,
+   fade or prune. Pinned memories, and those at or above the importance
+   floor, are never pruned.
+4. *Record* (:class:`~projections.commands.cycle.CycleSpec`), in one write:
+   the fades (the ``faded`` label), each prune as a proposal in the review
+   queue, or, with ``auto_archive_decayed`` on, archived (reason
+   ``decayed``) for non-``event`` memories within the collapse guard
+   (those past it are proposed instead), and ``CycleCompleted``.
+5. *Consolidate the survivors* (after eviction, never before): the
+   consolidation pass, if installed, over the memories still live.
+
+A dry run stops after step 3 and returns the report, with every memory's
+score, having written nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID, uuid4
+
+from domain.forgetting_policy import ForgettingPolicy
+from domain.importance import HeuristicImportance, ImportanceInput, ImportanceScorer
+from domain.memory import MEMORY_TYPES
+from domain.retention_score import Bucket, Factors, bucket, recency, retention_score
+from domain.retention_score import scope_nearness as nearness
+from domain.tenant import Tenant, principal_id_for
+from projections.commands.caller import Caller
+from projections.commands.cycle import CycleSpec, Prune
+from projections.commands.forgetting_policy import forgetting_for
+from projections.commands.proposals import ProposalSettings, archivals_allowed
+from projections.commands.writer import Writer
+from projections.store.aggregates import load_aggregate
+from projections.store.eventlog import EventLog
+from projections.store.sql import schema_sql
+from projections.store.tenancy import known_tenants, tenant_transaction
+from projections.views.decay_inputs import (
+    DecayInput,
+    decay_inputs,
+    duplicate_pairs,
+    recent_activity,
+)
+from projections.views.version_texts import version_texts
+
+__all__ = [
+    "BUCKETS",
+    "CYCLE_PRINCIPAL",
+    "CycleReport",
+    "ScheduledCycle",
+    "claim_slot",
+    "run_cycle",
+    "score_memories",
+    "slot_of",
+]
+
+_log = logging.getLogger(__name__)
+
+CYCLE_PRINCIPAL = "decay-cycle"
+"""The principal the cycle records as, in each tenant."""
+
+BUCKETS: tuple[Bucket, ...] = ("keep", "fade", "prune")
+
+
+@dataclass
+class CycleReport:
+    """What one cycle over a tenant did (or, dry, would do)."""
+
+    cycle_id: UUID
+    tenant_id: UUID
+    dry_run: bool
+    snapshot_at: datetime
+    policy_version: int
+    counts: dict[str, int] = field(default_factory=dict)
+    by_type: dict[str, dict[str, int]] = field(default_factory=dict)
+    duplicates: list[dict[str, Any]] = field(default_factory=list)
+    faded: list[str] = field(default_factory=list)
+    unfaded: list[str] = field(default_factory=list)
+    proposals: list[str] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
+    held_back: int = 0
+    """Prunes proposed instead of archived because the collapse guard was reached."""
+    scores: list[dict[str, Any]] | None = None
+    """Every memory's factors, score and bucket (dry runs only)."""
+    consolidation: dict[str, Any] | None = None
+    """What consolidating the survivors did (None: a dry run)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the report as JSON values."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Scored:
+    memory: DecayInput
+    factors: Factors
+    score: float
+    bucket: Bucket
+    duplicate_of: UUID | None
+    similarity: float | None
+
+
+def _forced(pairs: Sequence[Any]) -> dict[UUID, tuple[UUID, float]]:
+    """The older side of each likely duplicate, with its most similar newer one."""
+    forced: dict[UUID, tuple[UUID, float]] = {}
+    for pair in pairs:  # most similar first
+        forced.setdefault(pair.older, (pair.newer, pair.similarity))
+    return forced
+
+
+def score_memories(
+    memories: Sequence[DecayInput],
+    policy: ForgettingPolicy,
+    *,
+    snapshot: datetime,
+    activity: dict[tuple[str, str | None], int],
+    forced: dict[UUID, tuple[UUID, float]],
+    scorer: ImportanceScorer,
+    texts: Mapping[UUID, str | None],
+) -> list[_Scored]:
+    """Score and bucket every memory at ``snapshot`` (pure given its inputs;
+    ``texts``: each memory's current text, for the importance scorer)."""
+    scored = []
+    for memory in memories:
+        importance = scorer.importance(
+            ImportanceInput(
+                memory.memory_type,
+                memory.grade,
+                memory.pinned,
+                explicit=memory.importance,
+                text=texts.get(memory.memory_id),
+            )
+        )
+        assert memory.time is not None
+        factors = Factors(
+            importance=importance,
+            recency=recency(
+                snapshot=snapshot,
+                last_access=memory.last_access,
+                memory_time=memory.time,
+                half_life=policy.half_life(memory.memory_type),
+            ),
+            scope=nearness(activity, memory.scope, memory.project),
+            trust=memory.confidence,
+        )
+        score = retention_score(factors, policy.weights)
+        duplicate = forced.get(memory.memory_id)
+        where = bucket(
+            score,
+            importance=importance,
+            pinned=memory.pinned,
+            duplicate=duplicate is not None,
+            importance_floor=policy.importance_floor,
+            fade_below=policy.fade_below,
+            prune_below=policy.prune_below,
+        )
+        scored.append(
+            _Scored(
+                memory,
+                factors,
+                score,
+                where,
+                duplicate[0] if duplicate and where == "prune" else None,
+                duplicate[1] if duplicate and where == "prune" else None,
+            )
+        )
+    return scored
+
+
+def _archived_today(log: EventLog, tenant_id: UUID, snapshot: datetime) -> int:
+    """How many memories cycles archived on the snapshot's UTC day."""
+    day = snapshot.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            schema_sql(
+                "SELECT coalesce(sum(jsonb_array_length(report->'archived')), 0) AS n"
+                " FROM {schema}.decay_cycles WHERE snapshot_at >= %s AND snapshot_at < %s",
+                log.datastore.schema,
+            ),
+            (day, day + timedelta(days=1)),
+        )
+        row = cur.fetchone()
+    return int(row["n"]) if row else 0
+
+
+def _prunes(
+    scored: list[_Scored],
+    policy: ForgettingPolicy,
+    allowed: int,
+) -> tuple[list[Prune], int]:
+    """The prunes, forced duplicates first then lowest score first; archived directly
+    (policy on, not an event) while the guard allows. Returns them and how many the
+    guard held back."""
+    pruned = sorted(
+        (s for s in scored if s.bucket == "prune"),
+        key=lambda s: (s.duplicate_of is None, s.score, str(s.memory.memory_id)),
+    )
+    prunes, held = [], 0
+    for s in pruned:
+        archive = policy.auto_archive_decayed and s.memory.memory_type != "event"
+        if archive and allowed <= 0:
+            archive, held = False, held + 1
+        elif archive:
+            allowed -= 1
+        prunes.append(
+            Prune(
+                s.memory.memory_id,
+                s.memory.version_id,
+                round(s.score, 6),
+                archive,
+                s.duplicate_of,
+                s.similarity,
+            )
+        )
+    return prunes, held
+
+
+def _counts(scored: list[_Scored]) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    counts: dict[str, int] = dict.fromkeys(BUCKETS, 0)
+    by_type: dict[str, dict[str, int]] = {t: dict.fromkeys(BUCKETS, 0) for t in MEMORY_TYPES}
+    for s in scored:
+        counts[s.bucket] += 1
+        by_type.setdefault(s.memory.memory_type, dict.fromkeys(BUCKETS, 0))[s.bucket] += 1
+    return counts, {t: c for t, c in by_type.items() if any(c.values())}
+
+
+def _score_rows(scored: list[_Scored]) -> list[dict[str, Any]]:
+    return [
+        {
+            "memory_id": str(s.memory.memory_id),
+            "memory_type": s.memory.memory_type,
+            "bucket": s.bucket,
+            "score": round(s.score, 6),
+            "factors": asdict(s.factors),
+            "duplicate_of": None if s.duplicate_of is None else str(s.duplicate_of),
+        }
+        for s in scored
+    ]
+
+
+def run_cycle(
+    log: EventLog,
+    writer: Writer,
+    tenant_id: UUID,
+    *,
+    now: datetime,
+    model_id: str,
+    dry_run: bool = False,
+    guard: ProposalSettings | None = None,
+    scorer: ImportanceScorer | None = None,
+) -> CycleReport:
+    """Run the decay cycle over one tenant at the snapshot ``now`` (see the module's
+    steps) and return its report."""
+    snapshot = now  # the one time every score of this run is computed at
+    policy = forgetting_for(log, tenant_id)
+    report = CycleReport(uuid4(), tenant_id, dry_run, snapshot, policy.version)
+    memories = decay_inputs(log, tenant_id)
+    activity = recent_activity(
+        log,
+        tenant_id,
+        since=snapshot - timedelta(days=policy.activity_window_days),
+        until=snapshot,
+    )
+    pairs = duplicate_pairs(
+        log,
+        tenant_id,
+        [m for m in memories if m.memory_type != "event"],
+        floor=policy.duplicate_floor,
+        model_id=model_id,
+    )
+    scored = score_memories(
+        memories,
+        policy,
+        snapshot=snapshot,
+        activity=activity,
+        forced=_forced(pairs),
+        scorer=scorer or HeuristicImportance(),
+        texts={
+            m: t.content
+            for m, t in version_texts(
+                log, tenant_id, {m.memory_id: m.version_id for m in memories}
+            ).items()
+        },
+    )
+    report.counts, report.by_type = _counts(scored)
+    report.duplicates = [
+        {"older": str(s.memory.memory_id), "newer": str(s.duplicate_of), "similarity": s.similarity}
+        for s in scored
+        if s.duplicate_of is not None
+    ]
+    report.faded = [str(s.memory.memory_id) for s in scored if s.bucket == "fade"]
+    report.unfaded = [
+        str(s.memory.memory_id)
+        for s in scored
+        if s.bucket == "keep" and s.memory.faded_at is not None
+    ]
+    allowed = 0
+    if policy.auto_archive_decayed:
+        allowed = archivals_allowed(log, tenant_id, guard or ProposalSettings()) - _archived_today(
+            log, tenant_id, snapshot
+        )
+    prunes, report.held_back = _prunes(scored, policy, allowed)
+    if dry_run:
+        report.scores = _score_rows(scored)
+        report.archived = [str(p.memory_id) for p in prunes if p.archive]
+        return report
+    caller = Caller(
+        tenant_id, principal_id_for(tenant_id, CYCLE_PRINCIPAL), CYCLE_PRINCIPAL, "writer"
+    )
+    spec = CycleSpec(
+        cycle_id=report.cycle_id,
+        snapshot_at=snapshot,
+        policy_version=policy.version,
+        counts=report.counts,
+        by_type=report.by_type,
+        duplicates=report.duplicates,
+        faded=tuple(s.memory.memory_id for s in scored if s.bucket == "fade"),
+        unfaded=tuple(UUID(i) for i in report.unfaded),
+        prunes=tuple(prunes),
+    )
+    outcome = writer.write(caller, [spec], batch=False)
+    report.proposals = list(outcome.body["proposals"])
+    report.archived = list(outcome.body["archived"])
+    gone = {*report.archived, *(str(p.memory_id) for p in prunes)}
+    survivors = sorted((m.memory_id for m in memories if str(m.memory_id) not in gone), key=str)
+    report.consolidation = _consolidate(
+        log,
+        writer,
+        tenant_id,
+        snapshot=snapshot,
+        policy=policy,
+        survivors=survivors,
+        cycle_id=report.cycle_id,
+        model_id=model_id,
+    )
+    return report
+
+
+def _consolidate(
+    log: EventLog,
+    writer: Writer,
+    tenant_id: UUID,
+    *,
+    snapshot: datetime,
+    policy: ForgettingPolicy,
+    survivors: list[UUID],
+    cycle_id: UUID,
+    model_id: str,
+) -> dict[str, Any]:
+    """The seam to consolidation (:mod:`projections.drains.consolidation`): called
+    after eviction is recorded, over the survivors. A failure there is logged and
+    reported; it never undoes the eviction."""
+    try:
+        from projections.drains import consolidation  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return {"skipped": "consolidation not installed"}
+    try:
+        result: dict[str, Any] = consolidation.consolidate_survivors(
+            log,
+            writer,
+            tenant_id,
+            snapshot=snapshot,
+            policy=policy,
+            survivors=survivors,
+            cycle_id=cycle_id,
+            dry_run=False,
+            model_id=model_id,
+        )
+    except Exception as error:
+        _log.exception("consolidation failed", extra={"tenant_id": str(tenant_id)})
+        return {"failed": str(error)}
+    return result
+
+
+def slot_of(now: datetime, minutes: int) -> datetime:
+    """Return the start of the schedule slot (every ``minutes``, from the epoch, UTC)
+    that ``now`` falls in."""
+    step = minutes * 60
+    seconds = int(now.astimezone(UTC).timestamp()) // step * step
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def claim_slot(log: EventLog, tenant_id: UUID, slot: datetime) -> bool:
+    """Claim the tenant's scheduled cycle of ``slot``; False when another process (or
+    an earlier call of this one) already did."""
+    with log.datastore.transaction(commit=True) as cur:
+        cur.execute(
+            schema_sql(
+                "INSERT INTO {schema}.decay_cycle_claims (tenant_id, slot, claimed_at)"
+                " VALUES (%s, %s, clock_timestamp()) ON CONFLICT DO NOTHING RETURNING slot",
+                log.datastore.schema,
+            ),
+            (tenant_id, slot),
+        )
+        return cur.fetchone() is not None
+
+
+@dataclass
+class ScheduledCycle:
+    """The scheduled decay cycle, for a periodic job or a worker to call each minute.
+
+    Each call runs the cycle for every tenant whose policy enables it and whose
+    current slot (every ``schedule_minutes``, hourly by default) no process has
+    claimed yet: the claim makes it run once per slot, whichever process gets it.
+    """
+
+    log: EventLog
+    writer: Writer
+    model_id: Callable[[], str]
+    guard: ProposalSettings = field(default_factory=ProposalSettings)
+
+    def __call__(self, now: datetime) -> list[CycleReport]:
+        """Run every due cycle; return their reports."""
+        reports = []
+        for tenant_id in known_tenants(self.log.datastore):
+            try:
+                tenant = load_aggregate(self.log, tenant_id, tenant_id, Tenant, "tenant")
+                policy = tenant.forgetting_policy()
+                if tenant.deletion is not None or not policy.enabled:
+                    continue
+                if not claim_slot(self.log, tenant_id, slot_of(now, policy.schedule_minutes)):
+                    continue
+                reports.append(
+                    run_cycle(
+                        self.log,
+                        self.writer,
+                        tenant_id,
+                        now=now,
+                        model_id=self.model_id(),
+                        guard=self.guard,
+                    )
+                )
+            except Exception:  # one tenant's failure never stops the others
+                _log.exception("decay cycle failed", extra={"tenant_id": str(tenant_id)})
+        return reports

@@ -1,0 +1,156 @@
+"""A real ``palimpsest serve`` killed with SIGKILL in the middle of a group commit:
+every write it acknowledged is in the log, and nothing of the group is."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+from uuid import UUID
+
+import httpx2
+import pytest
+
+from projections.runtime import Runtime
+from projections.store.schema import EVENTS_TABLE
+from tests.conftest import Tenant
+from tests.projections.drains.killing import database_url
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _until(condition: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting until {what}")
+        time.sleep(0.05)
+
+
+def _serve(runtime: Runtime, port: int) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
+    env["DATABASE_URL"] = database_url(runtime)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "api.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def healthy() -> bool:
+        assert process.poll() is None, process.communicate()[1]
+        try:
+            return httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
+        except httpx2.TransportError:
+            return False
+
+    _until(healthy, 90, "palimpsest serve is healthy")
+    return process
+
+
+def _waiting_on_lock(runtime: Runtime, table: str) -> bool:
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            " AND usename = %s AND query LIKE %s",
+            (runtime.database.app_user, f"%{table}%"),
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def test_a_kill_mid_group_loses_no_acknowledged_write_and_leaves_none_half_written(
+    runtime: Runtime, tenant: Tenant, other_tenant: Tenant
+) -> None:
+    port = _free_port()
+    server = _serve(runtime, port)
+    schema = runtime.database.schema
+    answers: dict[str, Any] = {}
+
+    def post(name: str, who: Tenant) -> threading.Thread:
+        def run() -> None:
+            try:
+                answers[name] = httpx2.post(
+                    f"http://127.0.0.1:{port}/v1/memories",
+                    json={"type": "note", "scope": "user", "content": f"written by {name}"},
+                    headers=who.headers(),
+                    timeout=60,
+                )
+            except httpx2.TransportError as e:
+                answers[name] = e
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    try:
+        with (
+            runtime.database.owner_connection() as table_holder,
+            runtime.database.owner_connection() as row_holder,
+        ):
+            # The first write waits for the events table; six more queue behind it
+            # (three of each tenant), to be committed as one group.
+            table_holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
+            threads = [post("first", tenant)]
+            _until(lambda: _waiting_on_lock(runtime, EVENTS_TABLE), 30, "the first write waits")
+            threads += [post(f"a{i}", tenant) for i in range(3)]
+            time.sleep(0.5)  # the first tenant's writes first in the group
+            threads += [post(f"b{i}", other_tenant) for i in range(3)]
+            time.sleep(1.5)  # authenticated, built and queued (nothing to observe outside)
+            # The group will stop at the other tenant's revision mark: hold its row.
+            row_holder.execute(
+                f'SELECT 1 FROM "{schema}".revision_tenants WHERE tenant_id = %s FOR UPDATE',
+                (other_tenant.id,),
+            )
+            table_holder.commit()
+            _until(lambda: "first" in answers, 30, "the first write is answered")
+            _until(
+                lambda: _waiting_on_lock(runtime, "revision_tenants"), 30, "the group is mid-way"
+            )
+            # Mid-group: the first tenant's writes inserted, the transaction open.
+            server.send_signal(signal.SIGKILL)
+            server.wait(30)
+            row_holder.rollback()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(30)
+        if server.stderr is not None:
+            server.stderr.close()
+
+    first = answers.pop("first")
+    assert isinstance(first, httpx2.Response) and first.status_code == 201, first
+    # None of the group was acknowledged: the server died before its commit.
+    assert all(not isinstance(a, httpx2.Response) for a in answers.values()), answers
+
+    def memories_in_log(who: Tenant) -> dict[UUID, list[str]]:
+        with runtime.database.owner_connection(autocommit=True) as conn:
+            rows = conn.execute(
+                f'SELECT originator_id, topic FROM "{schema}".{EVENTS_TABLE}'
+                " WHERE tenant_id = %s AND topic LIKE 'palimpsest:%%' ORDER BY notification_id",
+                (who.id,),
+            ).fetchall()
+        found: dict[UUID, list[str]] = {}
+        for originator, topic in rows:
+            found.setdefault(originator, []).append(topic)
+        return found
+
+    # The killed transaction was rolled back: once the server has ended it, the
+    # log holds the acknowledged write whole, and nothing else of either tenant.
+    _until(lambda: not _waiting_on_lock(runtime, "revision_tenants"), 30, "the group ends")
+    mine = memories_in_log(tenant)
+    written = UUID(first.json()["id"])
+    assert mine.get(written) == ["palimpsest:MemoryCreated", "palimpsest:VersionRecorded"]
+    assert [m for m in mine if m not in {written, tenant.id}] == []
+    assert [m for m in memories_in_log(other_tenant) if m != other_tenant.id] == []

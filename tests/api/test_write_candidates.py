@@ -1,0 +1,75 @@
+"""A write's contradiction candidates never hold it up: ``pending`` at once unless
+they are ready within a few milliseconds; ``?candidates=wait`` waits, bounded."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from api.settings import ApiSettings
+from projections.runtime import Runtime
+from tests.api.helpers import post, problem_slug
+from tests.conftest import Tenant, index_until_caught_up
+
+
+def _write(
+    client: TestClient, headers: dict[str, str], query: str, content: str
+) -> tuple[dict[str, Any], float]:
+    started = time.perf_counter()
+    response = post(
+        client,
+        f"/v1/memories{query}",
+        {"type": "fact", "scope": "user", "content": content},
+        headers,
+    )
+    assert response.status_code == 201, response.text
+    return response.json(), time.perf_counter() - started
+
+
+def test_a_write_answers_pending_at_once_and_wait_waits_for_the_candidates(
+    runtime: Runtime, tenant: Tenant, snapshot: Any
+) -> None:
+    # Given a server that believes a drain runs, and nothing indexing yet.
+    headers = tenant.headers()
+    wait_s = runtime.embedding.candidate_wait_s
+    with TestClient(create_app(ApiSettings(), runtime, wake=lambda: None)) as client:
+        _write(client, headers, "", "The office cat is called Miso")
+        index_until_caught_up(runtime, tenant.id)
+
+        # By default the write answers at once, pending, with where to look later.
+        written, elapsed = _write(client, headers, "", "The office cat is called Tofu")
+        assert written["potential_contradictions"]["status"] == "pending"
+        assert written["potential_contradictions"]["url"] == (
+            f"/v1/memories/{written['id']}/candidates"
+        )
+        assert elapsed < wait_s / 2, elapsed
+
+        # ?candidates=wait waits until the version is embedded (here 0.3 s later).
+        later = threading.Timer(0.3, index_until_caught_up, (runtime, tenant.id))
+        later.start()
+        waited, elapsed = _write(client, headers, "?candidates=wait", "Our cat is named Tofu")
+        later.join()
+        found = waited["potential_contradictions"]
+        assert found["status"] == "ready", found
+        assert {item["memory_id"] for item in found["items"]} >= {written["id"]}
+        assert 0.25 < elapsed < wait_s + 2, elapsed
+
+        # ... and no longer than PALIMPSEST_CANDIDATE_WAIT_S when nothing embeds it.
+        stuck, elapsed = _write(client, headers, "?candidates=wait", "The cat is called Udon")
+        assert stuck["potential_contradictions"]["status"] == "pending"
+        assert wait_s * 0.9 <= elapsed < wait_s + 2, elapsed
+
+        # Any other value is refused, and writes nothing.
+        before = snapshot()
+        refused = post(
+            client,
+            "/v1/memories?candidates=forever",
+            {"type": "fact", "scope": "user", "content": "never written"},
+            headers,
+        )
+        assert refused.status_code == 422 and problem_slug(refused) == "validation-error"
+        assert snapshot() == before

@@ -1,0 +1,86 @@
+"""The drain loop runs in exactly one of several processes, and another of them
+takes over when its owner is killed (nothing restarts the owner here, unlike
+``serve --workers``, whose supervisor does: tests/api/cli/test_serve_workers.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from projections.commands.tokens import authenticate
+from projections.commands.writer import CapturePolicy, MemorySpec, Writer
+from projections.runtime import Runtime
+from tests.conftest import Tenant
+from tests.projections.drains.killing import drain_owners, drain_process
+
+_CONTEND = """
+import time
+from projections.drains.loop import DrainLoop, ElectedDrains
+election = ElectedDrains(log, lambda: DrainLoop(log, sweep_s=0.2), retry_s=0.2)
+election.start()
+while True:
+    time.sleep(1)
+"""
+
+
+def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting until {what}")
+        time.sleep(0.05)
+
+
+def _published(runtime: Runtime, tenant: Tenant) -> bool:
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        row = conn.execute(
+            f'SELECT count(*) FROM "{runtime.database.schema}".revisions'
+            " WHERE tenant_id = %s AND published < requested",
+            (tenant.id,),
+        ).fetchone()
+    return row == (0,)
+
+
+def test_one_process_drains_and_another_takes_over_when_it_is_killed(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        processes = [drain_process(runtime, _CONTEND) for _ in range(3)]
+        pids = {p.pid for p in processes}
+        _until(lambda: len(drain_owners(runtime)) == 1, 60, "one process drains")
+        for _ in range(10):  # and only one, for a while
+            assert len(drain_owners(runtime)) == 1
+            time.sleep(0.05)
+        [owner] = drain_owners(runtime)
+        assert owner in pids
+
+        os.killpg(owner, signal.SIGKILL)
+        _until(
+            lambda: len(owners := drain_owners(runtime)) == 1 and owners[0] != owner,
+            30,
+            "another process drains",
+        )
+        assert drain_owners(runtime)[0] in pids - {owner}
+
+        # The new owner drains: a write is published without anyone draining here.
+        writer = Writer(
+            runtime.log,
+            CapturePolicy(timedelta(days=30), timedelta(hours=1)),
+            lambda: datetime.now(UTC),
+        )
+        caller = authenticate(runtime.log, tenant.admin.token)
+        spec = MemorySpec("note", "user", None, None, "drained elsewhere", (), None, 1.0)
+        writer.write(caller, [spec], batch=False)
+        _until(lambda: _published(runtime, tenant), 30, "the write is published")
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(30)

@@ -84,7 +84,7 @@ class ForgettingPolicy:
     """Memories whose importance is at or above it are never pruned."""
     fade_below: float = 0.45
     """A score below it fades (unless it prunes)."""
-    prune_below: float = 0.25
+    prune_below: float = 0.35
     """A score below it prunes (at or above ``fade_below``, nothing fades)."""
     duplicate_floor: float = 0.95
     """Least cosine similarity at which two memories of one type, scope and project are

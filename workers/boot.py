@@ -23,6 +23,7 @@ from projections.drains.decay_cycle import ScheduledCycle
 from projections.drains.forgetting_pass import ScheduledPass
 from projections.drains.hints import broker_for
 from projections.drains.settings import DrainSettings, ForgettingPassSettings
+from projections.judgment.importance import configured_importance
 from projections.judgment.settings import JudgeSettings, judge_from
 from projections.recall.settings import EmbeddingSettings
 from projections.store.database import open_database
@@ -52,6 +53,7 @@ drain = register_drain_actor(
 expiry = register_expiry_actor(broker, _log_store, batch=_settings.drain_batch)
 erasure = register_erasure_actor(broker, _log_store, batch=_settings.drain_batch)
 _embedder = EmbeddingSettings().make_embedder()
+configured_importance()  # refuse to start on bad PALIMPSEST_IMPORTANCE_* settings
 index = register_index_actor(broker, _log_store, _embedder, batch=_settings.drain_batch)
 forgetting = register_forgetting_actor(
     broker,

@@ -24,6 +24,7 @@ from projections.drains.hints import broker_for, send_drain_hint
 from projections.drains.loop import DrainLoop, ElectedDrains, PeriodicJob
 from projections.drains.settings import DrainSettings, ForgettingPassSettings
 from projections.history.log_scan import log_head
+from projections.judgment.importance import configured_importance
 from projections.judgment.settings import JudgeSettings, judge_from
 from projections.recall.settings import EmbeddingSettings
 from projections.runtime import start_runtime
@@ -63,6 +64,7 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
     # A missing local model is a configuration error, not an outage to retry:
     # refuse before starting anything.
     EmbeddingSettings().make_embedder()
+    configured_importance()  # bad PALIMPSEST_IMPORTANCE_* settings: one line, now
 
     lock = ServeLock(db.data_dir) if db.embedded else None
     if lock is not None:

@@ -35,7 +35,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from domain.forgetting_policy import ForgettingPolicy
-from domain.importance import HeuristicImportance, ImportanceInput, ImportanceScorer
+from domain.importance import ImportanceInput, ImportanceScorer
 from domain.memory import MEMORY_TYPES
 from domain.retention_score import Bucket, Factors, bucket, recency, retention_score
 from domain.retention_score import scope_nearness as nearness
@@ -45,6 +45,7 @@ from projections.commands.cycle import CycleSpec, Prune
 from projections.commands.forgetting_policy import forgetting_for
 from projections.commands.proposals import ProposalSettings, archivals_allowed
 from projections.commands.writer import Writer
+from projections.judgment.importance import configured_importance
 from projections.store.aggregates import load_aggregate
 from projections.store.eventlog import EventLog
 from projections.store.sql import schema_sql
@@ -264,7 +265,9 @@ def run_cycle(
     scorer: ImportanceScorer | None = None,
 ) -> CycleReport:
     """Run the decay cycle over one tenant at the snapshot ``now`` (see the module's
-    steps) and return its report."""
+    steps) and return its report. ``scorer`` defaults to the configured one
+    (:func:`~projections.judgment.importance.configured_importance`: the
+    heuristic unless ``PALIMPSEST_IMPORTANCE=openai``)."""
     snapshot = now  # the one time every score of this run is computed at
     policy = forgetting_for(log, tenant_id)
     report = CycleReport(uuid4(), tenant_id, dry_run, snapshot, policy.version)
@@ -288,7 +291,7 @@ def run_cycle(
         snapshot=snapshot,
         activity=activity,
         forced=_forced(pairs),
-        scorer=scorer or HeuristicImportance(),
+        scorer=scorer or configured_importance(),
         texts={
             m: t.content
             for m, t in version_texts(

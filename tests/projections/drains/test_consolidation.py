@@ -156,6 +156,10 @@ def test_near_duplicates_merge_directly_only_under_the_policy(
     assert _evidence(client, tenant, merged) == _evidence(client, tenant, a) | _evidence(
         client, tenant, b
     )
+    # The next cycle scores the consolidated memory like any other, and not its sources.
+    drain_until_caught_up(runtime)
+    scored = cycle(client, runtime, tenant, NOW + timedelta(days=1), dry_run=True).scores or []
+    assert {str(s["memory_id"]) for s in scored} == {merged, pinned}
 
 
 def test_a_merge_whose_source_changed_is_refused_as_stale(

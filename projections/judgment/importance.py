@@ -3,7 +3,7 @@
 With ``PALIMPSEST_IMPORTANCE=openai`` (and ``PALIMPSEST_IMPORTANCE_URL``,
 ``PALIMPSEST_IMPORTANCE_MODEL``, optionally ``PALIMPSEST_IMPORTANCE_API_KEY``)
 the decay cycle asks a chat model to rate each memory (its type, grade and
-text) from 1 (safe to forget) to 5 (must keep), one request per memory,
+text) from 1 (small talk) to 5 (a decision, a blocker or a key fact), one request per memory,
 over the judge's HTTP client, retries and failure rules
 (:mod:`projections.judgment.openai_compatible`). The rating read is the
 expected value of the model's distribution over the five digits at the
@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -57,9 +58,12 @@ CACHE_SIZE = 100_000
 _DIGITS = "12345"
 _GRAMMAR = "root ::= [1-5]"
 _ASK = (
-    "How important is it to keep this memory for future work? Answer with one digit:"
-    " 1 (trivial, safe to forget) to 5 (essential, must keep)."
+    "Is this memory worth keeping for future work? Score it: 5 if it records a decision,"
+    " a blocker or a key fact; 3 if it is useful context; 1 if it is small talk."
+    " Answer with one digit."
 )
+"""Levels named by what they hold: SmolLM2-135M answered "1" to everything when asked
+for "1 (trivial) to 5 (essential)", and spread its ratings when asked this way."""
 _log = logging.getLogger(__name__)
 
 
@@ -129,6 +133,7 @@ class OpenAICompatibleImportance:
         self._clock = clock
         self._heuristic: ImportanceScorer = HeuristicImportance()
         self._cache: OrderedDict[tuple[str, str, str, str], float] = OrderedDict()
+        self._lock = threading.Lock()
         self._quiet_until = -math.inf
         self.asked = 0
         """Requests sent to the model."""
@@ -162,9 +167,11 @@ class OpenAICompatibleImportance:
         if memory.explicit is not None or memory.pinned:
             return self._heuristic.importance(memory)
         key = (self._model, memory.memory_type, memory.grade, memory.text or "")
-        if key in self._cache:
-            self._cache.move_to_end(key)
-            return self._cache[key]
+        with self._lock:  # the API's cycles and the scheduled one may share this scorer
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return cached
         rating = None
         if self._clock() >= self._quiet_until:
             rating = self._ask(memory)
@@ -172,9 +179,10 @@ class OpenAICompatibleImportance:
             self.fallbacks += 1
             return self._heuristic.importance(memory)
         value = min(1.0, max(0.0, (rating - 1.0) / 4.0))
-        self._cache[key] = value
-        if len(self._cache) > CACHE_SIZE:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[key] = value
+            if len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
         return value
 
     def _ask(self, memory: ImportanceInput) -> float | None:

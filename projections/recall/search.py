@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -375,6 +376,11 @@ def _kept(rows: list[SearchRow], query: RecallQuery) -> list[SearchRow]:
     return [r for r in rows if query.include_archived or not _archived(r)]
 
 
+_TEXT_SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-words")
+"""Hybrid recall's text searches, run beside its vector searches (each on its own
+pooled connection; a request waits for its own, holding no connection meanwhile)."""
+
+
 def _nearest(
     find: Callable[..., list[SearchRow]],
     log: EventLog,
@@ -439,10 +445,16 @@ def recall(
     )
     by_vector: list[SearchRow] = []
     strategy: Literal["hnsw", "exact", "text"] = "text"
-    if query.mode != "text":
-        by_vector, strategy = _nearest(find, log, tenant_id, embedder, query, want)
     by_text: list[SearchRow] = []
-    if query.mode != "vector":
+    if query.mode == "hybrid":
+        # The two searches read different tables on their own connections: run the
+        # text search beside the vector one, so hybrid costs the slower, not the sum.
+        words = _TEXT_SEARCHES.submit(find, exact=False, limit=want * HNSW_OVERFETCH, words=True)
+        by_vector, strategy = _nearest(find, log, tenant_id, embedder, query, want)
+        by_text = _kept(words.result(), query)
+    elif query.mode == "vector":
+        by_vector, strategy = _nearest(find, log, tenant_id, embedder, query, want)
+    else:
         by_text = _kept(find(exact=False, limit=want * HNSW_OVERFETCH, words=True), query)
     searched = time.perf_counter()
     # The statement's join does not keep the candidates' order: each list is sorted.

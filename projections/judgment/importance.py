@@ -189,7 +189,7 @@ class OpenAICompatibleImportance:
         self.asked += 1
         try:
             # The judge's client: the room's one HTTP path (retries, Retry-After, errors).
-            response = self._client._send(self.body(memory))
+            response = self._client.send(self.body(memory))
             choice = response["choices"][0]
             content = str(choice["message"]["content"] or "")
             rating = rating_of(content, _tokens(choice.get("logprobs")))

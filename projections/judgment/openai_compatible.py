@@ -148,7 +148,7 @@ class OpenAICompatibleJudge:
         self._usage = JudgeUsage()
         results: list[Verdict | ItemFailure] = []
         for batch in self.batches(now, items):
-            response = self._send(self.body(now, batch))
+            response = self.send(self.body(now, batch))
             results.extend(self._read(batch, response))
         return results
 
@@ -168,7 +168,15 @@ class OpenAICompatibleJudge:
         self._usage = self._usage + spent
         return read_answers(batch, str(content), tokens, model)
 
-    def _send(self, body: dict[str, JSONValue]) -> Any:
+    def send(self, body: dict[str, JSONValue]) -> Any:
+        """POST ``body`` to the chat-completions endpoint and return the decoded answer,
+        retrying transient failures (connection errors, 408, 429, 5xx) with backoff
+        that honours ``Retry-After``. The judge, the summariser and the importance
+        scorer all call the model through it.
+
+        Raises:
+            JudgeUnavailableError: the retries ran out, or the answer was refused.
+        """
         data = canonical_json(body).encode()
         attempt = 0
         while True:

@@ -113,7 +113,7 @@ class OpenAICompatibleSummariser:
             "max_tokens": max_tokens,
         }
         # The judge's client: the room's one HTTP path (retries, Retry-After, errors).
-        response = self._client._send(body)
+        response = self._client.send(body)
         try:
             return str(response["choices"][0]["message"]["content"] or "").strip()
         except (KeyError, IndexError, TypeError) as e:

@@ -74,6 +74,7 @@ from projections.store.sql import schema_query, tables_in
 from projections.store.tenancy import tenant_transaction
 from projections.views.candidates import PAIRED_TYPES, cosine_similarity, same_kind
 from projections.views.current_beliefs import unarchived
+from projections.views.decay_inputs import memory_time
 from projections.views.statement import any_of, inline, json_field, param, shaped_sql
 
 if TYPE_CHECKING:
@@ -277,8 +278,9 @@ def _date(cur: Any, log: EventLog, live: dict[UUID, _Live]) -> set[UUID]:
         ):
             cited[event.originator_id].add(UUID(str(event.excerpt["observation_id"])))
     for memory in live.values():
-        times = [captured[o] for o in cited[memory.memory_id] if o in captured]
-        memory.time = max(times) if times else version_times[memory.memory_id]
+        memory.time = memory_time(
+            cited[memory.memory_id], captured, version_times[memory.memory_id]
+        )
     return retracted
 
 

@@ -14,7 +14,7 @@ it is not pinned.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ __all__ = [
     "decay_inputs",
     "duplicate_pairs",
     "faded_of",
+    "memory_time",
     "recent_activity",
 ]
 
@@ -160,8 +161,19 @@ def _date(cur: Any, log: EventLog, live: dict[UUID, DecayInput]) -> None:
         ):
             cited[event.originator_id].add(UUID(str(event.excerpt["observation_id"])))
     for memory in live.values():
-        times = [captured[o] for o in cited[memory.memory_id] if o in captured]
-        memory.time = max(times) if times else version_times[memory.memory_id]
+        memory.time = memory_time(
+            cited[memory.memory_id], captured, version_times[memory.memory_id]
+        )
+
+
+def memory_time(
+    cited: set[UUID], captured: Mapping[UUID, datetime], version_time: datetime
+) -> datetime:
+    """Return a memory's time: the latest ``captured_at`` (``captured``, by observation)
+    of the observations its current version's active support cites (``cited``), else
+    when that version was recorded (``version_time``)."""
+    times = [captured[o] for o in cited if o in captured]
+    return max(times) if times else version_time
 
 
 _WRITES = (

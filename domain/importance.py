@@ -14,7 +14,9 @@ scorer (:class:`ImportanceScorer`) estimates it; the default,
   count rather than entropy) is how many distinct content words, numbers and
   names it carries, from 0 for "Thanks, you too!" to 1 at
   :data:`INFORMATIVE_FEATURES`, and the weight is multiplied by
-  ``1 - INFORMATION_SPREAD * (1 - information)``. Among memories of one type
+  ``1 - INFORMATION_SPREAD * (1 - information)``; with the spread at 1 that
+  is the information itself, so small talk keeps none of its type's weight
+  and recency, scope and trust alone hold it. Among memories of one type
   and grade the ones that say something specific outlive small talk; the
   text never raises importance above its type and grade (so the heuristic
   never reaches the default importance floor: only an explicit importance
@@ -27,7 +29,9 @@ interface; the seed's arousal heuristic (word-list sentiment) is not used: it
 says little about engineering memories. Information was measured on LoCoMo's
 conversations (docs/forgetting.md, "Does forgetting hurt?"): pruning the
 least informative 30% of turns loses about 9% of the turns later questions
-cite, and fewer of those recall could find at all.
+cite, and fewer of those recall could find at all; with the default policy
+the cycle archived 31% of the turns and kept 0.97 of evidence recall (0.95
+counting a question found when any of its turns is).
 
 Pure: plain values in, a float out.
 """
@@ -70,8 +74,11 @@ INFORMATIVE_FEATURES = 20
 """Features (distinct content words, plus numbers and names counted again) at which a
 text counts as fully informative."""
 
-INFORMATION_SPREAD = 0.6
-"""The share of its type's weight a text with no information loses."""
+INFORMATION_SPREAD = 1.0
+"""The share of its type's weight a text with no information loses. All of it:
+measured on LoCoMo (docs/forgetting.md), at 0.6 (small talk kept 40%) the decay
+cycle that archived 31.5% of the turns kept 0.925 of evidence recall; at 1, one
+that archived 30.8% kept 0.966."""
 
 _WORD = re.compile(r"[^\W_](?:[\w'\u2019:./-]*[^\W_])?")
 # Words that carry no content of their own: function words and the small talk of

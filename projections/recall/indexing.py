@@ -40,6 +40,7 @@ from projections.recall.embedders import Embedder
 from projections.recall.vectors import VectorValue, binary_vectors
 from projections.store.aggregates import aggregates_of
 from projections.store.eventlog import EventLog
+from projections.store.lexeme_counts import counting
 from projections.store.schema import TEXT_SEARCH_CONFIG
 from projections.store.sql import schema_query, schema_sql
 from projections.store.storable import storable_text
@@ -161,6 +162,24 @@ def _write_texts(cur: Any, schema: str, rows: list[dict[str, Any]], texts: dict[
     # The inverted lexemes, rewritten from the documents just written (text search
     # under row-level security reads these: see memory_lexemes).
     ids = [row["memory_id"] for row in rows]
+    # Counted before they are rewritten: the old rows against the new documents.
+    cur.execute(
+        schema_query(
+            counting(
+                "WITH old AS (SELECT lexeme, memory_id FROM {schema}.memory_lexemes"
+                " WHERE memory_id = ANY(%b::uuid[])),"
+                " new AS (SELECT l.lexeme, t.memory_id FROM {schema}.memory_texts t,"
+                " unnest(tsvector_to_array(t.document)) AS l(lexeme)"
+                " WHERE t.memory_id = ANY(%b::uuid[])),"
+                " changes AS (SELECT lexeme, -1 AS change FROM old"
+                " UNION ALL SELECT '', -1 FROM old GROUP BY memory_id"
+                " UNION ALL SELECT lexeme, 1 FROM new"
+                " UNION ALL SELECT '', 1 FROM new GROUP BY memory_id)"
+            ),
+            schema,
+        ),
+        (ids, ids),
+    )
     cur.execute(
         schema_query(
             "DELETE FROM {schema}.memory_lexemes WHERE memory_id = ANY(%b::uuid[])", schema

@@ -53,7 +53,7 @@ from projections.views.access_stamps import (
 )
 from projections.views.belief_facts import BeliefDocument
 from projections.views.current_beliefs import due_deadlines
-from projections.views.decay_inputs import faded_of
+from projections.views.decay_inputs import faded
 from projections.views.listing import attribute_conditions, attribute_values
 from projections.views.statement import events_table, inline, param, shaped_sql
 
@@ -151,6 +151,8 @@ class SearchRow(TypedDict):
     last_access: datetime | None
     content: bytes | None
     due: int
+    faded: bool
+    """Faded by the decay cycle (:func:`projections.views.decay_inputs.faded`)."""
 
 
 def rank_key(similarity: float, salience: float, recency: int, memory_id: str) -> tuple[Any, ...]:
@@ -245,6 +247,7 @@ def _with_state(schema: str, tables: dict[str, Any], near: Any) -> Select[Any]:
     first = events_table(schema).alias("first")
     a = tables["memory_access"].alias("a")
     c = tables["payloads"].alias("c")
+    f = tables["memory_fades"].alias("f")
     due = due_deadlines(tables, n.c.memory_id).with_only_columns(func.count())
     return select(
         n.c.memory_id,
@@ -263,6 +266,7 @@ def _with_state(schema: str, tables: dict[str, Any], near: Any) -> Select[Any]:
         *salience_columns(m, first, a),
         c.c.content,
         due.scalar_subquery().label("due"),
+        faded(f, b, a).label("faded"),
     ).select_from(
         n.join(r, r.c.memory_id == n.c.memory_id)
         .outerjoin(b, b.c.memory_id == n.c.memory_id)
@@ -270,6 +274,7 @@ def _with_state(schema: str, tables: dict[str, Any], near: Any) -> Select[Any]:
         .join(first, first.c.notification_id == m.c.position)
         .outerjoin(a, a.c.memory_id == n.c.memory_id)
         .outerjoin(c, c.c.digest == n.c.content_digest)
+        .outerjoin(f, f.c.memory_id == n.c.memory_id)
     )
 
 
@@ -519,12 +524,11 @@ def _rank(
         and r["current_version_id"] == r["version_id"]
         and not r["due"]
     }
-    faded = faded_of(log, tenant_id, list(current))
     # A faded memory (the decay cycle's demotion) ranks below every unfaded one of
     # equal similarity: its salience is pushed below any unpinned salience.
     saliences = {
         r["memory_id"]: salience_from(current[r["memory_id"]], r, now)
-        - (FADED_DEMOTION if r["memory_id"] in faded else 0.0)
+        - (FADED_DEMOTION if r["faded"] else 0.0)
         for r in rows
         if r["memory_id"] in current
     }
@@ -581,7 +585,7 @@ def _rank(
                     version_id=r["version_id"],
                     content=bytes(content).decode("utf-8") if content else None,
                     belief=belief,
-                    faded=r["memory_id"] in faded,
+                    faded=bool(r["faded"]),
                 )
             )
         else:

@@ -4,8 +4,12 @@ The query's words become lexemes with the text search configuration the
 index was built with (:data:`~projections.store.schema.TEXT_SEARCH_CONFIG`):
 stop words dropped, words stemmed, identifiers such as ``PAL-123`` or
 ``25:50`` kept as the same tokens a memory holding them was indexed with.
-A memory is a candidate when it holds *any* of the query's lexemes (a
-question rarely repeats every word of the memory that answers it). Its text
+A memory is a candidate when it holds *any* of the query's matching lexemes (a
+question rarely repeats every word of the memory that answers it): every lexeme
+but the common ones, held by more than :data:`COMMON_SHARE` of the tenant's
+memories and more than :data:`COMMON_FLOOR` (``lexeme_counts``); the rarest the
+tenant holds always matches. A common word selects nothing but counts in the
+ranking, as the rest do. Its text
 score, in [0, 1), ranks the memories holding *every* lexeme first (at or above
 :data:`EVERY_WORD`: an identifier such as ``PAL-123`` is two lexemes, and the
 memory holding both beats one holding ``PAL`` alone), then by ``ts_rank_cd``
@@ -14,9 +18,9 @@ memory holding both beats one holding ``PAL`` alone), then by ``ts_rank_cd``
 The matches are read from ``memory_lexemes`` (a btree of tenant, lexeme and
 memory), not from the GIN index of ``memory_texts``: under row-level security
 PostgreSQL uses an index only for leakproof operators, and ``@@`` is not.
-A common word can match most of a tenant: the memories holding the most of
-the query's lexemes (every one first), at most :data:`CANDIDATE_CAP`, are
-ranked, so the cost stays bounded however common the words are.
+Even without its common words a query can match much of a tenant: the memories
+holding the most of its matching lexemes, at most :data:`CANDIDATE_CAP`, are
+ranked, so ranking's cost stays bounded.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import Float, Integer, Text, case, cast, func, null, select
-from sqlalchemy.dialects.postgresql import REGCONFIG, TSQUERY
+from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, TSQUERY
 
+from projections.store.lexeme_counts import ANY_LEXEME
 from projections.store.schema import TEXT_SEARCH_CONFIG
 from projections.views.statement import inline, param
 
@@ -36,16 +41,29 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CANDIDATE_CAP",
+    "COMMON_FLOOR",
+    "COMMON_SHARE",
     "EVERY_WORD",
     "RANK_NORMALISATION",
+    "matching_lexemes",
     "query_lexemes",
     "text_candidates",
     "text_query",
 ]
 
-CANDIDATE_CAP = 500
-"""At most this many memories, those holding the most of the query's lexemes, are
-ranked: the bound on a text search's cost when its words are common."""
+CANDIDATE_CAP = 200
+"""At most this many memories, those holding the most of the query's matching lexemes,
+are ranked: the bound on ranking's cost when the words are common."""
+
+COMMON_SHARE = 0.05
+"""A lexeme held by more than this share of the tenant's memories (and by more than
+:data:`COMMON_FLOOR`) is common: it selects no candidates (the rarer words of the query
+do) but still counts in their ranking. The rarest lexeme the tenant holds always
+selects, so a query of common words still finds."""
+
+COMMON_FLOOR = 1000
+"""No lexeme held by this many memories or fewer is common: below it, matching all of
+its rows costs little, and a small tenant's words are all "common" by share."""
 
 EVERY_WORD = 0.5
 """Text scores at or above this belong to memories holding every lexeme of the query;
@@ -76,6 +94,35 @@ def query_lexemes() -> ColumnElement[Any]:
     return func.tsvector_to_array(func.to_tsvector(config, param("words", Text)))
 
 
+def matching_lexemes(tables: dict[str, Table]) -> ColumnElement[Any]:
+    """Return the lexemes of ``%(words)s`` that select candidates (a ``text[]``): all
+    but the common ones (:data:`COMMON_SHARE`, :data:`COMMON_FLOOR`, by
+    ``lexeme_counts``), and always the rarest the tenant holds; NULL (matching
+    nothing) for a query without lexemes."""
+    c = tables["lexeme_counts"].alias("c")
+    w = select(func.unnest(query_lexemes()).label("lexeme")).subquery("w")
+    held = func.coalesce(c.c.memories, inline(0))
+    per = (
+        select(
+            w.c.lexeme,
+            held.label("held"),
+            func.min(func.nullif(held, inline(0))).over().label("rarest"),
+        )
+        .select_from(w.outerjoin(c, c.c.lexeme == w.c.lexeme))
+        .subquery("per")
+    )
+    documents = func.coalesce(
+        select(c.c.memories).where(c.c.lexeme == inline(ANY_LEXEME)).scalar_subquery(), inline(0)
+    )
+    common = func.greatest(
+        documents * inline(COMMON_SHARE),
+        inline(COMMON_FLOOR),
+        func.coalesce(per.c.rarest, inline(0)),
+    )
+    kept = select(func.array_agg(per.c.lexeme)).where(per.c.held <= common).scalar_subquery()
+    return cast(kept, ARRAY(Text))  # an array to match any of, not a subquery's rows
+
+
 def text_candidates(
     texts: Table | Any,
     tables: dict[str, Table],
@@ -101,7 +148,7 @@ def text_candidates(
     wanted = query_lexemes()
     hits = (
         select(x.c.memory_id, func.count().label("held"))
-        .where(x.c.lexeme == func.any_(wanted))
+        .where(x.c.lexeme == func.any_(matching_lexemes(tables)))
         .group_by(x.c.memory_id)
         .subquery("hits")
     )
@@ -135,8 +182,10 @@ def text_candidates(
             .select_from(top.join(t, t.c.memory_id == top.c.memory_id))
             .subquery("matched")
         )
+    # From the document: the matching may have left common lexemes out.
     every = case(
-        (matched.c.held >= func.cardinality(wanted), inline(EVERY_WORD)), else_=inline(0.0)
+        (func.tsvector_to_array(matched.c.document).op("@>")(wanted), inline(EVERY_WORD)),
+        else_=inline(0.0),
     )
     score = every + func.ts_rank_cd(
         matched.c.document, text_query("|"), inline(RANK_NORMALISATION)

@@ -44,6 +44,7 @@ from psycopg.types.json import Jsonb
 from domain.dependency import Dependencies, dependencies_of
 from domain.memory import Memory
 from projections.store.errors import StaleReadError
+from projections.store.lexeme_counts import counting
 from projections.store.schema import SNAPSHOTS_TABLE
 from projections.store.sql import schema_query
 from projections.store.storable import storable
@@ -273,10 +274,14 @@ def _record_removals(curs: Cursor[Any], schema: str, found: Dependencies, positi
         )
         curs.execute(
             schema_query(
-                "WITH gone AS (DELETE FROM {schema}.memory_texts"
-                " WHERE version_id = ANY(%b::uuid[]) RETURNING memory_id)"
-                " DELETE FROM {schema}.memory_lexemes x USING gone"
-                " WHERE x.memory_id = gone.memory_id",
+                counting(
+                    "WITH gone AS (DELETE FROM {schema}.memory_texts"
+                    " WHERE version_id = ANY(%b::uuid[]) RETURNING memory_id),"
+                    " words AS (DELETE FROM {schema}.memory_lexemes x USING gone"
+                    " WHERE x.memory_id = gone.memory_id RETURNING x.lexeme, x.memory_id),"
+                    " changes AS (SELECT lexeme, -1 AS change FROM words"
+                    " UNION ALL SELECT '', -1 FROM words GROUP BY memory_id)"
+                ),
                 schema,
             ),
             (found.versions_erased,),

@@ -57,6 +57,7 @@ __all__ = [
     "idempotency_keys",
     "index_tenants",
     "judge_usage",
+    "lexeme_counts",
     "memory_access",
     "memory_embeddings",
     "memory_fades",
@@ -617,6 +618,20 @@ memory_lexemes = Table(
 """Recall's words inverted: one row per lexeme of :data:`memory_texts`' documents. Text
 equality is leakproof, so this btree serves text search under row-level security, where
 the GIN index cannot (``@@`` is not leakproof). Kept and erased with ``memory_texts``."""
+
+
+lexeme_counts = Table(
+    "lexeme_counts",
+    metadata,
+    _tenant(),
+    Column("lexeme", Text, nullable=False),
+    Column("memories", BigInteger, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "lexeme"),
+)
+"""How many memories hold each lexeme in :data:`memory_lexemes`, by tenant; the empty
+lexeme (never one of a document's) counts the memories holding any. Written in the
+statements that write ``memory_lexemes``, so text search can tell a word most memories
+hold from a rare one without counting its rows."""
 
 
 def vector_index_ddl(schema: str, dimension: int) -> sql.Composed:

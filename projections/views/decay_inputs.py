@@ -6,9 +6,9 @@ The cycle computes every score at one snapshot time from these reads
 given. A memory's *time* is the latest ``captured_at`` of the observations its
 current version's active support cites, else when that version was recorded.
 
-The fade label (:func:`faded_of`): a memory is faded while the latest cycle that
-bucketed it faded it (``memory_fades.faded_at``), it was not accessed since, and
-it is not pinned.
+The fade label (:func:`faded`, read with recall's candidates): a memory is faded
+while the latest cycle that bucketed it faded it (``memory_fades.faded_at``), it was
+not accessed since, and it is not pinned.
 """
 
 from __future__ import annotations
@@ -21,13 +21,17 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
+from sqlalchemy import Boolean, and_, cast, false, func, not_, or_
 
 from domain.memory import Memory
 from domain.observation import Observation
 from projections.store.sql import schema_query, schema_sql
 from projections.store.tenancy import tenant_transaction
+from projections.views.statement import inline
 
 if TYPE_CHECKING:
+    from sqlalchemy.sql.elements import ColumnElement
+
     from projections.store.eventlog import EventLog
 
 __all__ = [
@@ -35,7 +39,7 @@ __all__ = [
     "DuplicatePair",
     "decay_inputs",
     "duplicate_pairs",
-    "faded_of",
+    "faded",
     "memory_time",
     "recent_activity",
 ]
@@ -267,22 +271,13 @@ def duplicate_pairs(
     ]
 
 
-def faded_of(log: EventLog, tenant_id: UUID, memory_ids: Sequence[UUID]) -> set[UUID]:
-    """Return which of ``memory_ids`` are faded now: faded by the latest cycle that
-    bucketed them, not accessed since, and not pinned."""
-    if not memory_ids:
-        return set()
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            schema_sql(
-                "SELECT f.memory_id FROM {schema}.memory_fades f"
-                " JOIN {schema}.beliefs b USING (tenant_id, memory_id)"
-                " LEFT JOIN {schema}.memory_access a USING (tenant_id, memory_id)"
-                " WHERE f.memory_id = ANY(%s) AND f.faded_at IS NOT NULL"
-                " AND (a.last_access IS NULL OR a.last_access <= f.faded_at)"
-                " AND NOT coalesce((b.belief->'labels'->>'pinned')::boolean, false)",
-                log.datastore.schema,
-            ),
-            (list(memory_ids),),
-        )
-        return {r["memory_id"] for r in cur.fetchall()}
+def faded(fades: Any, beliefs: Any, access: Any) -> ColumnElement[bool]:
+    """Return the fade label of a row joining ``memory_fades``, ``beliefs`` and
+    ``memory_access`` (each may be outer-joined): faded by the latest cycle that
+    bucketed it, not accessed since, and not pinned."""
+    pinned = cast(beliefs.c.belief.op("#>>")(inline("{labels,pinned}")), Boolean)
+    return and_(
+        fades.c.faded_at.is_not(None),
+        or_(access.c.last_access.is_(None), access.c.last_access <= fades.c.faded_at),
+        not_(func.coalesce(pinned, false())),
+    )

@@ -123,6 +123,24 @@ def allow_tenant_updates(*tables: str) -> None:
         )
 
 
+def for_each_tenant(template: LiteralString) -> None:
+    """Run ``template`` (as :func:`run`) once per tenant, with the transaction's tenant
+    set to it, then unset. The statement names the tenant in its conditions too
+    (``{schema}.current_tenant()``): a superuser migrating bypasses row-level security."""
+    schema = target().schema
+    bind = op.get_bind()
+    listed = sql.SQL("SELECT tenant_id FROM {schema}.revision_tenants").format(
+        schema=sql.Identifier(schema)
+    )
+    tenants = [row[0] for row in _driver_connection().cursor().execute(listed).fetchall()]
+    for tenant_id in tenants:
+        bind.execute(
+            sa.text("SELECT set_config('palimpsest.tenant_id', :t, true)"), {"t": str(tenant_id)}
+        )
+        run(template)
+    bind.execute(sa.text("SELECT set_config('palimpsest.tenant_id', '', true)"))
+
+
 def library_event_table_ddl(database: Database) -> list[sql.Composed]:
     """Return the library's own DDL for the events table, its type and index.
 

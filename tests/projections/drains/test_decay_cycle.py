@@ -126,6 +126,27 @@ def test_a_faded_memory_ranks_below_an_unfaded_one_and_an_access_clears_it(
     assert belief(client, tenant, far)["belief"]["labels"]["archived"] is None  # readable
 
 
+def test_a_pin_clears_the_fade_without_an_access(
+    client: TestClient, runtime: Runtime, tenant: Tenant
+) -> None:
+    later = NOW + timedelta(days=45)
+    set_policy(client, tenant, prune_below=0.0, fade_below=0.15)
+    text = "Rolled back the release after the smoke tests failed on staging."
+    headers = tenant.headers("writer")
+    far = remember(client, headers, type="event", scope="archive", content=text)["id"]
+    elsewhere = remember(client, headers, type="note", scope="work", content="Standup at 9.")
+    index_until_caught_up(runtime, tenant.id)
+    with app_clock(client, later - timedelta(days=1)):
+        assert client.get(f"/v1/memories/{elsewhere['id']}", headers=headers).status_code == 200
+    assert far in cycle(client, runtime, tenant, later).faded
+    assert post(client, f"/v1/memories/{far}/pin", {}, headers).status_code in (200, 201)
+    index_until_caught_up(runtime, tenant.id)
+    with app_clock(client, later + timedelta(minutes=1)):
+        recalled = post(client, "/v1/recall", {"query": text, "k": 1}, headers).json()["items"]
+    # A person said it matters: recall does not rank it as faded, though never accessed.
+    assert [(i["id"], i["faded"]) for i in recalled] == [(far, False)]
+
+
 def test_prune_is_a_decay_proposal_by_default_and_applying_it_archives(
     client: TestClient, runtime: Runtime, tenant: Tenant
 ) -> None:

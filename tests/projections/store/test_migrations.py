@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic import command
+from psycopg import sql
+from sqlalchemy.schema import CreateSchema
 
 from domain.tenant import Tenant
 from projections.commands.tokens import create_tenant
@@ -23,6 +26,7 @@ from projections.store.database import Database
 from projections.store.errors import DatabaseUnavailableError, SchemaTooNewError
 from projections.store.eventlog import EventLog
 from projections.store.migrations import migrate, schema_version
+from projections.store.migrations.runner import alembic_config
 from projections.store.tenancy import tenant_scope
 from tests.conftest import RunDatabase
 from tests.projections.store import legacy_runner
@@ -254,3 +258,55 @@ def test_an_unreachable_database_is_reported_as_unavailable(runtime: Runtime) ->
     database = replace(runtime.database, port=1, host="127.0.0.1")
     with pytest.raises(DatabaseUnavailableError):
         migrate(database)
+
+
+def test_revision_0018_counts_the_words_a_store_already_held(schemas: Any) -> None:
+    # Given a store at revision 0017 whose tenant has indexed words
+    database: Database = schemas("words")
+    tenant = uuid.uuid4()
+    texts = ["Ticket PAL-7 blocks the release", "The release train leaves on Friday", ""]
+    with alembic_config(database) as config:
+        connection = config.attributes["connection"]
+        connection.execute(CreateSchema(database.schema, if_not_exists=True))
+        connection.commit()
+        command.upgrade(config, "0017")
+    schema = sql.Identifier(database.schema)
+    with database.owner_connection() as conn:
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {s}.revision_tenants (tenant_id, marked_position) VALUES (%s, 0)"
+            ).format(s=schema),
+            (tenant,),
+        )
+        for text in texts:
+            memory = uuid.uuid4()
+            conn.execute(
+                sql.SQL(
+                    "INSERT INTO {s}.memory_texts (tenant_id, memory_id, version_id,"
+                    " content_digest, revision, memory_type, scope, document)"
+                    " VALUES (%s, %s, %s, 'd', 1, 'fact', 'user', to_tsvector('english', %s))"
+                ).format(s=schema),
+                (tenant, memory, uuid.uuid4(), text),
+            )
+            conn.execute(
+                sql.SQL(
+                    "INSERT INTO {s}.memory_lexemes (tenant_id, lexeme, memory_id)"
+                    " SELECT %s, l, %s FROM unnest(tsvector_to_array(to_tsvector('english', %s)))"
+                    " AS l"
+                ).format(s=schema),
+                (tenant, memory, text),
+            )
+    # When it is migrated to the newest revision
+    assert migrate(database)[0] == "0018"
+    # Then each word is counted once per memory holding it, and the memories holding any
+    with database.owner_connection() as conn:
+        counts = dict(
+            conn.execute(
+                sql.SQL(
+                    "SELECT lexeme, memories FROM {s}.lexeme_counts WHERE tenant_id = %s"
+                ).format(s=schema),
+                (tenant,),
+            ).fetchall()
+        )
+    assert counts["releas"] == 2 and counts["ticket"] == 1 and counts["friday"] == 1
+    assert counts[""] == 2  # the empty text holds no word

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from psycopg import sql
 from sqlalchemy.dialects.postgresql import TSVECTOR
 
 from projections.store.migrations._ddl import (
     allow_tenant_updates,
     clock_default,
+    for_each_tenant,
     isolate_tenants,
     run,
     target,
@@ -71,31 +71,17 @@ def upgrade() -> None:
     )
     isolate_tenants("memory_texts")
     allow_tenant_updates("memory_texts")
-    bind = op.get_bind()
-    driver = bind.connection.driver_connection
-    assert driver is not None  # a migration always runs on a live connection
-    listed = sql.SQL("SELECT tenant_id FROM {schema}.revision_tenants").format(
-        schema=sql.Identifier(schema)
+    for_each_tenant(
+        "INSERT INTO {schema}.memory_texts (tenant_id, memory_id, version_id,"
+        " content_digest, revision, memory_type, scope, project, document)"
+        " SELECT DISTINCT ON (e.memory_id) e.tenant_id, e.memory_id, e.version_id,"
+        " e.content_digest, e.revision, e.memory_type, e.scope, e.project,"
+        " to_tsvector('english', convert_from(p.content, 'UTF8'))"
+        " FROM {schema}.memory_embeddings e"
+        " JOIN {schema}.beliefs b ON b.tenant_id = e.tenant_id"
+        " AND b.memory_id = e.memory_id AND b.current_version_id = e.version_id"
+        " JOIN {schema}.payloads p ON p.tenant_id = e.tenant_id"
+        " AND p.digest = e.content_digest"
+        " WHERE e.tenant_id = {schema}.current_tenant()"
+        " ORDER BY e.memory_id, e.embedded_at DESC"
     )
-    tenants = [row[0] for row in driver.cursor().execute(listed).fetchall()]
-    for tenant_id in tenants:
-        bind.execute(
-            sa.text("SELECT set_config('palimpsest.tenant_id', :t, true)"), {"t": str(tenant_id)}
-        )
-        # The tenant is named in the conditions too: a superuser migrating bypasses
-        # row-level security.
-        run(
-            "INSERT INTO {schema}.memory_texts (tenant_id, memory_id, version_id,"
-            " content_digest, revision, memory_type, scope, project, document)"
-            " SELECT DISTINCT ON (e.memory_id) e.tenant_id, e.memory_id, e.version_id,"
-            " e.content_digest, e.revision, e.memory_type, e.scope, e.project,"
-            " to_tsvector('english', convert_from(p.content, 'UTF8'))"
-            " FROM {schema}.memory_embeddings e"
-            " JOIN {schema}.beliefs b ON b.tenant_id = e.tenant_id"
-            " AND b.memory_id = e.memory_id AND b.current_version_id = e.version_id"
-            " JOIN {schema}.payloads p ON p.tenant_id = e.tenant_id"
-            " AND p.digest = e.content_digest"
-            " WHERE e.tenant_id = {schema}.current_tenant()"
-            " ORDER BY e.memory_id, e.embedded_at DESC"
-        )
-    bind.execute(sa.text("SELECT set_config('palimpsest.tenant_id', '', true)"))

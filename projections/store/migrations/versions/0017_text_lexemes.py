@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from psycopg import sql
 
-from projections.store.migrations._ddl import isolate_tenants, run, target, tenant_column
+from projections.store.migrations._ddl import (
+    for_each_tenant,
+    isolate_tenants,
+    run,
+    target,
+    tenant_column,
+)
 
 __all__ = ["upgrade"]
 
@@ -66,23 +71,9 @@ def upgrade() -> None:
         "USING (tenant_id = {schema}.current_tenant())"
     )
     isolate_tenants("memory_lexemes")
-    bind = op.get_bind()
-    driver = bind.connection.driver_connection
-    assert driver is not None  # a migration always runs on a live connection
-    listed = sql.SQL("SELECT tenant_id FROM {schema}.revision_tenants").format(
-        schema=sql.Identifier(schema)
+    for_each_tenant(
+        "INSERT INTO {schema}.memory_lexemes (tenant_id, lexeme, memory_id)"
+        " SELECT t.tenant_id, l.lexeme, t.memory_id FROM {schema}.memory_texts t,"
+        " unnest(tsvector_to_array(t.document)) AS l(lexeme)"
+        " WHERE t.tenant_id = {schema}.current_tenant()"
     )
-    tenants = [row[0] for row in driver.cursor().execute(listed).fetchall()]
-    for tenant_id in tenants:
-        bind.execute(
-            sa.text("SELECT set_config('palimpsest.tenant_id', :t, true)"), {"t": str(tenant_id)}
-        )
-        # The tenant is named in the conditions too: a superuser migrating bypasses
-        # row-level security.
-        run(
-            "INSERT INTO {schema}.memory_lexemes (tenant_id, lexeme, memory_id)"
-            " SELECT t.tenant_id, l.lexeme, t.memory_id FROM {schema}.memory_texts t,"
-            " unnest(tsvector_to_array(t.document)) AS l(lexeme)"
-            " WHERE t.tenant_id = {schema}.current_tenant()"
-        )
-    bind.execute(sa.text("SELECT set_config('palimpsest.tenant_id', '', true)"))

@@ -1,0 +1,135 @@
+"""Recall by words knows which words are common, and a common word costs no matching.
+
+``lexeme_counts`` is written by the same statements that write ``memory_lexemes``:
+the indexing drain (a new memory, a new version with other words) and erasure. The
+counts must equal the rows after any of them, or text search would leave out a
+rare word, or keep a common one. A query's common words (held by more than 5% of
+a tenant's memories, and by more than 1,000) select no candidates but still rank
+them; its rarest word always selects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID, uuid4
+
+from fastapi.testclient import TestClient
+from psycopg import sql
+from sqlalchemy import select
+
+from projections.recall.indexing import _write_texts
+from projections.recall.words import COMMON_FLOOR, EVERY_WORD, text_candidates
+from projections.runtime import Runtime
+from projections.store.sql import compile_query, tables_in
+from projections.store.tenancy import tenant_transaction
+from tests.api.helpers import post, remember
+from tests.conftest import Tenant, index_until_caught_up
+
+
+def _counts(runtime: Runtime, tenant: Tenant) -> tuple[dict[str, int], dict[str, int]]:
+    """Return the tenant's ``lexeme_counts`` and the same counted from its rows."""
+    schema = sql.Identifier(runtime.database.schema)
+    with tenant_transaction(runtime.log.datastore, tenant.id, commit=False) as cur:
+        cur.execute(
+            sql.SQL("SELECT lexeme, memories FROM {s}.lexeme_counts WHERE memories <> 0").format(
+                s=schema
+            )
+        )
+        kept = {row["lexeme"]: row["memories"] for row in cur.fetchall()}
+        cur.execute(
+            sql.SQL(
+                "SELECT lexeme, count(*) AS n FROM {s}.memory_lexemes GROUP BY lexeme"
+                " UNION ALL SELECT '', count(DISTINCT memory_id) FROM {s}.memory_lexemes"
+                " HAVING count(*) > 0"
+            ).format(s=schema)
+        )
+        counted = {row["lexeme"]: row["n"] for row in cur.fetchall()}
+    return kept, counted
+
+
+def test_counts_follow_new_memories_new_versions_and_erasure(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    ids = [
+        remember(client, headers, type="fact", content=text)["id"]
+        for text in (
+            "Ticket PAL-7 blocks the release",
+            "Ticket PAL-8 blocks the migration",
+            "The release train leaves on Friday",
+        )
+    ]
+    index_until_caught_up(runtime, tenant.id)
+    kept, counted = _counts(runtime, tenant)
+    assert kept == counted and kept["releas"] == 2 and kept["ticket"] == 2 and kept[""] == 3
+    # A new version with other words: its old words are uncounted, its new ones counted.
+    revised = post(
+        client,
+        f"/v1/memories/{ids[0]}/versions",
+        {"content": "Ticket PAL-7 was closed on Monday"},
+        headers,
+    )
+    assert revised.status_code == 201, revised.text
+    index_until_caught_up(runtime, tenant.id)
+    kept, counted = _counts(runtime, tenant)
+    assert kept == counted and kept["releas"] == 1 and kept["monday"] == 1 and kept[""] == 3
+    # Erasure deletes the words in the erasing transaction, and their counts with them.
+    erased = post(
+        client, "/v1/erasures", {"reason": "the user asked", "memory_ids": [ids[1]]}, headers
+    )
+    assert erased.status_code in (200, 201), erased.text
+    kept, counted = _counts(runtime, tenant)
+    assert kept == counted and "migrat" not in kept and kept["ticket"] == 1 and kept[""] == 2
+
+
+_MEMORIES = COMMON_FLOOR + 200
+
+
+def _fill(runtime: Runtime, tenant: Tenant) -> dict[int, UUID]:
+    """Index ``_MEMORIES`` texts through the indexing drain's own writer: every one
+    holds "ticket", "blocks" and "release" (common), and a number of its own."""
+    ids = {i: uuid4() for i in range(_MEMORIES)}
+    rows = [
+        {
+            "memory_id": memory_id,
+            "current_version_id": uuid4(),
+            "content_digest": f"d{i}",
+            "requested": 1,
+            "memory_type": "fact",
+            "scope": "user",
+            "project": None,
+        }
+        for i, memory_id in ids.items()
+    ]
+    texts = {memory_id: f"ticket PAL-{i} blocks the release" for i, memory_id in ids.items()}
+    with tenant_transaction(runtime.log.datastore, tenant.id, commit=True) as cur:
+        _write_texts(cur, runtime.database.schema, rows, texts)
+    return ids
+
+
+def _text_search(runtime: Runtime, tenant: Tenant, words: str) -> list[dict[str, Any]]:
+    """The text search's candidates of ``words``, best first (before recall joins them
+    to the memories' state, which these have not)."""
+    tables = tables_in(runtime.database.schema)
+    near = text_candidates(tables["memory_texts"].alias("e"), tables, [], None)
+    statement = select(near.c.memory_id, near.c.text_score).order_by(
+        near.c.text_score.desc(), near.c.memory_id
+    )
+    with tenant_transaction(runtime.log.datastore, tenant.id, commit=False) as cur:
+        cur.execute(compile_query(statement)[0], {"words": words, "limit": 40})
+        return list(cur.fetchall())
+
+
+def test_a_common_word_selects_nothing_but_ranks_and_the_rarest_always_selects(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    ids = _fill(runtime, tenant)
+    found = _text_search(runtime, tenant, "release PAL-42")
+    # Only the memory holding the rare words is a candidate: the thousand-odd holding
+    # "release" are not matched (nor grouped, nor ranked).
+    assert [r["memory_id"] for r in found] == [ids[42]]
+    # It holds every word of the query, the common one included.
+    assert found[0]["text_score"] >= EVERY_WORD
+    # A query of common words only still finds (its rarest word selects).
+    common = _text_search(runtime, tenant, "release blocks")
+    assert len(common) == 40 and all(r["text_score"] >= EVERY_WORD for r in common)

@@ -51,7 +51,7 @@ __all__ = [
     "text_query",
 ]
 
-CANDIDATE_CAP = 200
+CANDIDATE_CAP = 500
 """At most this many memories, those holding the most of the query's matching lexemes,
 are ranked: the bound on ranking's cost when the words are common."""
 

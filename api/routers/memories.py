@@ -37,7 +37,7 @@ from domain.memory import MemoryType
 from projections.commands.caller import Caller
 from projections.commands.writer import EdgeSpec, LabelSpec, MemorySpec, VersionSpec
 from projections.runtime import Runtime
-from projections.views.access_stamps import scores_of, stamp_accesses
+from projections.views.access_stamps import scores_of
 from projections.views.as_of import BeliefAsOf, belief_as_of, list_beliefs_as_of, position_at
 from projections.views.candidates import PAIRED_TYPES, Candidates, potential_contradictions
 from projections.views.current_beliefs import (
@@ -46,6 +46,7 @@ from projections.views.current_beliefs import (
     PendingBelief,
     UnprojectableBelief,
     current_belief,
+    current_belief_accessed,
     list_beliefs,
 )
 from projections.views.listing import MemoryFilter
@@ -379,19 +380,16 @@ async def read_memory(
     answer = await await_drains(
         runtime,
         caller.tenant_id,
-        lambda: current_belief(runtime.log, caller.tenant_id, memory_id, now=clock),
+        # One transaction on one thread: the belief, and when current its score and
+        # this read's one access; a pending answer (each poll of a wait) counts nothing.
+        lambda: current_belief_accessed(runtime.log, caller.tenant_id, memory_id, now=clock),
         lambda answer: not isinstance(answer, PendingBelief),
         wait,
         holder,  # a wait beyond the caps answers 429
     )
     if isinstance(answer, PendingBelief):
         response.headers["Retry-After"] = "1"
-    if not isinstance(answer, CurrentBelief):
-        return answer  # nothing to rank: no belief yet, or erased
-    [ranked] = await run_in_threadpool(
-        _with_scores, runtime, caller, [answer], [memory_id], clock(), stamp=True
-    )
-    return ranked
+    return answer
 
 
 def _read_as_of(
@@ -425,9 +423,7 @@ def _with_scores(
     beliefs = {
         i: a.belief for i, a in zip(ids, answers, strict=True) if isinstance(a, CurrentBelief)
     }
-    scores = scores_of(runtime.log, caller.tenant_id, beliefs, now)
-    if stamp:
-        stamp_accesses(runtime.log, caller.tenant_id, list(beliefs), now)
+    scores = scores_of(runtime.log, caller.tenant_id, beliefs, now, stamp=stamp)
     return [
         a.model_copy(update={"salience": scores.get(i)}) if isinstance(a, CurrentBelief) else a
         for i, a in zip(ids, answers, strict=True)

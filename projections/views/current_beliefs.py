@@ -31,6 +31,7 @@ from sqlalchemy.dialects.postgresql import JSONB, aggregate_order_by
 from domain.errors import NotFoundError
 from projections.store.sql import tables_in
 from projections.store.tenancy import tenant_transaction
+from projections.views.access_stamps import _scores_in
 from projections.views.belief_facts import PROJECTION_ERROR_CHARS, BeliefJson
 from projections.views.erasures import ErasurePlaceholder, erasure_decision, erasure_placeholder
 from projections.views.listing import (
@@ -45,9 +46,15 @@ from projections.views.listing import (
 )
 from projections.views.record import Record
 from projections.views.statement import any_of, inline, json_field, param, shaped_sql
-from projections.views.version_texts import VersionText, version_texts
+from projections.views.version_texts import (
+    VersionText,
+    _decoded_version_events,
+    _select_version_events,
+    _version_texts_in,
+)
 
 if TYPE_CHECKING:
+    from psycopg import Cursor
     from sqlalchemy import Select, Table
     from sqlalchemy.sql.elements import ColumnElement
 
@@ -67,6 +74,7 @@ __all__ = [
     "Revision",
     "UnprojectableBelief",
     "current_belief",
+    "current_belief_accessed",
     "due_deadlines",
     "list_beliefs",
     "unarchived",
@@ -271,11 +279,48 @@ def current_belief(
     Raises:
         NotFoundError: no such memory in the tenant.
     """
-    query = shaped_sql(_watermark, log.datastore.schema)
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        # One statement: the watermark, the belief and the deadlines of one snapshot.
-        cur.execute(query, {"memory_id": memory_id, "now": now()})
-        row = cur.fetchone()
+        return _current_belief_in(cur, log, memory_id, now())
+
+
+def current_belief_accessed(
+    log: EventLog,
+    tenant_id: UUID,
+    memory_id: UUID,
+    *,
+    now: Callable[[], datetime],
+) -> BeliefAnswer:
+    """Return :func:`current_belief`'s answer as a read by id serves it: a current one
+    with its salience score (from the accesses before this read), and counted as one
+    access; any other answer counts nothing. One transaction.
+
+    Raises:
+        NotFoundError: no such memory in the tenant.
+    """
+    at = now()
+    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+        answer = _current_belief_in(cur, log, memory_id, at)
+        if not isinstance(answer, CurrentBelief):
+            return answer
+        scores = _scores_in(cur, log, {memory_id: answer.belief}, at, stamp=True)
+    return answer.model_copy(update={"salience": scores.get(memory_id)})
+
+
+def _current_belief_in(
+    cur: Cursor[Any], log: EventLog, memory_id: UUID, at: datetime
+) -> BeliefAnswer:
+    """:func:`current_belief` at ``at``, in the transaction of ``cur``."""
+    with cur.connection.cursor() as events:
+        with cur.connection.pipeline():  # one round trip for both statements
+            # One statement: the watermark, the belief and the deadlines of one snapshot.
+            cur.execute(
+                shaped_sql(_watermark, log.datastore.schema), {"memory_id": memory_id, "now": at}
+            )
+            # The version events, in a later snapshot: they include the current
+            # version's, recorded before its belief was projected.
+            _select_version_events(events, log, [memory_id])
+        event_rows = events.fetchall()
+    row = cur.fetchone()
     if row is None:
         msg = f"memory {memory_id} not found"
         raise NotFoundError(msg)
@@ -286,7 +331,7 @@ def current_belief(
         return UnprojectableBelief(revision=revision, error=row["unprojectable_error"])
     due = row["due"] or []
     if row["published"] >= row["requested"] and row["belief"] is not None and not due:
-        text = _text_of(log, tenant_id, memory_id, row)
+        text = _text_of(cur, log, memory_id, row, event_rows)
         if text.requested == row["requested"]:
             return CurrentBelief(
                 **_kind(row), revision=revision, belief=row["belief"], content=text.content
@@ -301,10 +346,14 @@ def _kind(row: Any) -> dict[str, Any]:
     return {k: row[k] for k in ("memory_type", "scope", "project", "topic")}
 
 
-def _text_of(log: EventLog, tenant_id: UUID, memory_id: UUID, row: Any) -> VersionText:
-    """Return the text of the current version the belief of ``row`` names."""
-    version = UUID(str(row["belief"]["current_version_id"]))
-    return version_texts(log, tenant_id, {memory_id: version}).get(
+def _text_of(
+    cur: Cursor[Any], log: EventLog, memory_id: UUID, row: Any, events: list[Any]
+) -> VersionText:
+    """Return the text of the current version the belief of ``row`` names (``events``:
+    the memory's version events, as :func:`_select_version_events` reads them)."""
+    versions = {memory_id: UUID(str(row["belief"]["current_version_id"]))}
+    found = _decoded_version_events(log, events, versions)
+    return _version_texts_in(cur, log, versions, found).get(
         memory_id, VersionText(None, row["requested"], row["published"])
     )
 
@@ -396,18 +445,18 @@ def list_beliefs(
         params.update(cursor_values(after))
     if where.ids is not None:
         params["ids"] = list(where.ids)
+    texts: dict[UUID, VersionText] = {}
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(query, params)
         rows = cur.fetchall()
-    page = rows[:limit]
-    texts: dict[UUID, VersionText] = {}
-    if include_content:
-        current = [r for r in page if r["is_current"] and r["erased_by"] is None]
-        texts = version_texts(
-            log,
-            tenant_id,
-            {r["memory_id"]: UUID(str(r["belief"]["current_version_id"])) for r in current},
-        )
+        page = rows[:limit]
+        if include_content:
+            current = [r for r in page if r["is_current"] and r["erased_by"] is None]
+            texts = _version_texts_in(
+                cur,
+                log,
+                {r["memory_id"]: UUID(str(r["belief"]["current_version_id"])) for r in current},
+            )
     items: list[ListedBelief] = []
     for row in page:
         attributes = {"id": row["memory_id"], **_kind(row)}

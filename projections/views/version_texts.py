@@ -13,7 +13,7 @@ bytes) committed in between, and the caller must not serve the two together.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
@@ -23,6 +23,8 @@ from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
 
 if TYPE_CHECKING:
+    from psycopg import Cursor
+
     from projections.store.eventlog import EventLog
 
 __all__ = ["VersionText", "version_events", "version_texts"]
@@ -43,15 +45,35 @@ def version_events(
     """Return the ``VersionRecorded`` event of each memory's version (``versions``: the
     version id by memory id), decoded by the log's mapper."""
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            schema_sql(
-                "SELECT originator_id, originator_version, topic, state"
-                " FROM {schema}.palimpsest_events WHERE originator_id = ANY(%s) AND topic = %s",
-                log.datastore.schema,
-            ),
-            (sorted(versions, key=str), Memory.VersionRecorded.TOPIC),
-        )
-        rows = cur.fetchall()
+        return _version_events_in(cur, log, versions)
+
+
+def _version_events_in(
+    cur: Cursor[Any], log: EventLog, versions: dict[UUID, UUID]
+) -> dict[UUID, Memory.VersionRecorded]:
+    """:func:`version_events`, in the transaction of ``cur``."""
+    _select_version_events(cur, log, list(versions))
+    return _decoded_version_events(log, cur.fetchall(), versions)
+
+
+def _select_version_events(cur: Cursor[Any], log: EventLog, memory_ids: list[UUID]) -> None:
+    """Execute the query of the memories' ``VersionRecorded`` events (every version: the
+    event names its version in its state only), for :func:`_decoded_version_events`."""
+    cur.execute(
+        schema_sql(
+            "SELECT originator_id, originator_version, topic, state"
+            " FROM {schema}.palimpsest_events WHERE originator_id = ANY(%s) AND topic = %s",
+            log.datastore.schema,
+        ),
+        (sorted(memory_ids, key=str), Memory.VersionRecorded.TOPIC),
+    )
+
+
+def _decoded_version_events(
+    log: EventLog, rows: list[Any], versions: dict[UUID, UUID]
+) -> dict[UUID, Memory.VersionRecorded]:
+    """Return the event of each memory's version in ``rows`` (of
+    :func:`_select_version_events`), decoded by the log's mapper."""
     found: dict[UUID, Memory.VersionRecorded] = {}
     for row in rows:
         event = log.mapper.to_domain_event(
@@ -67,11 +89,6 @@ def version_events(
     return found
 
 
-def _digests_of(log: EventLog, tenant_id: UUID, versions: dict[UUID, UUID]) -> dict[UUID, str]:
-    """Return the content digest of each memory's version (``versions``: by memory)."""
-    return {m: e.content_digest for m, e in version_events(log, tenant_id, versions).items()}
-
-
 def version_texts(
     log: EventLog, tenant_id: UUID, versions: dict[UUID, UUID]
 ) -> dict[UUID, VersionText]:
@@ -79,20 +96,37 @@ def version_texts(
     by memory id), with the memory's watermark read in the same statement."""
     if not versions:
         return {}
-    digests = _digests_of(log, tenant_id, versions)
-    memory_ids = sorted(versions, key=str)
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            schema_sql(
-                "SELECT t.memory_id, r.requested, r.published, p.content"
-                " FROM unnest(%s::uuid[], %s::text[]) AS t(memory_id, digest)"
-                " JOIN {schema}.revisions r ON r.memory_id = t.memory_id"
-                " LEFT JOIN {schema}.payloads p ON p.digest = t.digest",
-                log.datastore.schema,
-            ),
-            (memory_ids, [digests.get(m) for m in memory_ids]),
-        )
-        rows = cur.fetchall()
+        return _version_texts_in(cur, log, versions)
+
+
+def _version_texts_in(
+    cur: Cursor[Any],
+    log: EventLog,
+    versions: dict[UUID, UUID],
+    events: dict[UUID, Memory.VersionRecorded] | None = None,
+) -> dict[UUID, VersionText]:
+    """:func:`version_texts`, in the transaction of ``cur`` (given the versions'
+    ``events``, when read already). Each statement of a READ COMMITTED transaction
+    takes its own snapshot, so the watermark read with the text is as fresh as in a
+    transaction of its own."""
+    if not versions:
+        return {}
+    if events is None:
+        events = _version_events_in(cur, log, versions)
+    digests = {m: e.content_digest for m, e in events.items()}
+    memory_ids = sorted(versions, key=str)
+    cur.execute(
+        schema_sql(
+            "SELECT t.memory_id, r.requested, r.published, p.content"
+            " FROM unnest(%s::uuid[], %s::text[]) AS t(memory_id, digest)"
+            " JOIN {schema}.revisions r ON r.memory_id = t.memory_id"
+            " LEFT JOIN {schema}.payloads p ON p.digest = t.digest",
+            log.datastore.schema,
+        ),
+        (memory_ids, [digests.get(m) for m in memory_ids]),
+    )
+    rows = cur.fetchall()
     return {
         row["memory_id"]: VersionText(
             None if row["content"] is None else bytes(row["content"]).decode("utf-8"),

@@ -116,3 +116,21 @@ def test_salience_decays_with_time(client: TestClient, tenant: Tenant, runtime: 
         then = later.get(f"/v1/memories/{fact['id']}", headers=headers).json()["salience"]
     # A fact's half-life is a year; one more access offsets part of it.
     assert 0 < then < now < 1
+
+
+def test_a_pending_read_counts_no_access(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    # Given a memory whose revision has not caught up
+    headers = tenant.headers()
+    memory = remember(client, headers, type="fact")
+    # When it is read by id before the drain runs
+    pending = client.get(f"/v1/memories/{memory['id']}", headers=headers)
+    # Then the answer is pending, and the read served nothing to use: no access
+    assert pending.json()["status"] == "pending" and pending.headers["Retry-After"] == "1"
+    assert _accesses(runtime, memory["id"]) == 0
+    drain_until_caught_up(runtime)
+    current = client.get(f"/v1/memories/{memory['id']}", headers=headers).json()
+    confidence = current["belief"]["confidence"]
+    assert current["salience"] == pytest.approx(_expected(confidence, 0), abs=1e-4)
+    assert _accesses(runtime, memory["id"]) == 1

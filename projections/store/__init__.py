@@ -14,6 +14,8 @@ Modules:
   driver and library exceptions.
 - :mod:`projections.store.eventlog`: The event log: the eventsourcing
   application and its tenant-scoped recorder.
+- :mod:`projections.store.lexeme_counts`: Counting recall's words: the statement
+  that keeps ``lexeme_counts`` true.
 - :mod:`projections.store.migrations`: Schema migrations: Alembic revisions,
   applied by the owner role before anything connects.
 - :mod:`projections.store.schema`: Every table the service owns, defined once
@@ -40,6 +42,7 @@ __all__ = [
     "embedded",
     "errors",
     "eventlog",
+    "lexeme_counts",
     "migrations",
     "schema",
     "settings",

@@ -29,7 +29,6 @@ from projections.views.belief_facts import BeliefDocument
 from projections.views.statement import any_of, events_table, shaped_sql
 
 if TYPE_CHECKING:
-    from psycopg import Cursor
     from sqlalchemy import Select
     from sqlalchemy.sql.elements import ColumnElement
     from sqlalchemy.sql.selectable import NamedFromClause
@@ -62,28 +61,20 @@ def stamp_accesses(
     if not memory_ids:
         return
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
-        _stamp_in(cur, log, memory_ids, at)
-
-
-def _stamp_in(cur: Cursor[Any], log: EventLog, memory_ids: Sequence[UUID], at: datetime) -> None:
-    """:func:`stamp_accesses`, in the transaction of ``cur`` (which must commit)."""
-    if not memory_ids:
-        return
-    # Tuning state: a crash may lose the last accesses, which only resets a little
-    # ranking, so the read does not wait for a disk flush. SET LOCAL lasts until the
-    # end of the transaction, whatever else it holds.
-    cur.execute("SET LOCAL synchronous_commit = off")
-    cur.execute(
-        schema_sql(
-            "INSERT INTO {schema}.memory_access (memory_id, accesses, last_access)"
-            " SELECT id, 1, %s FROM unnest(%s::uuid[]) AS t(id)"
-            " ON CONFLICT (tenant_id, memory_id) DO UPDATE SET"
-            " accesses = memory_access.accesses + 1,"
-            " last_access = greatest(memory_access.last_access, excluded.last_access)",
-            log.datastore.schema,
-        ),
-        (at, sorted(set(memory_ids), key=str)),
-    )
+        # Tuning state: a crash may lose the last accesses, which only resets a
+        # little ranking, so the read does not wait for a disk flush.
+        cur.execute("SET LOCAL synchronous_commit = off")
+        cur.execute(
+            schema_sql(
+                "INSERT INTO {schema}.memory_access (memory_id, accesses, last_access)"
+                " SELECT id, 1, %s FROM unnest(%s::uuid[]) AS t(id)"
+                " ON CONFLICT (tenant_id, memory_id) DO UPDATE SET"
+                " accesses = memory_access.accesses + 1,"
+                " last_access = greatest(memory_access.last_access, excluded.last_access)",
+                log.datastore.schema,
+            ),
+            (at, sorted(set(memory_ids), key=str)),
+        )
 
 
 def salience_columns(
@@ -117,43 +108,17 @@ def _salience_inputs(schema: str) -> Select[Any]:
 
 
 def scores_of(
-    log: EventLog,
-    tenant_id: UUID,
-    beliefs: dict[UUID, BeliefDocument],
-    now: datetime,
-    *,
-    stamp: bool = False,
+    log: EventLog, tenant_id: UUID, beliefs: dict[UUID, BeliefDocument], now: datetime
 ) -> dict[UUID, float]:
     """Return each memory's salience score at ``now`` (:func:`score_from`), from its
-    belief (confidence), its type, when it was first recorded, and its accesses so far;
-    when ``stamp``, then count one access to each at ``now``, in the same transaction
-    (the scores are from before it)."""
+    belief (confidence), its type, when it was first recorded, and its accesses so far."""
     if not beliefs:
         return {}
-    with tenant_transaction(log.datastore, tenant_id, commit=stamp) as cur:
-        return _scores_in(cur, log, beliefs, now, stamp=stamp)
-
-
-def _scores_in(
-    cur: Cursor[Any],
-    log: EventLog,
-    beliefs: dict[UUID, BeliefDocument],
-    now: datetime,
-    *,
-    stamp: bool,
-) -> dict[UUID, float]:
-    """:func:`scores_of`, in the transaction of ``cur`` (which must commit when
-    ``stamp``)."""
-    if not beliefs:
-        return {}
-    with cur.connection.cursor() as stamping, cur.connection.pipeline():
-        # One round trip: the inputs, then the stamp (on a cursor of its own).
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             shaped_sql(_salience_inputs, log.datastore.schema), {"memory_ids": list(beliefs)}
         )
-        if stamp:
-            _stamp_in(stamping, log, list(beliefs), now)
-    rows = cur.fetchall()
+        rows = cur.fetchall()
     return {row["memory_id"]: score_from(beliefs[row["memory_id"]], row, now) for row in rows}
 
 

@@ -31,7 +31,6 @@ from sqlalchemy.dialects.postgresql import JSONB, aggregate_order_by
 from domain.errors import NotFoundError
 from projections.store.sql import tables_in
 from projections.store.tenancy import tenant_transaction
-from projections.views.access_stamps import _scores_in
 from projections.views.belief_facts import PROJECTION_ERROR_CHARS, BeliefJson
 from projections.views.erasures import ErasurePlaceholder, erasure_decision, erasure_placeholder
 from projections.views.listing import (
@@ -74,7 +73,6 @@ __all__ = [
     "Revision",
     "UnprojectableBelief",
     "current_belief",
-    "current_belief_accessed",
     "due_deadlines",
     "list_beliefs",
     "unarchived",
@@ -283,43 +281,14 @@ def current_belief(
         return _current_belief_in(cur, log, memory_id, now())
 
 
-def current_belief_accessed(
-    log: EventLog,
-    tenant_id: UUID,
-    memory_id: UUID,
-    *,
-    now: Callable[[], datetime],
-) -> BeliefAnswer:
-    """Return :func:`current_belief`'s answer as a read by id serves it: a current one
-    with its salience score (from the accesses before this read), and counted as one
-    access; any other answer counts nothing. One transaction.
-
-    Raises:
-        NotFoundError: no such memory in the tenant.
-    """
-    at = now()
-    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
-        answer = _current_belief_in(cur, log, memory_id, at)
-        if not isinstance(answer, CurrentBelief):
-            return answer
-        scores = _scores_in(cur, log, {memory_id: answer.belief}, at, stamp=True)
-    return answer.model_copy(update={"salience": scores.get(memory_id)})
-
-
 def _current_belief_in(
     cur: Cursor[Any], log: EventLog, memory_id: UUID, at: datetime
 ) -> BeliefAnswer:
     """:func:`current_belief` at ``at``, in the transaction of ``cur``."""
-    with cur.connection.cursor() as events:
-        with cur.connection.pipeline():  # one round trip for both statements
-            # One statement: the watermark, the belief and the deadlines of one snapshot.
-            cur.execute(
-                shaped_sql(_watermark, log.datastore.schema), {"memory_id": memory_id, "now": at}
-            )
-            # The version events, in a later snapshot: they include the current
-            # version's, recorded before its belief was projected.
-            _select_version_events(events, log, [memory_id])
-        event_rows = events.fetchall()
+    # One statement: the watermark, the belief and the deadlines of one snapshot. The
+    # version events only when the belief may be current: a wait's polls of a pending
+    # memory, hundreds a second under load, read nothing more.
+    cur.execute(shaped_sql(_watermark, log.datastore.schema), {"memory_id": memory_id, "now": at})
     row = cur.fetchone()
     if row is None:
         msg = f"memory {memory_id} not found"
@@ -331,7 +300,10 @@ def _current_belief_in(
         return UnprojectableBelief(revision=revision, error=row["unprojectable_error"])
     due = row["due"] or []
     if row["published"] >= row["requested"] and row["belief"] is not None and not due:
-        text = _text_of(cur, log, memory_id, row, event_rows)
+        # The version events, in a later snapshot: they include the current version's,
+        # recorded before its belief was projected.
+        _select_version_events(cur, log, [memory_id])
+        text = _text_of(cur, log, memory_id, row, cur.fetchall())
         if text.requested == row["requested"]:
             return CurrentBelief(
                 **_kind(row), revision=revision, belief=row["belief"], content=text.content

@@ -30,6 +30,7 @@ __all__ = [
     "allow_tenant_updates",
     "clock_default",
     "execute",
+    "for_each_tenant",
     "isolate_tenants",
     "library_event_table_ddl",
     "run",

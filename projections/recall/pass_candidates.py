@@ -74,7 +74,7 @@ from projections.store.sql import schema_query, tables_in
 from projections.store.tenancy import tenant_transaction
 from projections.views.candidates import PAIRED_TYPES, cosine_similarity, same_kind
 from projections.views.current_beliefs import unarchived
-from projections.views.decay_inputs import memory_time
+from projections.views.decay_inputs import MemoryTimes
 from projections.views.statement import any_of, inline, json_field, param, shaped_sql
 
 if TYPE_CHECKING:
@@ -257,30 +257,16 @@ def _date(cur: Any, log: EventLog, live: dict[UUID, _Live]) -> set[UUID]:
             "observed": Observation.Created.TOPIC,
         },
     )
-    version_times: dict[UUID, datetime] = {}
-    cited: dict[UUID, set[UUID]] = defaultdict(set)
-    captured: dict[UUID, datetime] = {}
+    times = MemoryTimes(live)
     retracted: set[UUID] = set()
     for r in cur.fetchall():
         event = log.mapper.to_domain_event(
             StoredEvent(r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"]))
         )
-        if isinstance(event, Observation.Created):
-            captured[event.originator_id] = event.captured_at
-        elif isinstance(event, Memory.EdgeRetracted):
+        if not times.take(event, r["recorded_at"]) and isinstance(event, Memory.EdgeRetracted):
             retracted.add(event.edge_id)
-        elif isinstance(event, Memory.VersionRecorded):
-            if event.version_id == live[event.originator_id].version_id:
-                version_times[event.originator_id] = r["recorded_at"]
-        elif isinstance(event, Memory.ContributionAdded) and (
-            # The belief's support: the current version's active contributions.
-            str(event.contribution_id) in live[event.originator_id].support
-        ):
-            cited[event.originator_id].add(UUID(str(event.excerpt["observation_id"])))
     for memory in live.values():
-        memory.time = memory_time(
-            cited[memory.memory_id], captured, version_times[memory.memory_id]
-        )
+        memory.time = times.time_of(memory.memory_id)
     return retracted
 
 

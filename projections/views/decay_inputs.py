@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DecayInput",
     "DuplicatePair",
+    "MemoryTimes",
     "decay_inputs",
     "duplicate_pairs",
     "faded",
@@ -146,28 +148,15 @@ def _date(cur: Any, log: EventLog, live: dict[UUID, DecayInput]) -> None:
             "observed": Observation.Created.TOPIC,
         },
     )
-    version_times: dict[UUID, datetime] = {}
-    cited: dict[UUID, set[UUID]] = defaultdict(set)
-    captured: dict[UUID, datetime] = {}
+    times = MemoryTimes(live)
     for r in cur.fetchall():
         event = log.mapper.to_domain_event(
             StoredEvent(r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"]))
         )
-        if isinstance(event, Observation.Created):
-            captured[event.originator_id] = event.captured_at
-        elif isinstance(event, Memory.Created):
+        if not times.take(event, r["recorded_at"]) and isinstance(event, Memory.Created):
             live[event.originator_id].importance = event.importance
-        elif isinstance(event, Memory.VersionRecorded):
-            if event.version_id == live[event.originator_id].version_id:
-                version_times[event.originator_id] = r["recorded_at"]
-        elif isinstance(event, Memory.ContributionAdded) and (
-            str(event.contribution_id) in live[event.originator_id].support
-        ):
-            cited[event.originator_id].add(UUID(str(event.excerpt["observation_id"])))
     for memory in live.values():
-        memory.time = memory_time(
-            cited[memory.memory_id], captured, version_times[memory.memory_id]
-        )
+        memory.time = times.time_of(memory.memory_id)
 
 
 def memory_time(
@@ -178,6 +167,48 @@ def memory_time(
     when that version was recorded (``version_time``)."""
     times = [captured[o] for o in cited if o in captured]
     return max(times) if times else version_time
+
+
+class _Dated(Protocol):
+    """What :class:`MemoryTimes` reads of a live memory."""
+
+    @property
+    def version_id(self) -> UUID: ...
+
+    @property
+    def support(self) -> AbstractSet[str]: ...
+
+
+class MemoryTimes:
+    """Folds the events a memory's time is read from (:func:`memory_time`): each
+    observation's capture, the live memories' current versions' recording, and the
+    observations their active support cites (``live``: the memories, by id)."""
+
+    def __init__(self, live: Mapping[UUID, _Dated]) -> None:
+        self._live = live
+        self._captured: dict[UUID, datetime] = {}
+        self._version_times: dict[UUID, datetime] = {}
+        self._cited: dict[UUID, set[UUID]] = defaultdict(set)
+
+    def take(self, event: object, recorded_at: datetime) -> bool:
+        """Fold ``event`` (recorded at ``recorded_at``) in; return whether it is one of
+        the kinds a time is read from."""
+        if isinstance(event, Observation.Created):
+            self._captured[event.originator_id] = event.captured_at
+        elif isinstance(event, Memory.VersionRecorded):
+            if event.version_id == self._live[event.originator_id].version_id:
+                self._version_times[event.originator_id] = recorded_at
+        elif isinstance(event, Memory.ContributionAdded):
+            # The belief's support: the current version's active contributions.
+            if str(event.contribution_id) in self._live[event.originator_id].support:
+                self._cited[event.originator_id].add(UUID(str(event.excerpt["observation_id"])))
+        else:
+            return False
+        return True
+
+    def time_of(self, memory_id: UUID) -> datetime:
+        """Return the time of ``memory_id``, once its events are folded in."""
+        return memory_time(self._cited[memory_id], self._captured, self._version_times[memory_id])
 
 
 _WRITES = (

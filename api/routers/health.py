@@ -27,6 +27,7 @@ from api.problems import problem_response
 from domain.errors import PalimpsestError
 from projections.runtime import Runtime
 from projections.store.database import Database
+from projections.store.tenancy import read_transaction
 
 __all__ = [
     "Checks",
@@ -117,7 +118,7 @@ def readyz(request: Request, runtime: RuntimeDep) -> Any:
 
 def _database(runtime: Runtime) -> Check:
     try:
-        with runtime.log.datastore.transaction(commit=False) as curs:
+        with read_transaction(runtime.log.datastore) as curs:
             curs.execute("SELECT 1")
     except Exception:  # any driver or pool error means the same: not reachable
         return "missing"

@@ -38,7 +38,7 @@ from projections.commands.caller import Caller
 from projections.store.aggregates import load_aggregate
 from projections.store.eventlog import EventLog, TokenRow, WriteContext
 from projections.store.sql import schema_sql
-from projections.store.tenancy import set_tenant, tenant_scope, tenant_transaction
+from projections.store.tenancy import read_transaction, set_tenant, tenant_scope, tenant_transaction
 
 __all__ = [
     "IssuedToken",
@@ -216,7 +216,7 @@ def _entries(log: EventLog, curs: Cursor[Any]) -> list[TenantEntry]:
 
 def list_tenants(log: EventLog) -> list[TenantEntry]:
     """Return every tenant, by name."""
-    with log.datastore.transaction(commit=False) as curs:
+    with read_transaction(log.datastore) as curs:
         return sorted(_entries(log, curs), key=lambda entry: (entry.name, str(entry.tenant_id)))
 
 
@@ -230,7 +230,7 @@ def find_tenant(log: EventLog, reference: str) -> UUID:
         tenant_id = UUID(reference)
     except ValueError:
         tenant_id = None
-    with log.datastore.transaction(commit=False) as curs:
+    with read_transaction(log.datastore) as curs:
         entries = _entries(log, curs)
     for entry in entries:
         if entry.tenant_id == tenant_id or (tenant_id is None and entry.name == reference):

@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Float, Integer, cast, exists, func, null, select
+from sqlalchemy import Float, Integer, Text, cast, exists, func, null, select
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from typing_extensions import TypedDict
 
 from projections.recall.embedders import Embedder
@@ -58,6 +60,7 @@ from projections.views.listing import attribute_conditions, attribute_values
 from projections.views.statement import events_table, inline, param, shaped_sql
 
 if TYPE_CHECKING:
+    from psycopg import Cursor
     from sqlalchemy import Select
 
     from projections.store.eventlog import EventLog
@@ -75,6 +78,7 @@ __all__ = [
     "recall",
     "search",
     "search_statement",
+    "state_statement",
 ]
 
 SIMILARITY_DECIMALS = 3
@@ -183,17 +187,18 @@ def search_statement(
     topic: bool = False,
     words: bool = False,
 ) -> Select[Any]:
-    """Return the query of :func:`search` (SQLAlchemy Core), for vectors of
-    ``dimension`` and the filters on the columns ``filtered`` (and on ``%(topic)s``
-    when ``topic``).
+    """Return the candidates' query of :func:`search` (SQLAlchemy Core), for vectors
+    of ``dimension`` and the filters on the columns ``filtered`` (and on ``%(topic)s``
+    when ``topic``): each candidate's memory, indexed version, ``similarity``
+    and ``text_score``. Their state is read by :func:`state_statement`.
 
-    The nearest embeddings come first, in a CTE, ordered by cosine distance on
+    The nearest embeddings are ordered by cosine distance on
     ``embedding::vector(dimension)`` with ``dimension = N`` in the text: the
     expression and the predicate of the dimension's partial HNSW index, which
     serves the order unless ``exact`` adds ``+ 0`` (an expression no index
     serves). The tenant and the filters are in the same query. Parameters:
-    ``q`` (the query vector, as text), ``model``, each filter by its column,
-    ``limit`` and ``now``.
+    ``q`` (the query vector, as text), ``model``, each filter by its column, and
+    ``limit``.
 
     With ``words`` the candidates are those of the text search instead
     (:func:`projections.recall.words.text_candidates`, parameter ``words``; with
@@ -206,13 +211,20 @@ def search_statement(
             *attribute_conditions(t, filtered),
             *([_of_topic(tables, t)] if topic else []),
         ]
-        near = text_candidates(t, tables, conditions, dimension)
-        return _with_state(schema, tables, near)
+        near: Any = text_candidates(t, tables, conditions, dimension)
+    else:
+        near = _vector_candidates(tables, dimension, exact, filtered, topic)
+    return select(*near.c)
+
+
+def _vector_candidates(
+    tables: dict[str, Any], dimension: int, exact: bool, filtered: tuple[str, ...], topic: bool
+) -> Any:
     e = tables["memory_embeddings"].alias("e")
     vector_type = Vector(dimension)
     query = cast(param("q", vector_type), vector_type)
     distance = cast(e.c.embedding, vector_type).cosine_distance(query)
-    near = (
+    return (
         select(
             e.c.memory_id,
             e.c.version_id,
@@ -233,14 +245,22 @@ def search_statement(
         # An expression the index cannot serve forces the exact plan.
         .order_by(distance + inline(0) if exact else distance)
         .limit(param("limit", Integer))
-        .cte("near")
+        .subquery("vector")
     )
-    return _with_state(schema, tables, near)
 
 
-def _with_state(schema: str, tables: dict[str, Any], near: Any) -> Select[Any]:
-    """Return the candidates of ``near`` with the state recall ranks and answers by."""
-    n = near.alias("n")
+def state_statement(schema: str) -> Select[Any]:
+    """Return the state recall ranks and answers by, of the candidates ``%(ids)s``
+    whose indexed versions' contents are ``%(digests)s`` (two arrays, in step), as
+    of ``%(now)s``: watermark, belief, topic, salience inputs, content, due
+    deadlines and the fade label. A candidate without revision row or index row
+    (not yet projected) is left out."""
+    tables = tables_in(schema)
+    n = (
+        func.unnest(param("ids", ARRAY(PG_UUID(as_uuid=True))), param("digests", ARRAY(Text)))
+        .table_valued("memory_id", "content_digest")
+        .render_derived("n")
+    )
     r = tables["revisions"].alias("r")
     b = tables["beliefs"].alias("b")
     m = tables["memory_index"].alias("m")
@@ -251,14 +271,8 @@ def _with_state(schema: str, tables: dict[str, Any], near: Any) -> Select[Any]:
     due = due_deadlines(tables, n.c.memory_id).with_only_columns(func.count())
     return select(
         n.c.memory_id,
-        n.c.version_id,
         n.c.content_digest,
-        n.c.revision,
-        n.c.scope,
-        n.c.project,
         m.c.topic,
-        n.c.similarity,
-        n.c.text_score,
         r.c.requested,
         r.c.published,
         b.c.belief,
@@ -296,42 +310,117 @@ def search(
     ``exact`` computes every distance among the rows the filters select;
     otherwise the HNSW index is walked (``hnsw.ef_search`` = ``limit``). With
     ``words``, the memories whose words best match ``where.text`` instead (each
-    with its similarity to ``vector``, unless that is None).
+    with its similarity to ``vector``, unless that is None). One transaction.
     """
-    assert words or vector is not None, "a vector search needs a vector"
-    filters = attribute_values(where.memory_type, where.scope, where.project)
-    topic = where.topic is not None
-    query = shaped_sql(
-        search_statement,
-        log.datastore.schema,
-        None if vector is None else dimension,
-        exact,
-        tuple(filters),
-        topic,
-        words,
-    )
-    params: dict[str, object] = {**filters, "model": model_id, "limit": limit, "now": now}
-    if vector is not None:
-        params["q"] = _vector(vector)
-    if words:
-        params["words"] = where.text
-    if topic:
-        params["topic"] = where.topic
+    search = _Search(log.datastore.schema, vector, model_id, dimension, where, limit)
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        found = search.candidates(cur, exact=exact, words=words)
+        return _joined(found, search.state(cur, found, now))
+
+
+@dataclass(frozen=True)
+class _Search:
+    """One recall's searches: their candidates, and the candidates' state, each read
+    on a cursor of the caller's tenant transaction."""
+
+    schema: str
+    vector: list[float] | None
+    model_id: str
+    dimension: int
+    where: RecallQuery
+    limit: int
+
+    def selects_few(self, cur: Cursor[Any]) -> bool:
+        """Whether the tenant and filters select at most :data:`EXACT_BELOW` embedded
+        memories (counting no further: a few thousand btree entries at most), so
+        that the vector search is exact from the start."""
+        where = self.where
+        filters = attribute_values(where.memory_type, where.scope, where.project)
+        topic = where.topic is not None
+        cur.execute(
+            shaped_sql(_selected_count, self.schema, tuple(filters), topic),
+            {
+                **filters,
+                **({"topic": where.topic} if topic else {}),
+                "model": self.model_id,
+                "upto": EXACT_BELOW + 1,
+            },
+        )
+        row = cur.fetchone()
+        return (int(row["n"]) if row else 0) <= EXACT_BELOW
+
+    def candidates(self, cur: Cursor[Any], *, exact: bool, words: bool) -> list[dict[str, Any]]:
+        """Return the search's candidates (:func:`search_statement`'s rows)."""
+        assert words or self.vector is not None, "a vector search needs a vector"
+        where = self.where
+        filters = attribute_values(where.memory_type, where.scope, where.project)
+        topic = where.topic is not None
+        query = shaped_sql(
+            search_statement,
+            self.schema,
+            None if self.vector is None else self.dimension,
+            exact,
+            tuple(filters),
+            topic,
+            words,
+        )
+        params: dict[str, object] = {**filters, "model": self.model_id, "limit": self.limit}
+        if self.vector is not None:
+            params["q"] = _vector(self.vector)
+        if words:
+            params["words"] = where.text
+        if topic:
+            params["topic"] = where.topic
         # One round trip for the settings. The tenant's btree index plus a sort is
         # an exact search, cheap on a small tenant and linear on a large one: the
         # index path must walk HNSW, so the planner is not offered the others. The
-        # text index (GIN) is read only through bitmap scans.
+        # text index (GIN) is read only through bitmap scans. Prepared statements
+        # (the state's) use their generic plan: it is the same for any candidates.
+        # Joins are planned in the order written (the candidates first, then each
+        # one's rows by primary key): weighing others cost more than the reads.
         scan = "on" if exact or words else "off"
         cur.execute(
             "SELECT set_config('hnsw.ef_search', %s, true),"
             " set_config('enable_bitmapscan', %s, true),"
-            " set_config('enable_seqscan', %s, true), set_config('enable_sort', %s, true)",
-            (str(max(EF_SEARCH, min(limit, 1000))), scan, scan, scan),
+            " set_config('enable_seqscan', %s, true), set_config('enable_sort', %s, true),"
+            " set_config('plan_cache_mode', 'force_custom_plan', true),"
+            " set_config('join_collapse_limit', '1', true)",
+            (str(max(EF_SEARCH, min(self.limit, 1000))), scan, scan, scan),
         )
-        cur.execute(query, params)
-        rows: list[SearchRow] = cur.fetchall()
-        return rows
+        # Never prepared: its best plan depends on the query and the filters' values.
+        cur.execute(query, params, prepare=True)
+        return cur.fetchall()
+
+    def state(
+        self, cur: Cursor[Any], found: list[dict[str, Any]], now: datetime
+    ) -> dict[tuple[UUID, str], dict[str, Any]]:
+        """Return the state of the candidates ``found`` (:func:`state_statement`), by
+        memory and content digest; a candidate not yet projected has none."""
+        if not found:
+            return {}
+        with cur.connection.pipeline():
+            cur.execute("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
+            cur.execute(
+                shaped_sql(state_statement, self.schema),
+                {
+                    "ids": [row["memory_id"] for row in found],
+                    "digests": [row["content_digest"] for row in found],
+                    "now": now,
+                },
+                prepare=True,
+            )
+        return {(row["memory_id"], row["content_digest"]): row for row in cur.fetchall()}
+
+
+def _joined(
+    found: list[dict[str, Any]], state: dict[tuple[UUID, str], dict[str, Any]]
+) -> list[SearchRow]:
+    """Return the candidates ``found`` that have a ``state``, each with it."""
+    return [
+        SearchRow(**{**row, **state[key]})  # type: ignore[typeddict-item]
+        for row in found
+        if (key := (row["memory_id"], row["content_digest"])) in state
+    ]
 
 
 def _archived(row: SearchRow) -> bool:
@@ -356,61 +445,66 @@ def _selected_count(schema: str, filtered: tuple[str, ...], topic: bool) -> Sele
     return select(func.count().label("n")).select_from(selected)
 
 
-def _selected(
-    log: EventLog, tenant_id: UUID, embedder: Embedder, query: RecallQuery, upto: int
-) -> int:
-    """Return how many embedded memories the tenant and filters select, counting no
-    further than ``upto`` (a few thousand btree entries at most)."""
-    filters: dict[str, object] = {**attribute_values(query.memory_type, query.scope, query.project)}
-    topic = query.topic is not None
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            shaped_sql(_selected_count, log.datastore.schema, tuple(filters), topic),
-            {
-                **filters,
-                **({"topic": query.topic} if topic else {}),
-                "model": embedder.model_id,
-                "upto": upto,
-            },
-        )
-        row = cur.fetchone()
-    return int(row["n"]) if row else 0
-
-
 def _kept(rows: list[SearchRow], query: RecallQuery) -> list[SearchRow]:
     return [r for r in rows if query.include_archived or not _archived(r)]
 
 
 _TEXT_SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-words")
-"""Hybrid recall's text searches, run beside its vector searches (each on its own
-pooled connection; a request waits for its own, holding no connection meanwhile)."""
+"""Hybrid recall's text searches, run beside its vector searches, each on its own
+pooled connection."""
+
+
+def _matched(log: EventLog, tenant_id: UUID, search: _Search) -> list[dict[str, Any]]:
+    """Return the text search's candidates, without their state, in one transaction."""
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        return search.candidates(cur, exact=False, words=True)
+
+
+def _first_searches(
+    log: EventLog, tenant_id: UUID, search: _Search, now: datetime, *, words: bool
+) -> tuple[list[SearchRow], list[SearchRow], bool]:
+    """Return the first vector search's memories, with ``words`` the text search's
+    too (found beside it, on another connection), and whether the vector search was
+    exact (when the tenant and filters select few memories). The state of both is
+    read in one statement, after both searches: in a transaction of its own, as no
+    connection is held while waiting for another."""
+    matching = _TEXT_SEARCHES.submit(_matched, log, tenant_id, search) if words else None
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        exact = search.selects_few(cur)
+        near = search.candidates(cur, exact=exact, words=False)
+        if matching is None:
+            return _joined(near, search.state(cur, near, now)), [], exact
+    matched = matching.result()
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        state = search.state(cur, near + matched, now)
+    return _joined(near, state), _joined(matched, state), exact
 
 
 def _nearest(
     find: Callable[..., list[SearchRow]],
-    log: EventLog,
-    tenant_id: UUID,
-    embedder: Embedder,
     query: RecallQuery,
     want: int,
+    exact: bool,
+    rows: list[SearchRow] | None = None,
 ) -> tuple[list[SearchRow], Literal["hnsw", "exact"]]:
     """Return at least ``want`` memories nearest the query when that many exist
-    (archived ones dropped unless asked for), and which search found them."""
+    (archived ones dropped unless asked for), and which search found them.
+
+    The first search is exact when ``exact``, else on the index; ``rows`` are what
+    it found when it already ran (hybrid recall's vector candidates)."""
     limit = want * HNSW_OVERFETCH
-    small = _selected(log, tenant_id, embedder, query, EXACT_BELOW + 1) <= EXACT_BELOW
-    rows = [] if small else find(exact=False, limit=limit)
+    if rows is None:
+        rows = find(exact=exact, limit=limit)
     kept = _kept(rows, query)
-    strategy: Literal["hnsw", "exact"] = "hnsw"
-    while len(kept) < want:
+    while len(kept) < want and (not exact or len(rows) == limit):
         # Short: the filters (or archived memories) left fewer than k. Exact search
         # over what the filters select; asked for more while archived ones crowd it.
-        strategy = "exact"
+        if exact:
+            limit *= HNSW_OVERFETCH
+        exact = True
         rows = find(exact=True, limit=limit)
         kept = _kept(rows, query)
-        if len(rows) < limit:
-            break
-        limit *= HNSW_OVERFETCH
-    return kept, strategy
+    return kept, "exact" if exact else "hnsw"
 
 
 def recall(
@@ -451,16 +545,22 @@ def recall(
     by_vector: list[SearchRow] = []
     strategy: Literal["hnsw", "exact", "text"] = "text"
     by_text: list[SearchRow] = []
-    if query.mode == "hybrid":
-        # The two searches read different tables on their own connections: run the
-        # text search beside the vector one, so hybrid costs the slower, not the sum.
-        words = _TEXT_SEARCHES.submit(find, exact=False, limit=want * HNSW_OVERFETCH, words=True)
-        by_vector, strategy = _nearest(find, log, tenant_id, embedder, query, want)
-        by_text = _kept(words.result(), query)
-    elif query.mode == "vector":
-        by_vector, strategy = _nearest(find, log, tenant_id, embedder, query, want)
-    else:
+    if query.mode == "text":
         by_text = _kept(find(exact=False, limit=want * HNSW_OVERFETCH, words=True), query)
+    else:
+        first = _Search(
+            log.datastore.schema,
+            vector,
+            embedder.model_id,
+            embedder.dimension,
+            query,
+            want * HNSW_OVERFETCH,
+        )
+        nearest, matched, exact = _first_searches(
+            log, tenant_id, first, now, words=query.mode == "hybrid"
+        )
+        by_vector, strategy = _nearest(find, query, want, exact, nearest)
+        by_text = _kept(matched, query)
     searched = time.perf_counter()
     # The statement's join does not keep the candidates' order: each list is sorted.
     by_vector.sort(key=lambda r: (-(r["similarity"] or 0.0), str(r["memory_id"])))

@@ -36,7 +36,7 @@ from projections.store.schema import TEXT_SEARCH_CONFIG
 from projections.views.statement import inline, param
 
 if TYPE_CHECKING:
-    from sqlalchemy import CTE, Table
+    from sqlalchemy import Subquery, Table
     from sqlalchemy.sql.elements import ColumnElement
 
 __all__ = [
@@ -128,10 +128,10 @@ def text_candidates(
     tables: dict[str, Table],
     conditions: list[ColumnElement[bool]],
     dimension: int | None,
-) -> CTE:
-    """Return the CTE ``near`` of the text search: the memories of ``texts`` (an
+) -> Subquery:
+    """Return the text search (a subquery, ``text``): the memories of ``texts`` (an
     alias of ``memory_texts``) matching ``%(words)s`` under ``conditions``, best
-    first, at most ``%(limit)s``, with the columns of the vector search's ``near``.
+    first, at most ``%(limit)s``, with the columns of the vector search's candidates.
 
     The matches are found in ``memory_lexemes`` (equality on text is leakproof, so
     its btree serves the search under row-level security; ``@@`` on the GIN index
@@ -234,5 +234,5 @@ def text_candidates(
             ranked.c.text_score,
         )
         .select_from(source)
-        .cte("near")
+        .subquery("text")
     )

@@ -48,7 +48,7 @@ from projections.store.lexeme_counts import counting
 from projections.store.schema import SNAPSHOTS_TABLE
 from projections.store.sql import schema_query
 from projections.store.storable import storable
-from projections.store.tenancy import current_tenant, set_tenant
+from projections.store.tenancy import current_tenant, set_tenant, tenant_transaction
 from projections.store.transcodings import SNAPSHOT_TRANSCODINGS
 from projections.store.work_due import mark_written
 
@@ -636,8 +636,7 @@ class _TenantScopedReads:
             limit=limit is not None,
         )
         params = [p for p in (originator_id, gt, lte, limit) if p is not None]
-        with self.datastore.transaction(commit=False) as curs:
-            set_tenant(curs, current_tenant())
+        with tenant_transaction(self.datastore, current_tenant(), commit=False) as curs:
             curs.execute(query, params)
             return [
                 StoredEvent(

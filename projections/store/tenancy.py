@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "current_tenant",
     "known_tenants",
+    "read_transaction",
     "set_tenant",
     "tenant_scope",
     "tenant_transaction",
@@ -31,6 +32,11 @@ __all__ = [
 _current_tenant: ContextVar[UUID | None] = ContextVar("palimpsest_tenant", default=None)
 
 SET_TENANT_SQL = "SELECT set_config('palimpsest.tenant_id', %s, true)"
+
+_READ_ONLY_TENANT_SQL = (
+    "SELECT set_config('palimpsest.tenant_id', %s, true),"
+    " set_config('transaction_read_only', 'on', true)"
+)
 
 
 @contextmanager
@@ -55,17 +61,38 @@ def set_tenant(curs: Cursor[Any], tenant_id: UUID | None) -> None:
 
 @contextmanager
 def tenant_transaction(
-    datastore: PostgresDatastore, tenant_id: UUID, *, commit: bool
+    datastore: PostgresDatastore, tenant_id: UUID | None, *, commit: bool
 ) -> Iterator[Cursor[Any]]:
-    """Yield a cursor in a transaction that sees only ``tenant_id``'s rows."""
-    with datastore.transaction(commit=commit) as curs:
-        set_tenant(curs, tenant_id)
+    """Yield a cursor in a transaction that sees only ``tenant_id``'s rows (none
+    when None).
+
+    Without ``commit`` the transaction is read-only: a write in it fails. It ends
+    in ``COMMIT``, which for a read-only transaction writes nothing: on
+    ``ROLLBACK`` psycopg forgets every statement the connection prepared (and
+    deallocates them), so reads that rolled back kept any statement from ever
+    staying prepared, the write path's included.
+    """
+    with datastore.transaction(commit=True) as curs:
+        tenant = "" if tenant_id is None else str(tenant_id)
+        curs.execute(SET_TENANT_SQL if commit else _READ_ONLY_TENANT_SQL, (tenant,))
+        yield curs
+
+
+@contextmanager
+def read_transaction(datastore: PostgresDatastore) -> Iterator[Cursor[Any]]:
+    """Yield a cursor in a transaction for reading tables without row-level security.
+
+    It ends in ``COMMIT`` (nothing to write, so nothing to flush): on ``ROLLBACK``
+    psycopg forgets every statement the connection prepared. Not made read-only,
+    which would cost a statement: its callers only ``SELECT``.
+    """
+    with datastore.transaction(commit=True) as curs:
         yield curs
 
 
 def known_tenants(datastore: PostgresDatastore) -> list[UUID]:
     """Return every tenant that has written (ids only: the one table without RLS)."""
-    with datastore.transaction(commit=False) as curs:
+    with read_transaction(datastore) as curs:
         curs.execute(
             schema_query("SELECT tenant_id FROM {schema}.revision_tenants", datastore.schema)
         )

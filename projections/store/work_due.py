@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, LiteralString
 from uuid import UUID
 
 from projections.store.sql import schema_query, schema_sql
-from projections.store.tenancy import tenant_transaction
+from projections.store.tenancy import read_transaction, tenant_transaction
 
 if TYPE_CHECKING:
     from eventsourcing.postgres import PostgresDatastore
@@ -136,7 +136,7 @@ def mark_index_due(datastore: PostgresDatastore, tenant_id: UUID) -> None:
 
 def marked_tenants(datastore: PostgresDatastore, kind: Kind) -> dict[UUID, int]:
     """Return the tenants with ``kind`` of work due, each with the mark seen."""
-    with datastore.transaction(commit=False) as cur:
+    with read_transaction(datastore) as cur:
         cur.execute(schema_sql(_MARKED[kind], datastore.schema))
         return {row["tenant_id"]: row["seen"] for row in cur}
 
@@ -150,7 +150,7 @@ def note_done(datastore: PostgresDatastore, tenant_id: UUID, kind: Kind, seen: i
 
 def expiry_due(datastore: PostgresDatastore, now: datetime) -> list[UUID]:
     """Return the tenants with an observation whose deadline may have passed by ``now``."""
-    with datastore.transaction(commit=False) as cur:
+    with read_transaction(datastore) as cur:
         cur.execute(
             schema_sql(
                 "SELECT tenant_id FROM {schema}.tenant_work WHERE expiry_due_at <= %s",
@@ -193,7 +193,7 @@ def busy_tenants(datastore: PostgresDatastore) -> tuple[int, list[UUID]]:
     """Return the log head over all tenants, and the tenants whose revision figures may
     not be zero: memories dirty or not indexed, or beliefs published in the last
     minute. Idle tenants are left out; their figures are all zero."""
-    with datastore.transaction(commit=False) as cur:
+    with read_transaction(datastore) as cur:
         cur.execute(
             schema_sql(
                 "SELECT (SELECT coalesce(max(marked_position), 0)"

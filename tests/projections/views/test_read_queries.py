@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from psycopg import sql
 
-from projections.recall.search import search_statement
+from projections.recall.search import search_statement, state_statement
 from projections.runtime import Runtime
 from projections.store.tenancy import tenant_transaction
 from projections.views.statement import shaped_sql
@@ -59,9 +59,13 @@ def test_recall_filters_are_parameters_and_the_dimension_is_in_the_text() -> Non
     # The partial HNSW index's expression and predicate, spelled as the index has them.
     assert "CAST(e.embedding AS VECTOR(384)) <=> CAST(%(q)s AS VECTOR(384))" in text
     assert "e.dimension = 384" in text
-    for name in ("model", "memory_type", "project", "limit", "now"):
+    for name in ("model", "memory_type", "project", "limit"):
         assert f"%({name})s" in text
     assert "%(scope)s" not in text
+    # The candidates' state: one statement whatever they are (arrays, not a list).
+    state = shaped_sql(state_statement, "s")
+    for name in ("ids", "digests", "now"):
+        assert f"%({name})s" in state
     exact = shaped_sql(search_statement, "s", 384, True, ())
     assert "VECTOR(384))) + 0" in exact
 

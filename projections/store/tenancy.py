@@ -71,8 +71,19 @@ def tenant_transaction(
     ``ROLLBACK`` psycopg forgets every statement the connection prepared (and
     deallocates them), so reads that rolled back kept any statement from ever
     staying prepared, the write path's included.
+
+    The connection is in pipeline mode: ``BEGIN``, the tenant's setting and the
+    first statement go out together and are answered in one round trip (a fetch
+    waits for the answers, so the caller reads as usual; an error surfaces at the
+    next fetch, or at the end of the block at the latest). Each round trip saved
+    is also a wait saved for a thread to take the interpreter back.
     """
-    with datastore.transaction(commit=True) as curs:
+    with (
+        datastore.get_connection() as conn,
+        conn.pipeline(),
+        conn.transaction(),
+        conn.cursor() as curs,
+    ):
         tenant = "" if tenant_id is None else str(tenant_id)
         curs.execute(SET_TENANT_SQL if commit else _READ_ONLY_TENANT_SQL, (tenant,))
         yield curs

@@ -454,30 +454,29 @@ _TEXT_SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-wo
 pooled connection."""
 
 
-def _matched(log: EventLog, tenant_id: UUID, search: _Search) -> list[dict[str, Any]]:
-    """Return the text search's candidates, without their state, in one transaction."""
+def _matched(log: EventLog, tenant_id: UUID, search: _Search, now: datetime) -> list[SearchRow]:
+    """Return the text search's memories, with their state, in one transaction."""
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        return search.candidates(cur, exact=False, words=True)
+        found = search.candidates(cur, exact=False, words=True)
+        return _joined(found, search.state(cur, found, now))
 
 
 def _first_searches(
     log: EventLog, tenant_id: UUID, search: _Search, now: datetime, *, words: bool
 ) -> tuple[list[SearchRow], list[SearchRow], bool]:
     """Return the first vector search's memories, with ``words`` the text search's
-    too (found beside it, on another connection), and whether the vector search was
-    exact (when the tenant and filters select few memories). The state of both is
-    read in one statement, after both searches: in a transaction of its own, as no
-    connection is held while waiting for another."""
-    matching = _TEXT_SEARCHES.submit(_matched, log, tenant_id, search) if words else None
+    too, and whether the vector search was exact (when the tenant and filters select
+    few memories). The text search runs beside the vector one, each with its
+    candidates' state in its own transaction on its own connection: hybrid costs
+    the slower of the two, and neither holds a connection while waiting for the
+    other (reading the state of both at once, after both, cost one more
+    transaction on the slower one's path)."""
+    matching = _TEXT_SEARCHES.submit(_matched, log, tenant_id, search, now) if words else None
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         exact = search.selects_few(cur)
         near = search.candidates(cur, exact=exact, words=False)
-        if matching is None:
-            return _joined(near, search.state(cur, near, now)), [], exact
-    matched = matching.result()
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        state = search.state(cur, near + matched, now)
-    return _joined(near, state), _joined(matched, state), exact
+        nearest = _joined(near, search.state(cur, near, now))
+    return nearest, matching.result() if matching else [], exact
 
 
 def _nearest(

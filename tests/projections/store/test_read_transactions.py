@@ -15,6 +15,8 @@ from eventsourcing.persistence import PersistenceError
 from eventsourcing.postgres import PostgresDatastore
 
 from projections.runtime import Runtime
+from projections.store.eventlog import EventLog
+from projections.store.settings import DatabaseSettings
 from projections.store.tenancy import read_transaction, tenant_transaction
 from tests.conftest import Tenant
 
@@ -23,21 +25,12 @@ _PREPARED = "SELECT 41 + 1 AS answer"
 
 @pytest.fixture
 def one_connection(runtime: Runtime) -> Iterator[PostgresDatastore]:
-    """A datastore of the runtime role with a pool of exactly one connection, so that
-    consecutive transactions share it."""
-    database = runtime.database
-    datastore = PostgresDatastore(
-        dbname=database.dbname,
-        host=database.host,
-        port=database.port,
-        user=database.app_user,
-        password=database.app_password,
-        schema=database.schema,
-        pool_size=1,
-        max_overflow=0,
-    )
-    yield datastore
-    datastore.close()
+    """The runtime role's datastore, as the service configures it, with a pool of
+    exactly one connection, so that consecutive transactions share it."""
+    settings = DatabaseSettings(db_pool_size=1, db_max_overflow=0)
+    log = EventLog(env=runtime.database.event_store_env(settings))
+    yield log.datastore
+    log.close()
 
 
 def _still_prepared(datastore: PostgresDatastore) -> bool:

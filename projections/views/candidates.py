@@ -129,27 +129,34 @@ def potential_contradictions(
     """Return the current memories that ``memory_id``'s version ``version_id`` might
     contradict, newest first, or ``pending`` while the version is not embedded yet.
     Types other than decision, preference and fact are never paired (``ready`` with
-    no items, and the reason)."""
+    no items, and the reason), known from the memory's index row without waiting
+    for the version's embedding."""
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             schema_sql(
-                "SELECT memory_type, version_id FROM {schema}.memory_embeddings"
-                " WHERE memory_id = %s AND version_id = %s LIMIT 1",
+                "SELECT coalesce(m.memory_type, e.memory_type) AS memory_type,"
+                " e.version_id AS embedded"
+                " FROM (SELECT %s::uuid AS memory_id) AS q"
+                " LEFT JOIN {schema}.memory_index m ON m.memory_id = q.memory_id"
+                " LEFT JOIN {schema}.memory_embeddings e"
+                " ON e.memory_id = q.memory_id AND e.version_id = %s"
+                " LIMIT 1",
                 schema,
             ),
             (memory_id, version_id),
         )
         mine = cur.fetchone()
-        if mine is None:
-            return Candidates(status="pending", floor=floor, items=[])
-        if mine["memory_type"] not in PAIRED_TYPES:
+        memory_type = mine["memory_type"] if mine else None
+        if memory_type is not None and memory_type not in PAIRED_TYPES:
             return Candidates(
                 status="ready",
                 floor=floor,
                 items=[],
-                reason=f"{mine['memory_type']} memories are never paired",
+                reason=f"{memory_type} memories are never paired",
             )
+        if mine is None or mine["embedded"] is None:
+            return Candidates(status="pending", floor=floor, items=[])
         cur.execute(
             shaped_sql(_near_version, schema),
             {"memory_id": memory_id, "version_id": version_id, "floor": floor},

@@ -73,3 +73,31 @@ def test_a_write_answers_pending_at_once_and_wait_waits_for_the_candidates(
         )
         assert refused.status_code == 422 and problem_slug(refused) == "validation-error"
         assert snapshot() == before
+
+
+def test_a_version_of_a_memory_never_paired_does_not_wait_for_its_embedding(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    # Given a note, projected, and nothing embedding its next version.
+    headers = tenant.headers()
+    wait_s = runtime.embedding.candidate_wait_s
+    with TestClient(create_app(ApiSettings(), runtime, wake=lambda: None)) as client:
+        note = post(
+            client, "/v1/memories", {"type": "note", "scope": "user", "content": "Lunch"}, headers
+        )
+        assert note.status_code == 201, note.text
+        index_until_caught_up(runtime, tenant.id)
+
+        # Even asked to wait, its version answers at once: notes are never paired.
+        started = time.perf_counter()
+        version = post(
+            client,
+            f"/v1/memories/{note.json()['id']}/versions?candidates=wait",
+            {"content": "Lunch at noon"},
+            headers,
+        )
+        elapsed = time.perf_counter() - started
+    assert version.status_code == 201, version.text
+    found = version.json()["potential_contradictions"]
+    assert found["status"] == "ready" and found["items"] == [], found
+    assert elapsed < wait_s / 2, elapsed

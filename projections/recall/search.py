@@ -313,6 +313,13 @@ def search(
     with its similarity to ``vector``, unless that is None). One transaction.
     """
     search = _Search(log.datastore.schema, vector, model_id, dimension, where, limit)
+    return _searched(log, tenant_id, search, now, exact=exact, words=words)
+
+
+def _searched(
+    log: EventLog, tenant_id: UUID, search: _Search, now: datetime, *, exact: bool, words: bool
+) -> list[SearchRow]:
+    """Return one search's memories with their state, in one transaction."""
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         found = search.candidates(cur, exact=exact, words=words)
         return _joined(found, search.state(cur, found, now))
@@ -374,10 +381,11 @@ class _Search:
         # One round trip for the settings. The tenant's btree index plus a sort is
         # an exact search, cheap on a small tenant and linear on a large one: the
         # index path must walk HNSW, so the planner is not offered the others. The
-        # text index (GIN) is read only through bitmap scans. Prepared statements
-        # (the state's) use their generic plan: it is the same for any candidates.
-        # Joins are planned in the order written (the candidates first, then each
-        # one's rows by primary key): weighing others cost more than the reads.
+        # text index (GIN) is read only through bitmap scans. This statement is
+        # prepared (parsed once per connection) but planned for each query: its
+        # best plan depends on the query's words and vector (:meth:`state` asks
+        # for the generic plan of its own). Joins are planned in the order written:
+        # weighing the others cost more planning time than the reads.
         scan = "on" if exact or words else "off"
         cur.execute(
             "SELECT set_config('hnsw.ef_search', %s, true),"
@@ -387,7 +395,6 @@ class _Search:
             " set_config('join_collapse_limit', '1', true)",
             (str(max(EF_SEARCH, min(self.limit, 1000))), scan, scan, scan),
         )
-        # Never prepared: its best plan depends on the query and the filters' values.
         cur.execute(query, params, prepare=True)
         return cur.fetchall()
 
@@ -399,6 +406,7 @@ class _Search:
         if not found:
             return {}
         with cur.connection.pipeline():
+            # The same plan suits any candidates (each row found by primary key).
             cur.execute("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
             cur.execute(
                 shaped_sql(state_statement, self.schema),
@@ -454,13 +462,6 @@ _TEXT_SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-wo
 pooled connection."""
 
 
-def _matched(log: EventLog, tenant_id: UUID, search: _Search, now: datetime) -> list[SearchRow]:
-    """Return the text search's memories, with their state, in one transaction."""
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        found = search.candidates(cur, exact=False, words=True)
-        return _joined(found, search.state(cur, found, now))
-
-
 def _first_searches(
     log: EventLog, tenant_id: UUID, search: _Search, now: datetime, *, words: bool
 ) -> tuple[list[SearchRow], list[SearchRow], bool]:
@@ -471,7 +472,11 @@ def _first_searches(
     the slower of the two, and neither holds a connection while waiting for the
     other (reading the state of both at once, after both, cost one more
     transaction on the slower one's path)."""
-    matching = _TEXT_SEARCHES.submit(_matched, log, tenant_id, search, now) if words else None
+    matching = (
+        _TEXT_SEARCHES.submit(_searched, log, tenant_id, search, now, exact=False, words=True)
+        if words
+        else None
+    )
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         exact = search.selects_few(cur)
         near = search.candidates(cur, exact=exact, words=False)

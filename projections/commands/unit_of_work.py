@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 
 from domain.digest import content_digest
@@ -51,10 +50,7 @@ class UnitOfWork:
     def load(self, aggregate_id: UUID, cls: type[_A], what: str) -> _A:
         found = self.aggregates.get(aggregate_id)
         if found is None:
-            try:
-                found = self.log.repository.get(aggregate_id)
-            except AggregateNotFoundError:
-                found = None
+            found = aggregates_of(self.log, self.caller.tenant_id, [aggregate_id]).get(aggregate_id)
         if not isinstance(found, cls):
             # Unknown, another tenant's, or another kind: all look the same.
             msg = f"{what} {aggregate_id} not found"

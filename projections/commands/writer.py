@@ -37,6 +37,7 @@ from projections.commands.spec import Batch, Ref, WriteSpec
 from projections.commands.tenant_deletion import TenantDeletionSpec
 from projections.commands.tokens import forget_tenant_tokens
 from projections.commands.unit_of_work import Item, UnitOfWork
+from projections.store.aggregate_cache import aggregate_cache
 from projections.store.errors import (
     ConcurrentWriteError,
     DatabaseUnavailableError,
@@ -183,6 +184,8 @@ class Writer:
             # and propagates as one.
             msg = f"the event log could not be written: {e}"
             raise DatabaseUnavailableError(msg) from e
+        # Committed: the next write (or drain) of these starts from them as they are now.
+        aggregate_cache(self.log).keep(caller.tenant_id, uow.aggregates.values())
         if uow.context.response is not None:
             return WriteOutcome(201, uow.context.response, replayed=False)
         positions = {

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from eventsourcing.persistence import DataError
@@ -39,6 +40,9 @@ from projections.store.tenancy import tenant_transaction
 from projections.store.work_due import mark_published, marked_tenants
 from projections.views.belief_facts import belief_document, facts_of, projection_error
 from projections.views.publications import publication_channel
+
+if TYPE_CHECKING:
+    from psycopg import Cursor
 
 __all__ = [
     "DrainReport",
@@ -60,10 +64,19 @@ class DrainReport:
     published: int
     quarantined: int = 0
     """Memories set aside as unprojectable at their requested revision."""
+    more: bool = True
+    """Whether the tenant may have more to drain now (False once it was found clean, or
+    left dirty only by other drains' leases or quarantined memories)."""
 
 
 def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
-    """Record that nothing was dirty once every mark up to ``seen`` had committed.
+    """Record that nothing was dirty once every mark up to ``seen`` had committed."""
+    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+        _clean_if_drained(cur, log.datastore.schema, tenant_id, seen)
+
+
+def _clean_if_drained(cur: Cursor[Any], schema: str, tenant_id: UUID, seen: int) -> None:
+    """Record the tenant clean as of mark ``seen`` if it has no dirty memory now.
 
     A write that marks later has a larger position (positions follow commit
     order), so the tenant becomes eligible again. Memories that are dirty
@@ -72,22 +85,18 @@ def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
     quarantined memories: each pass costs such a tenant one indexed query,
     and ``/metrics`` keeps counting them (it reads due tenants only).
     """
-    schema = log.datastore.schema
-    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+    cur.execute(
+        schema_sql("SELECT 1 FROM {schema}.revisions WHERE published < requested LIMIT 1", schema)
+    )
+    if cur.fetchone() is None:
         cur.execute(
             schema_sql(
-                "SELECT 1 FROM {schema}.revisions WHERE published < requested LIMIT 1", schema
-            )
+                "UPDATE {schema}.revision_tenants SET drained_position ="
+                " greatest(drained_position, %s) WHERE tenant_id = %s",
+                schema,
+            ),
+            (seen, tenant_id),
         )
-        if cur.fetchone() is None:
-            cur.execute(
-                schema_sql(
-                    "UPDATE {schema}.revision_tenants SET drained_position ="
-                    " greatest(drained_position, %s) WHERE tenant_id = %s",
-                    schema,
-                ),
-                (seen, tenant_id),
-            )
 
 
 def _claim(log: EventLog, tenant_id: UUID, limit: int, lease_s: float) -> list[tuple[UUID, int]]:
@@ -149,9 +158,15 @@ def _publish(log: EventLog, tenant_id: UUID, facts: MemoryFacts, revision: int) 
     _publish_all(log, tenant_id, [_Computed.of(facts, revision)])
 
 
-def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> None:
-    """Publish beliefs and watermarks of a batch in one transaction, never backwards."""
+def _publish_all(
+    log: EventLog, tenant_id: UUID, beliefs: list[_Computed], clean_as_of: int | None = None
+) -> None:
+    """Publish beliefs and watermarks of a batch in one transaction, never backwards;
+    with ``clean_as_of`` (the last batch of the tenant's marks up to it), also record
+    the tenant clean if nothing is left dirty, in the same transaction."""
     if not beliefs:
+        if clean_as_of is not None:
+            _note_clean(log, tenant_id, clean_as_of)
         return
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
@@ -190,6 +205,8 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
             ([b.memory_id for b in beliefs], [b.revision for b in beliefs]),
         )
         mark_published(cur, schema, tenant_id)  # recall has new versions to index
+        if clean_as_of is not None:
+            _clean_if_drained(cur, schema, tenant_id, clean_as_of)
         # Delivered at commit: wakes requests waiting for this tenant's revision.
         cur.execute("SELECT pg_notify(%s, %s)", (publication_channel(schema), str(tenant_id)))
 
@@ -197,12 +214,14 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
 def drain_tenant(
     log: EventLog, tenant_id: UUID, seen: int, *, limit: int = 100, lease_s: float = LEASE_SECONDS
 ) -> DrainReport:
-    """Recompute and publish up to ``limit`` dirty memories of one tenant; with none
-    to claim, record the tenant clean as of mark ``seen`` (read before calling)."""
+    """Recompute and publish up to ``limit`` dirty memories of one tenant; once fewer
+    than ``limit`` were left to claim, record the tenant clean as of mark ``seen``
+    (read before calling) if none is dirty after publishing (``more`` is then False:
+    calling again finds nothing that was marked by ``seen``)."""
     batch = _claim(log, tenant_id, limit, lease_s)
     if not batch:
         _note_clean(log, tenant_id, seen)
-        return DrainReport(0, 0)
+        return DrainReport(0, 0, more=False)
     facts = facts_of(log, tenant_id, [memory_id for memory_id, _ in batch])
     computed: list[_Computed] = []
     failed: list[tuple[UUID, int, Exception]] = []
@@ -214,8 +233,9 @@ def drain_tenant(
             computed.append(_Computed.of(facts[memory_id], requested))
         except Exception as error:  # the same events fail the same way: retrying is futile
             failed.append((memory_id, requested, error))
+    last = len(batch) < limit and not failed
     try:
-        _publish_all(log, tenant_id, computed)
+        _publish_all(log, tenant_id, computed, seen if last else None)
     except DataError:
         # PostgreSQL refused a value of one memory, failing the batch: publish each
         # alone, and quarantine only those it still refuses.
@@ -228,7 +248,7 @@ def drain_tenant(
             except DataError as error:
                 failed.append((belief.memory_id, belief.revision, error))
     _quarantine(log, tenant_id, failed)
-    return DrainReport(len(batch), len(computed), len(failed))
+    return DrainReport(len(batch), len(computed), len(failed), more=not last)
 
 
 def _quarantine(log: EventLog, tenant_id: UUID, failed: list[tuple[UUID, int, Exception]]) -> None:

@@ -20,7 +20,7 @@ from uuid import UUID
 from projections.drains.expiry import expire_tenant
 from projections.drains.isolation import Backoff, run_stage
 from projections.drains.retention import apply_tenant_retention
-from projections.drains.revision import LEASE_SECONDS, drain_tenant
+from projections.drains.revision import LEASE_SECONDS, DrainReport, drain_tenant
 from projections.drains.tenant_erasure import erase_tenant
 from projections.recall.embedders import Embedder
 from projections.recall.indexing import index_pending
@@ -55,7 +55,8 @@ class Stage:
     due: Callable[[], Mapping[UUID, int]]
     """The tenants with this work due, each with the mark seen (0 for expiry)."""
     run: Callable[[UUID, int], int]
-    """One batch of one tenant, given the mark seen; returns how much it did."""
+    """One batch of one tenant, given the mark seen; returns how much it did (0 when it
+    knows the tenant has nothing left: a repeating stage then stops)."""
     repeat: bool = False
     """Whether a pass runs this stage again while it did anything (drains a backlog)."""
     first_pass: Callable[[], list[UUID]] | None = None
@@ -149,12 +150,18 @@ def erasure_stage(log: EventLog, *, batch: int) -> Stage:
     )
 
 
+def _backlog(report: DrainReport) -> int:
+    """What a revision batch did, counted only when more may be waiting: a batch that
+    left its tenant clean (or with only others' leases) ends the tenant's repeats."""
+    return report.claimed if report.more else 0
+
+
 def revision_stage(log: EventLog, *, batch: int, lease_s: float = LEASE_SECONDS) -> Stage:
     """The revision stage: publish the beliefs of dirty memories."""
     return Stage(
         "revisions",
         lambda: marked_tenants(log.datastore, "revision"),
-        lambda t, seen: drain_tenant(log, t, seen, limit=batch, lease_s=lease_s).claimed,
+        lambda t, seen: _backlog(drain_tenant(log, t, seen, limit=batch, lease_s=lease_s)),
         repeat=True,
     )
 

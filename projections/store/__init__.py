@@ -4,8 +4,10 @@ the event log, and the transaction a tenant's work runs in. Imports only
 
 Modules:
 
-- :mod:`projections.store.aggregates`: Loading aggregates from the log: one by
-  id through the repository, or many at once.
+- :mod:`projections.store.aggregate_cache`: The write side's resident
+  aggregates: each as last read or written, by tenant and id.
+- :mod:`projections.store.aggregates`: Loading aggregates from the log, one or
+  many at once, from what this process knows.
 - :mod:`projections.store.database`: Connection targets: the owner (migrations,
   admin) and the runtime role.
 - :mod:`projections.store.embedded`: The embedded PostgreSQL (pgserver:
@@ -18,6 +20,8 @@ Modules:
   that keeps ``lexeme_counts`` true.
 - :mod:`projections.store.migrations`: Schema migrations: Alembic revisions,
   applied by the owner role before anything connects.
+- :mod:`projections.store.resident`: A process's resident copies of what the
+  log implies: a bounded, tenant-keyed LRU.
 - :mod:`projections.store.schema`: Every table the service owns, defined once
   (SQLAlchemy Core).
 - :mod:`projections.store.settings`: Where the database is, and how the service
@@ -37,6 +41,7 @@ Modules:
 from __future__ import annotations
 
 __all__ = [
+    "aggregate_cache",
     "aggregates",
     "database",
     "embedded",
@@ -44,6 +49,7 @@ __all__ = [
     "eventlog",
     "lexeme_counts",
     "migrations",
+    "resident",
     "schema",
     "settings",
     "sql",

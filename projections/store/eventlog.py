@@ -32,6 +32,7 @@ from eventsourcing.persistence import (
     Mapper,
     Notification,
     OperationalError,
+    ProgrammingError,
     Recording,
     StoredEvent,
     UUIDAsHex,
@@ -46,7 +47,7 @@ from domain.memory import Memory
 from projections.store.errors import StaleReadError
 from projections.store.lexeme_counts import counting
 from projections.store.schema import SNAPSHOTS_TABLE
-from projections.store.sql import schema_query
+from projections.store.sql import WRITE_POSITION_SETTING, schema_query
 from projections.store.storable import storable
 from projections.store.tenancy import current_tenant, set_tenant, tenant_transaction
 from projections.store.transcodings import SNAPSHOT_TRANSCODINGS
@@ -64,7 +65,7 @@ write within about three times that (it was ten tries of ten seconds)."""
 if TYPE_CHECKING:
     from eventsourcing.domain import DomainEventProtocol
     from eventsourcing.postgres import PostgresDatastore
-    from psycopg import Cursor
+    from psycopg import Cursor, Pipeline
 
 __all__ = [
     "EventLog",
@@ -112,6 +113,23 @@ def _table_query(template: LiteralString, schema: str, table: str) -> bytes:
     return (
         sql.SQL(template)
         .format(schema=sql.Identifier(schema), table=sql.Identifier(table))
+        .as_bytes(None)
+    )
+
+
+@lru_cache(maxsize=16)
+def _position_query(schema: str, table: str) -> bytes:
+    """Return the statement that records, after a write's insert, its log position in
+    the transaction (for ``{position}``): the last one the sequence gave this session,
+    that is, the insert's highest (under the table lock, nobody else's comes between)."""
+    return (
+        sql.SQL("SELECT set_config({setting}, currval({sequence})::text, true)")
+        .format(
+            setting=sql.Literal(WRITE_POSITION_SETTING),
+            sequence=sql.Literal(
+                f"{sql.Identifier(schema).as_string(None)}.{table}_notification_id_seq"
+            ),
+        )
         .as_bytes(None)
     )
 
@@ -194,21 +212,21 @@ class WriteContext:
 
 
 _MARK_EXPIRED = (
-    "UPDATE {schema}.observation_deadlines SET expired_position = %b"
+    "UPDATE {schema}.observation_deadlines SET expired_position = {position}"
     " WHERE observation_id = ANY(%b::uuid[]) RETURNING digest"
 )
 _MARK_ERASED = (
-    "UPDATE {schema}.observation_deadlines SET erased_position = %b"
+    "UPDATE {schema}.observation_deadlines SET erased_position = {position}"
     " WHERE observation_id = ANY(%b::uuid[]) RETURNING digest"
 )
 
 
 def _mark_gone(
-    curs: Cursor[Any], schema: str, mark: LiteralString, observations: list[UUID], position: int
+    curs: Cursor[Any], schema: str, mark: LiteralString, observations: list[UUID]
 ) -> set[str]:
     """Set the position ``mark`` names (:data:`_MARK_EXPIRED` or :data:`_MARK_ERASED`)
     of observations to the write's; return their content digests."""
-    curs.execute(schema_query(mark, schema), (position, observations))
+    curs.execute(schema_query(mark, schema), (observations,))
     return {row["digest"] for row in curs.fetchall()}
 
 
@@ -234,32 +252,32 @@ def _delete_unheld_bytes(curs: Cursor[Any], schema: str, digests: set[str]) -> N
     )
 
 
-def _record_removals(curs: Cursor[Any], schema: str, found: Dependencies, position: int) -> None:
+def _record_removals(curs: Cursor[Any], schema: str, found: Dependencies) -> None:
     """Record expiries, erasures and tenant deletions, and delete the bytes they free."""
     gone: set[str] = set()
     if found.expired:
-        gone |= _mark_gone(curs, schema, _MARK_EXPIRED, found.expired, position)
+        gone |= _mark_gone(curs, schema, _MARK_EXPIRED, found.expired)
     if found.erased:
-        gone |= _mark_gone(curs, schema, _MARK_ERASED, found.erased, position)
+        gone |= _mark_gone(curs, schema, _MARK_ERASED, found.erased)
     if found.memories_erased:
         curs.execute(
             schema_query(
-                "UPDATE {schema}.memory_index SET erased_position = %b"
+                "UPDATE {schema}.memory_index SET erased_position = {position}"
                 " WHERE memory_id = ANY(%b::uuid[])",
                 schema,
             ),
-            (position, found.memories_erased),
+            (found.memories_erased,),
         )
     if found.released:
         digests, memories = zip(*found.released, strict=True)
         curs.execute(
             schema_query(
-                "UPDATE {schema}.version_digests v SET released_position = %b"
+                "UPDATE {schema}.version_digests v SET released_position = {position}"
                 " FROM unnest(%b::text[], %b::uuid[]) AS r(d, m)"
                 " WHERE v.digest = r.d AND v.memory_id = r.m",
                 schema,
             ),
-            (position, list(digests), list(memories)),
+            (list(digests), list(memories)),
         )
         gone.update(digests)
     _delete_unheld_bytes(curs, schema, gone)
@@ -290,19 +308,19 @@ def _record_removals(curs: Cursor[Any], schema: str, found: Dependencies, positi
         curs.execute(
             schema_query(
                 "INSERT INTO {schema}.tenant_deletions (decision_id, requested_position)"
-                " VALUES (%s, %s)",
+                " VALUES (%s, {position})",
                 schema,
             ),
-            (found.deletion_requested, position),
+            (found.deletion_requested,),
         )
     if found.deletion_completed is not None:
         curs.execute(
             schema_query(
-                "UPDATE {schema}.tenant_deletions SET completed_position = %s"
+                "UPDATE {schema}.tenant_deletions SET completed_position = {position}"
                 " WHERE decision_id = %s",
                 schema,
             ),
-            (position, found.deletion_completed),
+            (found.deletion_completed,),
         )
 
 
@@ -355,7 +373,7 @@ def _check_reads(curs: Cursor[Any], schema: str, write: WriteContext) -> None:
             raise StaleReadError(msg)
 
 
-def _record_proposals(curs: Cursor[Any], schema: str, found: Dependencies, position: int) -> None:
+def _record_proposals(curs: Cursor[Any], schema: str, found: Dependencies) -> None:
     """Index the write's new proposals, and move the status of those it decides."""
     if found.proposals:
         rows = found.proposals
@@ -363,13 +381,12 @@ def _record_proposals(curs: Cursor[Any], schema: str, found: Dependencies, posit
             schema_query(
                 "INSERT INTO {schema}.retention_proposals (proposal_id, memory_id,"
                 " related_memory_id, action, status, probability, model, run_id, created_at,"
-                " position) SELECT i, m, r, a, s, p, mo, ru, c, %b FROM unnest(%b::uuid[],"
+                " position) SELECT i, m, r, a, s, p, mo, ru, c, {position} FROM unnest(%b::uuid[],"
                 " %b::uuid[], %b::uuid[], %b::text[], %b::text[], %b::float8[], %b::text[],"
                 " %b::uuid[], %b::timestamptz[]) AS t(i, m, r, a, s, p, mo, ru, c)",
                 schema,
             ),
             (
-                position,
                 [r.proposal_id for r in rows],
                 [r.memory_id for r in rows],
                 [r.related_memory_id for r in rows],
@@ -385,20 +402,21 @@ def _record_proposals(curs: Cursor[Any], schema: str, found: Dependencies, posit
         curs.execute(
             schema_query(
                 "UPDATE {schema}.retention_proposals SET status = %b, decision_id = %b,"
-                " decided_at = %b, decided_position = %b, effect = %b WHERE proposal_id = %b",
+                " decided_at = %b, decided_position = {position}, effect = %b"
+                " WHERE proposal_id = %b",
                 schema,
             ),
-            (status, decision_id, decided_at, position, effect, proposal_id),
+            (status, decision_id, decided_at, effect, proposal_id),
         )
 
 
-def _record_cycles(curs: Cursor[Any], schema: str, found: Dependencies, position: int) -> None:
+def _record_cycles(curs: Cursor[Any], schema: str, found: Dependencies) -> None:
     """Index the write's decay cycles, and set or clear the fade label they decided."""
     for cycle in found.cycles:
         curs.execute(
             schema_query(
                 "INSERT INTO {schema}.decay_cycles (cycle_id, snapshot_at, policy_version,"
-                " report, position) VALUES (%b, %b, %b, %b, %b)",
+                " report, position) VALUES (%b, %b, %b, %b, {position})",
                 schema,
             ),
             (
@@ -406,27 +424,25 @@ def _record_cycles(curs: Cursor[Any], schema: str, found: Dependencies, position
                 cycle.snapshot_at,
                 cycle.policy_version,
                 Jsonb(cycle.report),
-                position,
             ),
         )
         curs.execute(
             schema_query(
                 "INSERT INTO {schema}.memory_fades (memory_id, cycle_id, faded_at, position)"
-                " SELECT m, %b, f, %b FROM unnest(%b::uuid[], %b::timestamptz[]) AS t(m, f)"
+                " SELECT m, %b, f, {position} FROM unnest(%b::uuid[], %b::timestamptz[]) AS t(m, f)"
                 " ON CONFLICT (tenant_id, memory_id) DO UPDATE SET cycle_id = excluded.cycle_id,"
                 " faded_at = excluded.faded_at, position = excluded.position",
                 schema,
             ),
             (
                 cycle.cycle_id,
-                position,
                 [*cycle.faded, *cycle.unfaded],
                 [cycle.snapshot_at] * len(cycle.faded) + [None] * len(cycle.unfaded),
             ),
         )
 
 
-def _record_reflections(curs: Cursor[Any], schema: str, found: Dependencies, position: int) -> None:
+def _record_reflections(curs: Cursor[Any], schema: str, found: Dependencies) -> None:
     """Index the write's reflections; mark those it redacts and delete their text
     (unless a live observation or version holds the same bytes)."""
     for r in found.reflections:
@@ -434,7 +450,7 @@ def _record_reflections(curs: Cursor[Any], schema: str, found: Dependencies, pos
             schema_query(
                 "INSERT INTO {schema}.reflections (reflection_id, scope, project, model,"
                 " content_digest, source_ids, created_at, position)"
-                " VALUES (%b, %b, %b, %b, %b, %b, %b, %b)",
+                " VALUES (%b, %b, %b, %b, %b, %b, %b, {position})",
                 schema,
             ),
             (
@@ -445,23 +461,22 @@ def _record_reflections(curs: Cursor[Any], schema: str, found: Dependencies, pos
                 r.content_digest,
                 list(r.source_ids),
                 r.created_at,
-                position,
             ),
         )
     if found.reflections_redacted:
         ids, digests = zip(*found.reflections_redacted, strict=True)
         curs.execute(
             schema_query(
-                "UPDATE {schema}.reflections SET redacted_position = %b"
+                "UPDATE {schema}.reflections SET redacted_position = {position}"
                 " WHERE reflection_id = ANY(%b::uuid[])",
                 schema,
             ),
-            (position, list(ids)),
+            (list(ids),),
         )
         _delete_unheld_bytes(curs, schema, set(digests))
 
 
-def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, position: int) -> None:
+def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> None:
     """Record dependency rows and raise the requested revision of what can change.
 
     Runs inside the transaction that inserts the events, so no reader ever
@@ -478,13 +493,12 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
             schema_query(
                 "INSERT INTO {schema}.memory_links"
                 " (memory_id, linked_id, kind, outgoing, edge_id, position)"
-                " SELECT m, l, k, o, e, %b"
+                " SELECT m, l, k, o, e, {position}"
                 " FROM unnest(%b::uuid[], %b::uuid[], %b::text[], %b::bool[], %b::uuid[])"
                 " AS t(m, l, k, o, e) ON CONFLICT DO NOTHING",
                 schema,
             ),
             (
-                position,
                 [x.memory_id for x in found.links],
                 [x.linked_id for x in found.links],
                 [x.kind for x in found.links],
@@ -497,22 +511,22 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
         curs.execute(
             schema_query(
                 "INSERT INTO {schema}.evidence_links (observation_id, memory_id, position)"
-                " SELECT o, m, %b FROM unnest(%b::uuid[], %b::uuid[]) AS t(o, m)"
+                " SELECT o, m, {position} FROM unnest(%b::uuid[], %b::uuid[]) AS t(o, m)"
                 " ON CONFLICT DO NOTHING",
                 schema,
             ),
-            (position, list(observations), list(memories)),
+            (list(observations), list(memories)),
         )
     if found.proposers:
         proposers, models, memories = zip(*found.proposers, strict=True)
         curs.execute(
             schema_query(
                 "INSERT INTO {schema}.proposer_links (proposer_id, model_id, memory_id, position)"
-                " SELECT p, mo, me, %b FROM unnest(%b::uuid[], %b::text[], %b::uuid[])"
+                " SELECT p, mo, me, {position} FROM unnest(%b::uuid[], %b::text[], %b::uuid[])"
                 " AS t(p, mo, me) ON CONFLICT DO NOTHING",
                 schema,
             ),
-            (position, list(proposers), list(models), list(memories)),
+            (list(proposers), list(models), list(memories)),
         )
     if found.created:
         ids, types, scopes, projects, topics = zip(*found.created, strict=True)
@@ -520,12 +534,12 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
             schema_query(
                 "INSERT INTO {schema}.memory_index"
                 " (memory_id, memory_type, scope, project, topic, position)"
-                " SELECT i, ty, sc, pr, tp, %b"
+                " SELECT i, ty, sc, pr, tp, {position}"
                 " FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::text[], %b::text[])"
                 " AS t(i, ty, sc, pr, tp)",
                 schema,
             ),
-            (position, list(ids), list(types), list(scopes), list(projects), list(topics)),
+            (list(ids), list(types), list(scopes), list(projects), list(topics)),
         )
     if found.captured:
         ids, digests, deadlines, transient = zip(*found.captured, strict=True)
@@ -557,22 +571,22 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
             schema_query(
                 "INSERT INTO {schema}.decision_index"
                 " (decision_id, kind, logical_key, position, part_of)"
-                " SELECT d, k, l, %b, p FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::uuid[])"
-                " AS t(d, k, l, p)",
+                " SELECT d, k, l, {position}, p"
+                " FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::uuid[]) AS t(d, k, l, p)",
                 schema,
             ),
-            (position, list(ids), list(kinds), list(keys), list(parts)),
+            (list(ids), list(kinds), list(keys), list(parts)),
         )
     if found.retention is not None:
         curs.execute(
             schema_query(
                 "INSERT INTO {schema}.tenant_retention (raw_hours, transient_hours, position)"
-                " VALUES (%s, %s, %s) ON CONFLICT (tenant_id) DO UPDATE SET"
+                " VALUES (%s, %s, {position}) ON CONFLICT (tenant_id) DO UPDATE SET"
                 " raw_hours = excluded.raw_hours, transient_hours = excluded.transient_hours,"
                 " position = excluded.position",
                 schema,
             ),
-            (*found.retention, position),
+            found.retention,
         )
     if found.shortened:
         ids, deadlines = zip(*found.shortened, strict=True)
@@ -585,29 +599,28 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies, posi
             ),
             (list(ids), list(deadlines)),
         )
-    _record_proposals(curs, schema, found, position)
-    _record_cycles(curs, schema, found, position)
-    _record_reflections(curs, schema, found, position)
-    _record_removals(curs, schema, found, position)
+    _record_proposals(curs, schema, found)
+    _record_cycles(curs, schema, found)
+    _record_reflections(curs, schema, found)
+    _record_removals(curs, schema, found)
     curs.execute(
         schema_query(
             "INSERT INTO {schema}.revisions (memory_id, requested)"
-            " SELECT unnest(%b::uuid[]), %b"
+            " SELECT unnest(%b::uuid[]), {position}"
             " ON CONFLICT (tenant_id, memory_id) DO UPDATE"
             " SET requested = greatest(revisions.requested, excluded.requested),"
             " requested_at = clock_timestamp()",
             schema,
         ),
-        (sorted(found.touched, key=str), position),
+        (sorted(found.touched, key=str),),
     )
     curs.execute(
         schema_query(
             "INSERT INTO {schema}.revision_tenants (tenant_id, marked_position)"
-            " VALUES ({schema}.current_tenant(), %b) ON CONFLICT (tenant_id)"
+            " VALUES ({schema}.current_tenant(), {position}) ON CONFLICT (tenant_id)"
             " DO UPDATE SET marked_position = excluded.marked_position",
             schema,
-        ),
-        (position,),
+        )
     )
 
 
@@ -676,36 +689,48 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         """
         if 0 < len(stored_events) <= _PIPELINE_MAX_EVENTS:
             return self._insert_pipelined(stored_events, **kwargs)
-        with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
+        with (
+            self.datastore.get_connection() as conn,
+            conn.transaction(),
+            conn.cursor() as curs,
+            conn.cursor() as inserted,
+        ):
             self._insert_events(curs, stored_events, **kwargs)
             if not stored_events:
                 return []
-            self._insert_stored_events(curs, stored_events, **kwargs)
-            return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+            self._insert_stored_events(inserted, stored_events, **kwargs)
+            self._after_insert(curs, inserted, stored_events, None, **kwargs)
+            return self._ids(inserted, stored_events, None)
 
     def _insert_pipelined(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """The library's pipelined insert, except that an exception rolls back.
+        """The library's pipelined insert, in one round trip when nothing waits for an answer.
 
-        The library's own version keeps an exception raised after the insert
-        (by our checks in ``_fetch_ids_after_insert_events``) until the
-        transaction block has exited, so the transaction commits before the
-        exception is raised again. Here it leaves the block, which rolls back.
+        Every statement of the write (the tenant, payloads, lock, insert, its
+        position, the dependency rows and marks) is queued, then ``COMMIT``, and
+        the answers come back together: the events table's lock is held only
+        while PostgreSQL runs them, never across a round trip to this process
+        (where a thread may wait for the interpreter), because the marks read
+        the write's position in PostgreSQL (``{position}`` in
+        :func:`projections.store.sql.schema_sql`). A write that must look at an
+        answer before committing (a check of what it read, its idempotency
+        record's positions, the digests an erasure frees) waits for it there,
+        and an exception then leaves the block, which rolls back. A refused
+        statement (a version taken) makes PostgreSQL skip the rest, ``COMMIT``
+        included, and raises when the answers are read.
         """
         with (
             self.datastore.get_connection() as conn,
             conn.pipeline() as pipeline,
-            conn.transaction(),
+            conn.cursor() as curs,
+            conn.cursor() as inserted,
         ):
-            with conn.cursor() as curs:
+            with conn.transaction():
                 self._insert_events(curs, stored_events, **kwargs)
-            with conn.cursor() as curs:
-                self._insert_stored_events(curs, stored_events, **kwargs)
-                # Sync now, so a uniqueness violation raises here and not
-                # at commit (as the library does).
-                pipeline.sync()
-                return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+                self._insert_stored_events(inserted, stored_events, **kwargs)
+                self._after_insert(curs, inserted, stored_events, pipeline, **kwargs)
+            return self._ids(inserted, stored_events, pipeline)
 
     def _insert_stored_events(
         self, curs: Cursor[Any], stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -772,27 +797,56 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
                 ),
             )
 
-    def _fetch_ids_after_insert_events(
-        self, curs: Cursor[Any], stored_events: Sequence[StoredEvent], **kwargs: Any
-    ) -> Sequence[int] | None:
-        ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+    def _after_insert(
+        self,
+        curs: Cursor[Any],
+        inserted: Cursor[Any],
+        stored_events: Sequence[StoredEvent],
+        pipeline: Pipeline | None,
+        **kwargs: Any,
+    ) -> None:
+        """Queue what the write records beside its events, after the insert on
+        ``inserted``: its position (for ``{position}``), its dependency rows and
+        marks; then check what it read and record its idempotency responses, the
+        only steps that wait for answers (and only when the write has them)."""
         write: WriteContext | None = kwargs.get("write")
-        if write is None or not ids:
-            return ids
-        _check_reads(curs, self.datastore.schema, write)
+        if write is None:
+            return
+        schema = self.datastore.schema
+        curs.execute(_position_query(schema, self.events_table_name))
         if write.dependencies is not None:
-            _mark_for_revision(curs, self.datastore.schema, write.dependencies, max(ids))
+            _mark_for_revision(curs, schema, write.dependencies)
             # Work due for the sweeps (expiry, retention, deletion): store/work_due.py.
-            mark_written(curs, self.datastore.schema, write.dependencies, max(ids))
+            mark_written(curs, schema, write.dependencies)
+        _check_reads(curs, schema, write)
         keyed = [w for w in write.members or [write] if w.idempotency is not None]
         if not keyed:
-            return ids
+            return
+        ids = self._ids(inserted, stored_events, pipeline)
         positions = {
             (UUID(str(e.originator_id)), e.originator_version): n
             for e, n in zip(stored_events, ids, strict=True)
         }
         for each in keyed:
-            _record_idempotency(curs, self.datastore.schema, each, positions)
+            _record_idempotency(curs, schema, each, positions)
+
+    def _ids(
+        self, inserted: Cursor[Any], stored_events: Sequence[StoredEvent], pipeline: Pipeline | None
+    ) -> list[int]:
+        """Return the positions the insert on ``inserted`` gave ``stored_events`` (in
+        pipeline mode, waiting for its answer if it has not come yet).
+
+        Raises:
+            ProgrammingError: the insert answered fewer positions than events.
+        """
+        if pipeline is not None and inserted.pgresult is None:
+            pipeline.sync()  # sends what is queued, and reads every answer so far
+        if inserted.rownumber:
+            inserted.scroll(0, mode="absolute")  # read before (for an idempotency record)
+        ids = [int(row["notification_id"]) for row in inserted.fetchall()]
+        if len(ids) != len(stored_events):
+            msg = f"the insert answered {len(ids)} positions for {len(stored_events)} events"
+            raise ProgrammingError(msg)
         return ids
 
     @retry((InterfaceError, OperationalError), max_attempts=WRITE_ATTEMPTS, wait=0.5)
@@ -827,28 +881,34 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         for index, (_, write) in enumerate(members):
             by_tenant.setdefault(write.tenant_id, []).append(index)
         results: list[Sequence[int] | Exception] = [[] for _ in members]
+        inserts: list[tuple[Cursor[Any], list[int], list[StoredEvent]]] = []
         with (
             self.datastore.get_connection() as conn,
             conn.pipeline() as pipeline,
-            conn.transaction(),
             conn.cursor() as curs,
         ):
-            self._lock_table(curs)
-            self._notify_channel(curs)
-            for indexes in by_tenant.values():
-                write = _merged([members[i][1] for i in indexes])
-                stored = [event for i in indexes for event in members[i][0]]
-                self._insert_events(curs, stored, write=write)
-                curs.execute(
-                    _table_query(_INSERT_EVENTS, self.datastore.schema, self.events_table_name),
-                    _stored_columns(stored),
-                )
-                pipeline.sync()
-                ids = list(self._fetch_ids_after_insert_events(curs, stored, write=write) or ())
+            # One round trip for the whole group, as for one write (_insert_pipelined);
+            # every refusal raises when the answers are read, and nothing commits.
+            with conn.transaction():
+                self._lock_table(curs)
+                self._notify_channel(curs)
+                for indexes in by_tenant.values():
+                    write = _merged([members[i][1] for i in indexes])
+                    stored = [event for i in indexes for event in members[i][0]]
+                    self._insert_events(curs, stored, write=write)
+                    inserted = conn.cursor()
+                    inserted.execute(
+                        _table_query(_INSERT_EVENTS, self.datastore.schema, self.events_table_name),
+                        _stored_columns(stored),
+                    )
+                    self._after_insert(curs, inserted, stored, pipeline, write=write)
+                    inserts.append((inserted, indexes, stored))
+            for inserted, indexes, stored in inserts:
+                ids = self._ids(inserted, stored, pipeline)
+                inserted.close()
                 for i in indexes:
                     count = len(members[i][0])
                     results[i], ids = ids[:count], ids[count:]
-            pipeline.sync()  # every refusal raises here, before the commit
         return results
 
     def _insert_isolated(
@@ -866,17 +926,17 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
             self._notify_channel(curs)
             for stored, write in members:
                 try:
-                    with conn.transaction():  # a savepoint
+                    with conn.transaction(), conn.cursor() as inserted:  # a savepoint
                         self._insert_events(curs, stored, write=write)
-                        curs.execute(
+                        inserted.execute(
                             _table_query(
                                 _INSERT_EVENTS, self.datastore.schema, self.events_table_name
                             ),
                             _stored_columns(stored),
                         )
-                        pipeline.sync()  # a refused insert raises here, in its savepoint
-                        ids = self._fetch_ids_after_insert_events(curs, stored, write=write)
-                        pipeline.sync()  # and a refused mark, before the next member
+                        self._after_insert(curs, inserted, stored, pipeline, write=write)
+                        pipeline.sync()  # a refused statement raises here, in its savepoint
+                        ids = self._ids(inserted, stored, pipeline)
                 except (psycopg.OperationalError, psycopg.InterfaceError):
                     raise
                 except psycopg.Error as e:
@@ -884,7 +944,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
                 except StaleReadError as e:
                     results.append(e)
                 else:
-                    results.append(list(ids or ()))
+                    results.append(ids)
         return results
 
 

@@ -20,7 +20,14 @@ from projections.store.schema import EMBEDDINGS_TABLE, EVENTS_TABLE, SNAPSHOTS_T
 if TYPE_CHECKING:
     from sqlalchemy.sql import ClauseElement
 
-__all__ = ["compile_query", "metadata_in", "schema_query", "schema_sql", "tables_in"]
+__all__ = [
+    "WRITE_POSITION_SETTING",
+    "compile_query",
+    "metadata_in",
+    "schema_query",
+    "schema_sql",
+    "tables_in",
+]
 
 _DIALECT = _psycopg_dialect.dialect()  # type: ignore[no-untyped-call]
 
@@ -46,10 +53,17 @@ def compile_query(statement: ClauseElement) -> tuple[str, dict[str, Any]]:
     return str(compiled), dict(compiled.params)
 
 
+WRITE_POSITION_SETTING = "palimpsest.position"
+"""The transaction-local setting that holds a write's log position once its events are
+inserted (:func:`projections.store.eventlog.position_statement`)."""
+
 _TABLE_NAMES = {
     "events": sql.Identifier(EVENTS_TABLE),
     "snapshots": sql.Identifier(SNAPSHOTS_TABLE),
     "embeddings": sql.Identifier(EMBEDDINGS_TABLE),
+    # The write's own position, read by PostgreSQL: a statement that records it needs
+    # no answer from the insert first, so the whole write goes out in one round trip.
+    "position": sql.SQL(f"current_setting('{WRITE_POSITION_SETTING}')::bigint"),
 }
 
 
@@ -60,7 +74,8 @@ def schema_sql(template: LiteralString, schema: str) -> sql.Composed:
     Hand-written statements name their tables as ``{schema}.table``; the schema
     is a deployment setting, so it is composed by psycopg (never by string
     formatting). The tables named by constants may be written
-    ``{schema}.{events}``, ``{schema}.{snapshots}`` and ``{schema}.{embeddings}``.
+    ``{schema}.{events}``, ``{schema}.{snapshots}`` and ``{schema}.{embeddings}``;
+    ``{position}`` is the log position of the write whose transaction runs it.
     Literal braces in ``template`` are written ``{{`` and ``}}``.
     """
     return sql.SQL(template).format(schema=sql.Identifier(schema), **_TABLE_NAMES)

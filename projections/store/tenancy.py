@@ -80,7 +80,6 @@ def tenant_transaction(
     """
     with (
         datastore.get_connection() as conn,
-        conn.pipeline(),
         conn.transaction(),
         conn.cursor() as curs,
     ):

@@ -72,7 +72,7 @@ _MARK_WRITTEN = (
     "INSERT INTO {schema}.tenant_work (tenant_id, expiry_due_at, retention_marked,"
     " deletion_marked) SELECT {schema}.current_tenant(), %s::timestamptz,"
     " CASE WHEN %s OR (%s AND EXISTS (SELECT 1 FROM {schema}.tenant_retention))"
-    " THEN %s ELSE 0 END, %s"
+    " THEN {position} ELSE 0 END, CASE WHEN %s THEN {position} ELSE 0 END"
     " ON CONFLICT (tenant_id) DO UPDATE SET"
     " expiry_due_at = least(tenant_work.expiry_due_at, excluded.expiry_due_at),"
     " retention_marked = greatest(tenant_work.retention_marked, excluded.retention_marked),"
@@ -80,7 +80,7 @@ _MARK_WRITTEN = (
 )
 
 
-def mark_written(curs: Cursor[Any], schema: str, found: Dependencies, position: int) -> None:
+def mark_written(curs: Cursor[Any], schema: str, found: Dependencies) -> None:
     """Mark the write's tenant for the work its events make, in the write's transaction.
 
     Captures and shortened deadlines lower the tenant's earliest deadline; a
@@ -100,8 +100,7 @@ def mark_written(curs: Cursor[Any], schema: str, found: Dependencies, position: 
             min(deadlines) if deadlines else None,
             retention,
             bool(found.captured),
-            position,
-            position if deletion else 0,
+            deletion,
         ),
     )
 

@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 
 from domain.belief import Archival, Belief, EdgeFact, Grade, MemoryFacts
 from domain.memory import Memory
-from projections.store.aggregates import aggregates_at
+from projections.store.aggregates import CURRENT, aggregates_at
 from projections.store.eventlog import EventLog
 from projections.store.sql import schema_sql
 from projections.store.storable import storable
@@ -183,10 +183,10 @@ def facts_of(
     use the per-memory index, so their cost follows the memories, not the log.
     """
     schema = log.datastore.schema
-    limit = 2**62 if at_position is None else at_position
+    limit = CURRENT if at_position is None else at_position
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         # One snapshot for the events and the links.
-        aggregates = aggregates_at(cur, log, memory_ids, limit)
+        aggregates = aggregates_at(cur, log, tenant_id, memory_ids, limit)
         links = _links(cur, schema, memory_ids, limit)
     edges = _edges(links)
     return {

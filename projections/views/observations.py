@@ -152,7 +152,7 @@ def list_observations(
         )
         rows = cur.fetchall()
         page = rows[:limit]
-        found = aggregates_at(cur, log, [r["originator_id"] for r in page], 2**62)
+        found = aggregates_at(cur, log, tenant_id, [r["originator_id"] for r in page])
     items = [
         ObservationSummary.of(found[r["originator_id"]], r["notification_id"], r["recorded_at"])
         for r in page

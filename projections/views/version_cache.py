@@ -1,4 +1,5 @@
-"""The one resident cache: decoded memories at a version, for as-of reads.
+"""Decoded memories at a version, for as-of reads (one of the two resident caches;
+the other holds the write side's aggregates: :mod:`projections.store.aggregate_cache`).
 
 Loading a long memory at a version decodes a snapshot holding every version
 and contribution; repeated as-of reads of a memory hit the same few
@@ -14,12 +15,11 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections import OrderedDict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from uuid import UUID
 
 from domain.belief import MemoryFacts
+from projections.store.resident import CacheStats, ResidentCache
 
 if TYPE_CHECKING:
     from projections.store.eventlog import EventLog
@@ -38,75 +38,8 @@ Key = tuple[UUID, UUID, int]
 """(tenant, memory, aggregate version)."""
 
 
-@dataclass(frozen=True)
-class CacheStats:
-    """How the cache is doing, since the process started."""
-
-    entries: int
-    max_entries: int
-    hits: int
-    misses: int
-    evicted: int
-
-
-class VersionCache:
+class VersionCache(ResidentCache[Key, MemoryFacts]):
     """A thread-safe LRU of a memory's facts (without edges) by version."""
-
-    def __init__(self, max_entries: int) -> None:
-        self._entries: OrderedDict[Key, MemoryFacts] = OrderedDict()
-        self._lock = threading.Lock()
-        self._max = max_entries
-        self._hits = self._misses = self._evicted = 0
-
-    def get(self, key: Key) -> MemoryFacts | None:
-        """Return the cached facts, if any (and count a hit or a miss)."""
-        with self._lock:
-            found = self._entries.get(key)
-            if found is None:
-                self._misses += 1
-                return None
-            self._entries.move_to_end(key)
-            self._hits += 1
-            return found
-
-    def put(self, key: Key, facts: MemoryFacts) -> None:
-        """Remember ``facts``, dropping the least recently used entries beyond the bound."""
-        with self._lock:
-            if self._max <= 0:
-                return
-            self._entries[key] = facts
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
-                self._evicted += 1
-
-    def resize(self, max_entries: int) -> None:
-        """Change the bound (0 disables the cache), dropping entries beyond it."""
-        with self._lock:
-            self._max = max_entries
-            while len(self._entries) > max(self._max, 0):
-                self._entries.popitem(last=False)
-                self._evicted += 1
-
-    def evict(self, tenant_id: UUID, memory_ids: set[UUID] | None = None) -> int:
-        """Drop a tenant's entries (only those of ``memory_ids``, if given); return how many."""
-        with self._lock:
-            doomed = [
-                k
-                for k in self._entries
-                if k[0] == tenant_id and (memory_ids is None or k[1] in memory_ids)
-            ]
-            for key in doomed:
-                del self._entries[key]
-            self._evicted += len(doomed)
-            return len(doomed)
-
-    def stats(self) -> CacheStats:
-        """Return the cache's figures."""
-        with self._lock:
-            return CacheStats(
-                len(self._entries), self._max, self._hits, self._misses, self._evicted
-            )
 
 
 _caches: weakref.WeakKeyDictionary[EventLog, VersionCache] = weakref.WeakKeyDictionary()

@@ -62,10 +62,13 @@ async def await_drains(
     holder: Holder | None = None,
     *,
     when_full: Literal["refuse", "answer"] = "refuse",
+    first: _T | None = None,
 ) -> _T:
     """Return ``check()``'s answer once ``done`` holds for it, or its last answer
     after ``wait_s`` seconds. ``check`` runs on a worker thread; between checks
     the task awaits a publication notice of ``tenant_id`` (or :data:`RECHECK_S`).
+    ``first`` is the first check's answer when the caller already has it (taken on
+    the worker thread it was on anyway): it is not checked again before waiting.
 
     Once the first answer is not done, the wait holds one of ``holder``'s
     ``wait`` slots until it returns, which is soon after its client goes
@@ -83,8 +86,13 @@ async def await_drains(
     with runtime.publications.subscribe(tenant_id) as noticed:
         try:
             while True:
-                noticed.clear()  # before the check: a notice after it is never lost
-                answer = await run_in_threadpool(check)
+                if first is None:
+                    noticed.clear()  # before the check: a notice after it is never lost
+                    answer = await run_in_threadpool(check)
+                else:
+                    # Checked before subscribing: a notice in between is missed, which
+                    # costs at most a wait (the next check is at most RECHECK_S away).
+                    answer, first = first, None
                 remaining = deadline - loop.time()
                 if done(answer) or remaining <= 0:
                     return answer

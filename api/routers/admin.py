@@ -8,6 +8,7 @@ from fastapi import APIRouter
 
 from api.deps import AdminDep, RuntimeDep
 from api.schemas import CacheEvicted
+from projections.store.aggregate_cache import aggregate_cache
 
 __all__ = [
     "evict_cache",
@@ -20,9 +21,16 @@ router = APIRouter(prefix="/v1/admin", tags=["admin"])
 @router.post("/cache/evict", response_model=CacheEvicted)
 def evict_cache(caller: AdminDep, runtime: RuntimeDep) -> dict[str, Any]:
     """Evict this process's cached copies of the tenant's memories (the decoded
-    versions as-of reads reuse). Nothing durable changes and no answer changes: the
-    next read decodes again. Admin only."""
+    versions as-of reads reuse, and the aggregates writes and drains start from).
+    Nothing durable changes and no answer changes: the next read decodes again. Admin
+    only."""
     cache = runtime.version_cache
     evicted = cache.evict(caller.tenant_id)
+    aggregates = aggregate_cache(runtime.log).evict(caller.tenant_id)
     stats = cache.stats()
-    return {"evicted": evicted, "entries": stats.entries, "max_entries": stats.max_entries}
+    return {
+        "evicted": evicted,
+        "entries": stats.entries,
+        "max_entries": stats.max_entries,
+        "aggregates_evicted": aggregates,
+    }

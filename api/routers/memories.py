@@ -35,7 +35,7 @@ from api.waiting import await_drains
 from domain.errors import ContentErasedError
 from domain.memory import MemoryType
 from projections.commands.caller import Caller
-from projections.commands.writer import EdgeSpec, LabelSpec, MemorySpec, VersionSpec
+from projections.commands.writer import EdgeSpec, LabelSpec, MemorySpec, VersionSpec, WriteSpec
 from projections.runtime import Runtime
 from projections.views.access_stamps import scores_of, stamp_accesses
 from projections.views.as_of import BeliefAsOf, belief_as_of, list_beliefs_as_of, position_at
@@ -101,9 +101,8 @@ async def create_memory(
     of `GET /v1/memories/{id}/candidates`, when the version was not embedded within a
     few milliseconds (`PALIMPSEST_CANDIDATE_BUDGET_MS`): the candidates never hold up
     a write. `?candidates=wait` waits for them up to `PALIMPSEST_CANDIDATE_WAIT_S`."""
-    result = await run_in_threadpool(write.perform, body, memory_spec(body))
-    memory_id = UUID(str(result["id"]))
     if body.type not in PAIRED_TYPES:
+        result = await run_in_threadpool(write.perform, body, memory_spec(body))
         # Known from the body: no query, no wait.
         never = Candidates(
             status="ready",
@@ -112,7 +111,9 @@ async def create_memory(
             reason=f"{body.type} memories are never paired",
         )
         return {**result, "potential_contradictions": never}
-    return await _with_candidates(write, result, memory_id, holder, wait=candidates == "wait")
+    result, found = await run_in_threadpool(_write_and_look, write, body, memory_spec(body), None)
+    memory_id = UUID(str(result["id"]))
+    return await _with_candidates(write, result, memory_id, found, holder, candidates == "wait")
 
 
 @router.post(
@@ -131,32 +132,54 @@ async def create_version(
 ) -> dict[str, Any]:
     """Record a new version (a revision) of a memory, with its
     `potential_contradictions` as for a new memory (`?candidates=wait` likewise)."""
-    result = await run_in_threadpool(write.perform, body, version_spec(memory_id, body))
-    return await _with_candidates(write, result, memory_id, holder, wait=candidates == "wait")
+    spec = version_spec(memory_id, body)
+    result, found = await run_in_threadpool(_write_and_look, write, body, spec, memory_id)
+    return await _with_candidates(write, result, memory_id, found, holder, candidates == "wait")
+
+
+def _write_and_look(
+    write: WriteRequest, body: MemoryCreate | VersionCreate, spec: WriteSpec, memory_id: UUID | None
+) -> tuple[dict[str, Any], Candidates]:
+    """Perform the write, then look for its version's candidates, on one worker thread
+    (a hop to a thread and back costs a wait for the interpreter each way)."""
+    result = write.perform(body, spec)
+    memory = memory_id or UUID(str(result["id"]))
+    return result, _candidates_of(write, memory, UUID(str(result["version_id"])))
+
+
+def _candidates_of(write: WriteRequest, memory_id: UUID, version_id: UUID) -> Candidates:
+    runtime = write.runtime
+    return potential_contradictions(
+        runtime.log, write.caller.tenant_id, memory_id, version_id, runtime.embedding.conflict_floor
+    )
 
 
 async def _with_candidates(
-    write: WriteRequest, result: dict[str, Any], memory_id: UUID, holder: Holder, *, wait: bool
+    write: WriteRequest,
+    result: dict[str, Any],
+    memory_id: UUID,
+    found: Candidates,
+    holder: Holder,
+    wait: bool,
 ) -> dict[str, Any]:
-    """Add the new version's potential contradictions: found within the write's short
-    budget, or up to ``PALIMPSEST_CANDIDATE_WAIT_S`` when the caller asked to ``wait``,
-    and only when a drain runs (without one, the answer is pending at once); the wait
-    holds no thread (:func:`api.waiting.await_drains`)."""
-    runtime = write.runtime
-    settings = runtime.embedding
+    """Add the new version's potential contradictions (``found`` by the first look):
+    found within the write's short budget, or up to ``PALIMPSEST_CANDIDATE_WAIT_S``
+    when the caller asked to ``wait``, and only when a drain runs (without one, the
+    answer is pending at once); the wait holds no thread
+    (:func:`api.waiting.await_drains`)."""
     version_id = UUID(str(result["version_id"]))
-    budget_s = settings.candidate_wait_s if wait else write.candidate_budget_s
-    found = await await_drains(
-        runtime,
-        write.caller.tenant_id,
-        lambda: potential_contradictions(
-            runtime.log, write.caller.tenant_id, memory_id, version_id, settings.conflict_floor
-        ),
-        lambda found: found.status == "ready",
-        budget_s if write.drains else 0,
-        holder,
-        when_full="answer",  # the write committed: over the cap, answer pending at once
-    )
+    budget_s = write.runtime.embedding.candidate_wait_s if wait else write.candidate_budget_s
+    if found.status != "ready" and write.drains and budget_s > 0:
+        found = await await_drains(
+            write.runtime,
+            write.caller.tenant_id,
+            lambda: _candidates_of(write, memory_id, version_id),
+            lambda found: found.status == "ready",
+            budget_s,
+            holder,
+            when_full="answer",  # the write committed: over the cap, answer pending at once
+            first=found,
+        )
     if found.status == "pending":
         found = CandidatesPublic(**dict(found), url=f"/v1/memories/{memory_id}/candidates")
     return {**result, "potential_contradictions": found}
@@ -376,25 +399,29 @@ async def read_memory(
     earlier of the two positions). It is never pending."""
     if at_position is not None or as_of is not None:
         return await run_in_threadpool(_read_as_of, runtime, caller, memory_id, at_position, as_of)
+
+    def check() -> CurrentBelief | PendingBelief | UnprojectableBelief | ErasedBelief:
+        answer = current_belief(runtime.log, caller.tenant_id, memory_id, now=clock)
+        if not isinstance(answer, CurrentBelief):
+            return answer  # nothing to rank: no belief yet, or erased
+        # The answer: its score and this read's access, on the same worker thread
+        # but apart from the belief's transaction: folded into one write transaction
+        # with it, other tenants' writes slowed under hundreds of waiting reads
+        # (tests/api/test_exhaustion.py failed 5 runs of 12 and once in CI; 0 of 14 apart).
+        [ranked] = _with_scores(runtime, caller, [answer], [memory_id], clock(), stamp=True)
+        return ranked
+
     answer = await await_drains(
         runtime,
         caller.tenant_id,
-        lambda: current_belief(runtime.log, caller.tenant_id, memory_id, now=clock),
+        check,
         lambda answer: not isinstance(answer, PendingBelief),
         wait,
         holder,  # a wait beyond the caps answers 429
     )
     if isinstance(answer, PendingBelief):
         response.headers["Retry-After"] = "1"
-    if not isinstance(answer, CurrentBelief):
-        return answer  # nothing to rank: no belief yet, or erased
-    # Its score and this read's access apart from the belief: folded into one write
-    # transaction with it, other tenants' writes slowed under hundreds of waiting
-    # reads (tests/api/test_exhaustion.py failed 5 runs of 12 and once in CI; 0 of 14 apart).
-    [ranked] = await run_in_threadpool(
-        _with_scores, runtime, caller, [answer], [memory_id], clock(), stamp=True
-    )
-    return ranked
+    return answer
 
 
 def _read_as_of(

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from eventsourcing.persistence import DataError
@@ -40,9 +39,6 @@ from projections.store.tenancy import tenant_transaction
 from projections.store.work_due import mark_published, marked_tenants
 from projections.views.belief_facts import belief_document, facts_of, projection_error
 from projections.views.publications import publication_channel
-
-if TYPE_CHECKING:
-    from psycopg import Cursor
 
 __all__ = [
     "DrainReport",
@@ -70,13 +66,8 @@ class DrainReport:
 
 
 def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
-    """Record that nothing was dirty once every mark up to ``seen`` had committed."""
-    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
-        _clean_if_drained(cur, log.datastore.schema, tenant_id, seen)
-
-
-def _clean_if_drained(cur: Cursor[Any], schema: str, tenant_id: UUID, seen: int) -> None:
-    """Record the tenant clean as of mark ``seen`` if it has no dirty memory now.
+    """Record the tenant clean as of mark ``seen`` if it has no dirty memory now (one
+    statement).
 
     A write that marks later has a larger position (positions follow commit
     order), so the tenant becomes eligible again. Memories that are dirty
@@ -85,15 +76,13 @@ def _clean_if_drained(cur: Cursor[Any], schema: str, tenant_id: UUID, seen: int)
     quarantined memories: each pass costs such a tenant one indexed query,
     and ``/metrics`` keeps counting them (it reads due tenants only).
     """
-    cur.execute(
-        schema_sql("SELECT 1 FROM {schema}.revisions WHERE published < requested LIMIT 1", schema)
-    )
-    if cur.fetchone() is None:
+    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
         cur.execute(
             schema_sql(
                 "UPDATE {schema}.revision_tenants SET drained_position ="
-                " greatest(drained_position, %s) WHERE tenant_id = %s",
-                schema,
+                " greatest(drained_position, %s) WHERE tenant_id = %s"
+                " AND NOT EXISTS (SELECT 1 FROM {schema}.revisions WHERE published < requested)",
+                log.datastore.schema,
             ),
             (seen, tenant_id),
         )
@@ -158,18 +147,17 @@ def _publish(log: EventLog, tenant_id: UUID, facts: MemoryFacts, revision: int) 
     _publish_all(log, tenant_id, [_Computed.of(facts, revision)])
 
 
-def _publish_all(
-    log: EventLog, tenant_id: UUID, beliefs: list[_Computed], clean_as_of: int | None = None
-) -> None:
-    """Publish beliefs and watermarks of a batch in one transaction, never backwards;
-    with ``clean_as_of`` (the last batch of the tenant's marks up to it), also record
-    the tenant clean if nothing is left dirty, in the same transaction."""
+def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> None:
+    """Publish beliefs and watermarks of a batch in one transaction, never backwards."""
     if not beliefs:
-        if clean_as_of is not None:
-            _note_clean(log, tenant_id, clean_as_of)
         return
+    # Rows locked in the order a write locks them (by memory id as text), so a
+    # publish and a write of the same memories wait for each other, never deadlock.
+    beliefs = sorted(beliefs, key=lambda b: str(b.memory_id))
     schema = log.datastore.schema
-    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+    # One round trip: the memories' revision rows (which their writers upsert, holding
+    # the events table's lock) stay locked only while PostgreSQL runs the statements.
+    with tenant_transaction(log.datastore, tenant_id, commit=True, pipelined=True) as cur:
         cur.execute(
             schema_sql(
                 "INSERT INTO {schema}.beliefs (memory_id, revision, memory_type, scope, project,"
@@ -205,8 +193,6 @@ def _publish_all(
             ([b.memory_id for b in beliefs], [b.revision for b in beliefs]),
         )
         mark_published(cur, schema, tenant_id)  # recall has new versions to index
-        if clean_as_of is not None:
-            _clean_if_drained(cur, schema, tenant_id, clean_as_of)
         # Delivered at commit: wakes requests waiting for this tenant's revision.
         cur.execute("SELECT pg_notify(%s, %s)", (publication_channel(schema), str(tenant_id)))
 
@@ -233,9 +219,8 @@ def drain_tenant(
             computed.append(_Computed.of(facts[memory_id], requested))
         except Exception as error:  # the same events fail the same way: retrying is futile
             failed.append((memory_id, requested, error))
-    last = len(batch) < limit and not failed
     try:
-        _publish_all(log, tenant_id, computed, seen if last else None)
+        _publish_all(log, tenant_id, computed)
     except DataError:
         # PostgreSQL refused a value of one memory, failing the batch: publish each
         # alone, and quarantine only those it still refuses.
@@ -248,6 +233,12 @@ def drain_tenant(
             except DataError as error:
                 failed.append((belief.memory_id, belief.revision, error))
     _quarantine(log, tenant_id, failed)
+    last = len(batch) < limit
+    if last:
+        # In a transaction of its own: the tenant's row is upserted by every write of
+        # the tenant after its revision rows, so taking it while holding those of the
+        # batch (in the publish) deadlocks with a group of writes.
+        _note_clean(log, tenant_id, seen)
     return DrainReport(len(batch), len(computed), len(failed), more=not last)
 
 

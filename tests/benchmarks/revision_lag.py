@@ -45,8 +45,8 @@ def _instrument_publish() -> dict[Any, float]:
     done: dict[Any, float] = {}
     original = drain_module._publish_all
 
-    def publish(log: Any, tenant_id: Any, beliefs: Any, clean_as_of: Any = None) -> None:
-        original(log, tenant_id, beliefs, clean_as_of)
+    def publish(log: Any, tenant_id: Any, beliefs: Any) -> None:
+        original(log, tenant_id, beliefs)
         now = time.perf_counter()
         for belief in beliefs:
             done.setdefault(belief.memory_id, now)

@@ -9,8 +9,9 @@ from uuid import UUID
 
 from fastapi.testclient import TestClient
 
-from projections.drains.revision import _publish, drain_revisions
+from projections.drains.revision import _publish, drain_revisions, drain_tenant
 from projections.runtime import Runtime
+from projections.store.work_due import marked_tenants
 from projections.views.belief_facts import memory_facts
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant, drain_until_caught_up
@@ -236,3 +237,30 @@ def test_an_observations_milestones_are_reached_one_by_one(
     assert milestones()["published"] is None
     drain_until_caught_up(runtime)
     assert milestones()["published"] is not None
+
+
+def test_a_batch_that_empties_its_tenant_records_it_clean_and_a_later_mark_keeps_it_due(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    # Given two dirty memories, fewer than a batch, and the tenant's mark as seen.
+    headers = tenant.headers()
+    first = remember(client, headers, content="Prefers tea")
+    remember(client, headers, content="Prefers green tea")
+    seen = marked_tenants(runtime.log.datastore, "revision")[tenant.id]
+
+    # When one batch drains them, the tenant is recorded clean by that call: the
+    # next pass does not list it, so it claims nothing more.
+    report = drain_tenant(runtime.log, tenant.id, seen)
+    assert (report.claimed, report.published, report.more) == (2, 2, False)
+    assert tenant.id not in marked_tenants(runtime.log.datastore, "revision")
+    assert _read(client, first["id"], headers).json()["status"] == "current"
+
+    # A write committed after the mark a batch read keeps the tenant due, even when
+    # that batch drains the write too: its mark is above what the batch saw.
+    later = remember(client, headers, content="Prefers black tea")  # the mark seen is older
+    assert drain_tenant(runtime.log, tenant.id, seen).claimed == 1
+    assert _read(client, later["id"], headers).json()["status"] == "current"
+    assert tenant.id in marked_tenants(runtime.log.datastore, "revision")
+    # The next pass claims nothing and records it clean.
+    drain_until_caught_up(runtime)
+    assert tenant.id not in marked_tenants(runtime.log.datastore, "revision")

@@ -319,8 +319,9 @@ def search(
 def _searched(
     log: EventLog, tenant_id: UUID, search: _Search, now: datetime, *, exact: bool, words: bool
 ) -> list[SearchRow]:
-    """Return one search's memories with their state, in one transaction."""
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+    """Return one search's memories with their state, in one transaction (pipelined:
+    ``BEGIN``, the tenant and the search's settings go out with the search itself)."""
+    with tenant_transaction(log.datastore, tenant_id, commit=False, pipelined=True) as cur:
         found = search.candidates(cur, exact=exact, words=words)
         return _joined(found, search.state(cur, found, now))
 
@@ -477,7 +478,7 @@ def _first_searches(
         if words
         else None
     )
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+    with tenant_transaction(log.datastore, tenant_id, commit=False, pipelined=True) as cur:
         exact = search.selects_few(cur)
         near = search.candidates(cur, exact=exact, words=False)
         nearest = _joined(near, search.state(cur, near, now))

@@ -60,7 +60,8 @@ def stamp_accesses(
     """Count one access to each memory at ``at`` (a read returned it)."""
     if not memory_ids:
         return
-    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+    # One round trip: nothing in it waits for an answer.
+    with tenant_transaction(log.datastore, tenant_id, commit=True, pipelined=True) as cur:
         # Tuning state: a crash may lose the last accesses, which only resets a
         # little ranking, so the read does not wait for a disk flush.
         cur.execute("SET LOCAL synchronous_commit = off")

@@ -62,25 +62,28 @@ CURRENT = 2**62
 _LOAD = (
     # Per wanted aggregate, the version it is already known at (0: not known). An
     # unknown one starts from its latest snapshot taken at or before the limit (a
-    # snapshot of version v folds events 1..v, all recorded at or before v's); a
+    # snapshot of version v folds events 1..v, all recorded at or before v's), a
     # known one from the event at its known version (its anchor, sent without its
-    # state: present and visible to this tenant, or the known copy is not used).
-    # Then the events after: the cost follows the events since, not the history.
+    # state: present and visible to this tenant, or the known copy is not used);
+    # then the events after. Each aggregate is read by its own index lookups
+    # (LATERAL), whatever the planner's estimates: the cost follows the events
+    # since, not the history, nor the table.
     "WITH wanted AS (SELECT * FROM unnest(%(ids)s::uuid[], %(after)s::bigint[]) AS w(id, after)),"
-    " snap AS (SELECT DISTINCT ON (s.originator_id) s.originator_id, s.originator_version,"
-    "  s.topic, s.state FROM wanted w JOIN {schema}.{snapshots} s ON s.originator_id = w.id"
-    "  JOIN {schema}.{events} e"
-    "  ON e.originator_id = s.originator_id AND e.originator_version = s.originator_version"
-    "  WHERE w.after = 0 AND e.notification_id <= %(limit)s"
-    "  ORDER BY s.originator_id, s.originator_version DESC)"
-    " SELECT originator_id, originator_version, topic, state, 0 AS kind FROM snap"
+    " snap AS (SELECT w.id, s.originator_version, s.topic, s.state FROM wanted w"
+    "  CROSS JOIN LATERAL (SELECT s.originator_version, s.topic, s.state"
+    "   FROM {schema}.{snapshots} s WHERE s.originator_id = w.id AND w.after = 0"
+    "   AND EXISTS (SELECT 1 FROM {schema}.{events} e WHERE e.originator_id = s.originator_id"
+    "    AND e.originator_version = s.originator_version AND e.notification_id <= %(limit)s)"
+    "   ORDER BY s.originator_version DESC LIMIT 1) s)"
+    " SELECT id AS originator_id, originator_version, topic, state, 0 AS kind FROM snap"
     " UNION ALL"
     " SELECT e.originator_id, e.originator_version, e.topic,"
     "  CASE WHEN e.originator_version > w.after THEN e.state END, 1"
-    " FROM wanted w LEFT JOIN snap ON snap.originator_id = w.id"
-    " JOIN {schema}.{events} e ON e.originator_id = w.id"
+    " FROM wanted w LEFT JOIN snap ON snap.id = w.id"
+    " CROSS JOIN LATERAL (SELECT e.originator_id, e.originator_version, e.topic, e.state"
+    "  FROM {schema}.{events} e WHERE e.originator_id = w.id"
     "  AND e.originator_version >= greatest(w.after, coalesce(snap.originator_version, 0) + 1)"
-    " WHERE e.notification_id <= %(limit)s"
+    "  AND e.notification_id <= %(limit)s) e"
     " ORDER BY 1, 5, 2"
 )
 

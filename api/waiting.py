@@ -36,11 +36,19 @@ if TYPE_CHECKING:
 
     from api.admission import Holder, Slot
 
-__all__ = ["AnnounceWrites", "RECHECK_S", "await_drains", "jittered"]
+__all__ = ["AnnounceWrites", "RECHECK_LISTENING_S", "RECHECK_S", "await_drains", "jittered"]
 
 RECHECK_S = 1.0
-"""Longest time between two checks: what a lost notice, or a wait that no
-publication ends (a retention deadline passing), costs at most."""
+"""Longest time between two checks while the publication watch is not listening:
+what a lost notice costs at most then."""
+
+RECHECK_LISTENING_S = 5.0
+"""Longest time between two checks while the publication watch listens: every change
+a wait ends on is then noticed (a publication, an index, a quarantine; the watch
+wakes every waiter when it reconnects, for notices sent while it was down), so a
+check only guards against what sends none. Each waiting request's check is a read:
+hundreds of waits checking every second kept other tenants' requests waiting
+(``tests/api/test_exhaustion.py``)."""
 
 _T = TypeVar("_T")
 
@@ -66,7 +74,8 @@ async def await_drains(
 ) -> _T:
     """Return ``check()``'s answer once ``done`` holds for it, or its last answer
     after ``wait_s`` seconds. ``check`` runs on a worker thread; between checks
-    the task awaits a publication notice of ``tenant_id`` (or :data:`RECHECK_S`).
+    the task awaits a publication notice of ``tenant_id`` (or :data:`RECHECK_LISTENING_S`,
+    :data:`RECHECK_S` while the publication watch is not listening).
     ``first`` is the first check's answer when the caller already has it (taken on
     the worker thread it was on anyway): it is not checked again before waiting.
 
@@ -100,8 +109,11 @@ async def await_drains(
                     slot = _wait_slot(holder, when_full)
                     if slot is None:
                         return answer
+                recheck_s = (
+                    RECHECK_LISTENING_S if runtime.publications.listening.is_set() else RECHECK_S
+                )
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(noticed.wait(), min(remaining, jittered(RECHECK_S)))
+                    await asyncio.wait_for(noticed.wait(), min(remaining, jittered(recheck_s)))
                 if holder is not None and await holder.disconnected():
                     return answer  # nobody to answer: give the slot back now, not at the end
         finally:

@@ -27,12 +27,14 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from functools import partial
 from uuid import UUID
 
 from eventsourcing.persistence import DataError
 
 from domain.belief import MemoryFacts, project_belief
 from projections.store.eventlog import EventLog
+from projections.store.rollbacks import retry_rolled_back
 from projections.store.sql import schema_sql
 from projections.store.storable import storable
 from projections.store.tenancy import tenant_transaction
@@ -220,7 +222,9 @@ def drain_tenant(
         except Exception as error:  # the same events fail the same way: retrying is futile
             failed.append((memory_id, requested, error))
     try:
-        _publish_all(log, tenant_id, computed)
+        # Its claims hold the batch for the lease: a publish PostgreSQL rolled back (a
+        # deadlock with a group of writes) is tried again now, not after the lease.
+        retry_rolled_back(partial(_publish_all, log, tenant_id, computed), "publish")
     except DataError:
         # PostgreSQL refused a value of one memory, failing the batch: publish each
         # alone, and quarantine only those it still refuses.
@@ -228,7 +232,7 @@ def drain_tenant(
         computed.clear()
         for belief in published:
             try:
-                _publish_all(log, tenant_id, [belief])
+                retry_rolled_back(partial(_publish_all, log, tenant_id, [belief]), "publish")
                 computed.append(belief)
             except DataError as error:
                 failed.append((belief.memory_id, belief.revision, error))
@@ -262,6 +266,10 @@ def _quarantine(log: EventLog, tenant_id: UUID, failed: list[tuple[UUID, int, Ex
                 [revision for _, revision, _ in failed],
                 errors,
             ),
+        )
+        # A read waiting for these answers ``unprojectable`` now: wake it at commit.
+        cur.execute(
+            "SELECT pg_notify(%s, %s)", (publication_channel(log.datastore.schema), str(tenant_id))
         )
     for (memory_id, revision, _), error in zip(failed, errors, strict=True):
         _log.error(

@@ -22,6 +22,9 @@ Modules:
   applied by the owner role before anything connects.
 - :mod:`projections.store.resident`: A process's resident copies of what the
   log implies: a bounded, tenant-keyed LRU.
+- :mod:`projections.store.rollbacks`: Transactions PostgreSQL rolled back to
+  break a deadlock or a serialization conflict: recognised, and tried again at
+  once.
 - :mod:`projections.store.schema`: Every table the service owns, defined once
   (SQLAlchemy Core).
 - :mod:`projections.store.settings`: Where the database is, and how the service
@@ -50,6 +53,7 @@ __all__ = [
     "lexeme_counts",
     "migrations",
     "resident",
+    "rollbacks",
     "schema",
     "settings",
     "sql",

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, LiteralString
 from uuid import UUID
 
@@ -47,7 +47,7 @@ from domain.memory import Memory
 from projections.store.errors import StaleReadError
 from projections.store.lexeme_counts import counting
 from projections.store.schema import SNAPSHOTS_TABLE
-from projections.store.sql import WRITE_POSITION_SETTING, schema_query
+from projections.store.sql import WRITE_POSITION_SETTING, Chain, schema_query
 from projections.store.storable import storable
 from projections.store.tenancy import current_tenant, set_tenant, tenant_transaction
 from projections.store.transcodings import SNAPSHOT_TRANSCODINGS
@@ -118,13 +118,22 @@ def _table_query(template: LiteralString, schema: str, table: str) -> bytes:
 
 
 @lru_cache(maxsize=16)
-def _position_query(schema: str, table: str) -> bytes:
-    """Return the statement that records, after a write's insert, its log position in
-    the transaction (for ``{position}``): the last one the sequence gave this session,
-    that is, the insert's highest (under the table lock, nobody else's comes between)."""
+def _insert_events_query(schema: str, table: str) -> bytes:
+    """Return :data:`_INSERT_EVENTS` for ``schema`` and ``table``, answering each
+    event's position and recording the write's in the transaction (for
+    ``{position}``): the last one the sequence gave this session once the last row
+    is in, that is, the insert's highest (under the table lock, nobody else's comes
+    between). One statement, where a separate one cost a write as much CPU as
+    PostgreSQL takes to run it."""
     return (
-        sql.SQL("SELECT set_config({setting}, currval({sequence})::text, true)")
+        sql.SQL(
+            "WITH inserted AS ({insert}) SELECT notification_id,"
+            " set_config({setting}, currval({sequence})::text, true) AS position FROM inserted"
+        )
         .format(
+            insert=sql.SQL(_INSERT_EVENTS).format(
+                schema=sql.Identifier(schema), table=sql.Identifier(table)
+            ),
             setting=sql.Literal(WRITE_POSITION_SETTING),
             sequence=sql.Literal(
                 f"{sql.Identifier(schema).as_string(None)}.{table}_notification_id_seq"
@@ -488,8 +497,28 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
     citing the same observation. The whole transaction is one log position
     for readers, so its last position is each one's new requested revision.
     """
+    chain = Chain()
+    chain.add(
+        schema_query(
+            "INSERT INTO {schema}.revisions (memory_id, requested)"
+            " SELECT unnest(%b::uuid[]), {position}"
+            " ON CONFLICT (tenant_id, memory_id) DO UPDATE"
+            " SET requested = greatest(revisions.requested, excluded.requested),"
+            " requested_at = clock_timestamp()",
+            schema,
+        ),
+        (sorted(found.touched, key=str),),
+    )
+    chain.add(
+        schema_query(
+            "INSERT INTO {schema}.revision_tenants (tenant_id, marked_position)"
+            " VALUES ({schema}.current_tenant(), {position}) ON CONFLICT (tenant_id)"
+            " DO UPDATE SET marked_position = excluded.marked_position",
+            schema,
+        )
+    )
     if found.links:
-        curs.execute(
+        chain.add(
             schema_query(
                 "INSERT INTO {schema}.memory_links"
                 " (memory_id, linked_id, kind, outgoing, edge_id, position)"
@@ -508,7 +537,7 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
         )
     if found.evidence:
         observations, memories = zip(*found.evidence, strict=True)
-        curs.execute(
+        chain.add(
             schema_query(
                 "INSERT INTO {schema}.evidence_links (observation_id, memory_id, position)"
                 " SELECT o, m, {position} FROM unnest(%b::uuid[], %b::uuid[]) AS t(o, m)"
@@ -519,7 +548,7 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
         )
     if found.proposers:
         proposers, models, memories = zip(*found.proposers, strict=True)
-        curs.execute(
+        chain.add(
             schema_query(
                 "INSERT INTO {schema}.proposer_links (proposer_id, model_id, memory_id, position)"
                 " SELECT p, mo, me, {position} FROM unnest(%b::uuid[], %b::text[], %b::uuid[])"
@@ -530,7 +559,7 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
         )
     if found.created:
         ids, types, scopes, projects, topics = zip(*found.created, strict=True)
-        curs.execute(
+        chain.add(
             schema_query(
                 "INSERT INTO {schema}.memory_index"
                 " (memory_id, memory_type, scope, project, topic, position)"
@@ -543,7 +572,7 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
         )
     if found.captured:
         ids, digests, deadlines, transient = zip(*found.captured, strict=True)
-        curs.execute(
+        chain.add(
             schema_query(
                 "INSERT INTO {schema}.observation_deadlines"
                 " (observation_id, digest, deadline, transient)"
@@ -554,7 +583,7 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
         )
     if found.version_digests:
         digests, memories = zip(*found.version_digests, strict=True)
-        curs.execute(
+        chain.add(
             schema_query(
                 "INSERT INTO {schema}.version_digests (digest, memory_id)"
                 " SELECT * FROM unnest(%b::text[], %b::uuid[])"
@@ -567,7 +596,7 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
         )
     if found.decisions:
         ids, kinds, keys, parts = zip(*found.decisions, strict=True)
-        curs.execute(
+        chain.add(
             schema_query(
                 "INSERT INTO {schema}.decision_index"
                 " (decision_id, kind, logical_key, position, part_of)"
@@ -578,7 +607,7 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
             (list(ids), list(kinds), list(keys), list(parts)),
         )
     if found.retention is not None:
-        curs.execute(
+        chain.add(
             schema_query(
                 "INSERT INTO {schema}.tenant_retention (raw_hours, transient_hours, position)"
                 " VALUES (%s, %s, {position}) ON CONFLICT (tenant_id) DO UPDATE SET"
@@ -588,6 +617,8 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
             ),
             found.retention,
         )
+    # What follows may read what the chain writes (payloads still held, rows to update).
+    chain.execute(curs)
     if found.shortened:
         ids, deadlines = zip(*found.shortened, strict=True)
         curs.execute(
@@ -603,25 +634,6 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
     _record_cycles(curs, schema, found)
     _record_reflections(curs, schema, found)
     _record_removals(curs, schema, found)
-    curs.execute(
-        schema_query(
-            "INSERT INTO {schema}.revisions (memory_id, requested)"
-            " SELECT unnest(%b::uuid[]), {position}"
-            " ON CONFLICT (tenant_id, memory_id) DO UPDATE"
-            " SET requested = greatest(revisions.requested, excluded.requested),"
-            " requested_at = clock_timestamp()",
-            schema,
-        ),
-        (sorted(found.touched, key=str),),
-    )
-    curs.execute(
-        schema_query(
-            "INSERT INTO {schema}.revision_tenants (tenant_id, marked_position)"
-            " VALUES ({schema}.current_tenant(), {position}) ON CONFLICT (tenant_id)"
-            " DO UPDATE SET marked_position = excluded.marked_position",
-            schema,
-        )
-    )
 
 
 class _TenantScopedReads:
@@ -732,6 +744,24 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
                 self._after_insert(curs, inserted, stored_events, pipeline, **kwargs)
             return self._ids(inserted, stored_events, pipeline)
 
+    @cached_property
+    def _timeout_and_notify(self) -> bytes:
+        return (
+            sql.SQL("SELECT set_config('lock_timeout', {timeout}, true), pg_notify({channel}, '')")
+            .format(
+                timeout=sql.Literal(f"{self.datastore.lock_timeout}s"),
+                channel=sql.Literal(self.channel_name),
+            )
+            .as_bytes(None)
+        )
+
+    def _lock_and_notify(self, curs: Cursor[Any]) -> None:
+        """Take the events table's lock as the library does (``SET LOCAL lock_timeout``,
+        ``LOCK TABLE``) and ``NOTIFY`` its channel (delivered at commit: the elected
+        drains listen), in two statements instead of three."""
+        curs.execute(self._timeout_and_notify, prepare=True)
+        curs.execute(self.lock_table_statements[-1], prepare=True)
+
     def _insert_stored_events(
         self, curs: Cursor[Any], stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> None:
@@ -742,10 +772,9 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         go out as plain arrays in binary format (``%b``), which skips the
         per-element escaping that was the largest single cost of a batch.
         """
-        self._lock_table(curs)
-        self._notify_channel(curs)
+        self._lock_and_notify(curs)
         curs.execute(
-            _table_query(_INSERT_EVENTS, self.datastore.schema, self.events_table_name),
+            _insert_events_query(self.datastore.schema, self.events_table_name),
             _stored_columns(stored_events),
         )
 
@@ -813,7 +842,6 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         if write is None:
             return
         schema = self.datastore.schema
-        curs.execute(_position_query(schema, self.events_table_name))
         if write.dependencies is not None:
             _mark_for_revision(curs, schema, write.dependencies)
             # Work due for the sweeps (expiry, retention, deletion): store/work_due.py.
@@ -890,15 +918,14 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
             # One round trip for the whole group, as for one write (_insert_pipelined);
             # every refusal raises when the answers are read, and nothing commits.
             with conn.transaction():
-                self._lock_table(curs)
-                self._notify_channel(curs)
+                self._lock_and_notify(curs)
                 for indexes in by_tenant.values():
                     write = _merged([members[i][1] for i in indexes])
                     stored = [event for i in indexes for event in members[i][0]]
                     self._insert_events(curs, stored, write=write)
                     inserted = conn.cursor()
                     inserted.execute(
-                        _table_query(_INSERT_EVENTS, self.datastore.schema, self.events_table_name),
+                        _insert_events_query(self.datastore.schema, self.events_table_name),
                         _stored_columns(stored),
                     )
                     self._after_insert(curs, inserted, stored, pipeline, write=write)
@@ -922,16 +949,13 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
             conn.transaction(),
             conn.cursor() as curs,
         ):
-            self._lock_table(curs)
-            self._notify_channel(curs)
+            self._lock_and_notify(curs)
             for stored, write in members:
                 try:
                     with conn.transaction(), conn.cursor() as inserted:  # a savepoint
                         self._insert_events(curs, stored, write=write)
                         inserted.execute(
-                            _table_query(
-                                _INSERT_EVENTS, self.datastore.schema, self.events_table_name
-                            ),
+                            _insert_events_query(self.datastore.schema, self.events_table_name),
                             _stored_columns(stored),
                         )
                         self._after_insert(curs, inserted, stored, pipeline, write=write)

@@ -84,6 +84,16 @@ class TenantWakers:
         """Set every event attached for ``tenant_id``."""
         with self._lock:
             waiters = list(self._waiters.get(tenant_id, ()))
+        self._set(waiters)
+
+    def wake_all(self) -> None:
+        """Set every event attached, for every tenant."""
+        with self._lock:
+            waiters = [w for attached in self._waiters.values() for w in attached]
+        self._set(waiters)
+
+    @staticmethod
+    def _set(waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]) -> None:
         for loop, event in waiters:
             # A closed loop raises RuntimeError: its waiter is gone with it.
             with contextlib.suppress(RuntimeError):
@@ -157,6 +167,8 @@ class PublicationWatch:
                 with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
                     conn.execute(sql.SQL("LISTEN {}").format(channel))
                     self.listening.set()
+                    # Notices sent while it was not listening are lost: wake everyone.
+                    self.wakers.wake_all()
                     backoff = 0.5
                     while not self._stop.is_set():
                         for notice in conn.notifies(timeout=1.0):

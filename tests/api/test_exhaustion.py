@@ -35,6 +35,8 @@ STREAMS_PER_TOKEN = 50
 WAITS_PER_TOKEN = 100
 SAMPLES = 100
 P99_S = 0.1
+"""The 99th percentile a request answers within while others hold streams and waits
+(or 3x its own, measured in the same run with nothing held, if that is more)."""
 NOWHERE = 999_999_999
 """A log position no test reaches: a stream after it stays idle."""
 
@@ -106,6 +108,13 @@ def _p99(samples: list[float]) -> float:
     return sorted(samples)[math.ceil(0.99 * len(samples)) - 1]
 
 
+def _assert_prompt(loaded: dict[str, float], idle: dict[str, float]) -> None:
+    """Starved requests take seconds (45 idle streams once made /healthz take 12 s);
+    prompt ones stay within :data:`P99_S`, or within 3x their pace with nothing open."""
+    bounds = {k: max(P99_S, 3 * p99) for k, p99 in idle.items()}
+    assert all(loaded[k] < bounds[k] for k in bounds), {"loaded": loaded, "idle": idle}
+
+
 def _open(app: FastAPI) -> dict[str, int]:
     held: dict[str, int] = app.state.admission.open()
     return held
@@ -130,6 +139,21 @@ async def _p99_of_others(
             )
         )
     return {"health": _p99(health), "read": _p99(reads), "write": _p99(writes)}
+
+
+async def _other_tenant(
+    client: httpx.AsyncClient, headers: dict[str, str]
+) -> tuple[str, dict[str, float]]:
+    """Create a memory of the other tenant; return it, and the 99th percentiles of
+    :func:`_p99_of_others` with nothing held open: this machine's own pace (a shared
+    machine runs several times slower at times)."""
+    created = await client.post(
+        "/v1/memories",
+        json={"type": "fact", "scope": "user", "content": "tenant B's"},
+        headers=headers,
+    )
+    memory = str(created.json()["id"])
+    return memory, await _p99_of_others(client, memory, headers)
 
 
 @contextlib.asynccontextmanager
@@ -171,13 +195,7 @@ def test_idle_streams_and_waits_leave_health_and_other_tenants_prompt_and_are_ca
             )
             assert created.status_code == 201, created.text
             pending = created.json()["id"]
-            b_memory = (
-                await client.post(
-                    "/v1/memories",
-                    json={"type": "fact", "scope": "user", "content": "tenant B's"},
-                    headers=b_headers,
-                )
-            ).json()["id"]
+            b_memory, found["p99_idle"] = await _other_tenant(client, b_headers)
 
             # When tenant A holds 500 idle streams and 200 waits of 20 s...
             idle = f"/v1/events/stream?after={NOWHERE}"
@@ -231,7 +249,7 @@ def test_idle_streams_and_waits_leave_health_and_other_tenants_prompt_and_are_ca
 
     assert found["stream_statuses"] == [200] * STREAMS
     assert found["still_open"] == {"stream": STREAMS, "wait": WAITS}, "a wait ended early"
-    assert all(p99 < P99_S for p99 in found["p99"].values()), found["p99"]
+    _assert_prompt(found["p99"], found["p99_idle"])
     for over, retry_after in ((found["over_stream"], "5"), (found["over_wait"], "1")):
         assert over.status_code == 429, over.text
         assert over.headers["content-type"] == "application/problem+json"

@@ -58,7 +58,7 @@ def compile_query(statement: ClauseElement) -> tuple[str, dict[str, Any]]:
 
 WRITE_POSITION_SETTING = "palimpsest.position"
 """The transaction-local setting that holds a write's log position once its events are
-inserted (:func:`projections.store.eventlog.position_statement`)."""
+inserted (the events insert of :mod:`projections.store.eventlog` sets it)."""
 
 _TABLE_NAMES = {
     "events": sql.Identifier(EVENTS_TABLE),

@@ -99,7 +99,8 @@ short (pgvector 0.6 filters after the walk)."""
 EF_SEARCH = 400
 """The least ``hnsw.ef_search`` of a recall: the index is built sparse for cheap
 inserts (see :func:`projections.store.migrations.vector_index_ddl`), so the search looks
-wider; it costs well under a millisecond."""
+wider: recall@10 0.980 at 100,000 memories against 0.969 at 200, for about 3 ms more
+per search (docs/benchmarks.md, 2026-12-03)."""
 
 
 @dataclass(frozen=True)

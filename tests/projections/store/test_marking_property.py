@@ -138,6 +138,15 @@ class MarkingMachine(RuleBasedStateMachine):
         if source != other:
             self._write(f"{kind} edge", EdgeSpec(source, kind, other))
 
+    @rule(kind=st.sampled_from(["supersedes", "conflicts_with"]))
+    def link_fresh(self, kind: str) -> None:
+        # An edge between two fresh memories, reached on purpose: drawn from the
+        # bundle, the two are often the same memory (skipped), so a run once
+        # wrote a single conflicts_with edge.
+        source, other = self._new_memory(()), self._new_memory(())
+        if source is not None and other is not None:
+            self._write(f"{kind} edge", EdgeSpec(source, kind, other))
+
     @rule(observation=observations)
     def retract(self, observation: UUID) -> None:
         self._write("retract", RetractSpec(observation, "wrong"))
@@ -166,6 +175,17 @@ class MarkingMachine(RuleBasedStateMachine):
     @rule(memory=memories, op=st.sampled_from(["forget", "restore", "pin", "unpin"]))
     def label(self, memory: UUID, op: str) -> None:
         self._write(op, LabelSpec(memory, op, "by the machine"))  # type: ignore[arg-type]
+
+    @rule(target=memories)
+    def create_then_forget(self) -> Any:
+        # A forget on a fresh memory, reached on purpose: drawn from the bundle, a
+        # label op is a forget one time in four and often lands on an erased or
+        # forgotten memory (refused), so a short run once never reached it.
+        memory = self._new_memory(())
+        if memory is None:
+            return multiple()
+        self._write("forget", LabelSpec(memory, "forget", "by the machine"))
+        return memory
 
     @rule(observation=observations)
     def erase_observation(self, observation: UUID) -> None:

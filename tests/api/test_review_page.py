@@ -1,8 +1,9 @@
 """The review page: a person signs in with a token and applies or rejects proposals.
 
 The browser test drives Debian's Chromium (``/usr/bin/chromium``) through
-Playwright against the real app on loopback, and saves the screenshot in
-``docs/review-page.png``; the session, CSRF and header rules are also
+Playwright against the real app on loopback, and takes a screenshot (into
+``docs/review-page.png`` only with ``PALIMPSEST_UPDATE_SCREENSHOT=1``, so that a
+test run leaves the checkout as it was); the session, CSRF and header rules are also
 checked through the ASGI app, where that is cheaper.
 """
 
@@ -481,7 +482,7 @@ def _archived(client: TestClient, tenant: Tenant, memory_id: str) -> Any:
 
 
 def test_a_person_reviews_proposals_in_a_real_browser(
-    client: TestClient, runtime: Runtime, tenant: Tenant
+    client: TestClient, runtime: Runtime, tenant: Tenant, tmp_path: Path
 ) -> None:
     sync_playwright = _playwright()
     ids = _given_proposals(client, tenant)
@@ -496,7 +497,10 @@ def test_a_person_reviews_proposals_in_a_real_browser(
             # When a writer signs in through the page and reviews
             _sign_in_in(page, base, tenant.token("writer", "Ada Reviewer"))
             _review_as_writer(page, client, tenant, ids)
-            page.screenshot(path=str(SCREENSHOT), full_page=True)
+            update = os.environ.get("PALIMPSEST_UPDATE_SCREENSHOT") == "1"
+            shot = SCREENSHOT if update else tmp_path / SCREENSHOT.name
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 0
             assert problems == []
             reader = browser.new_context().new_page()
             _sign_in_in(reader, base, tenant.token("reader"))

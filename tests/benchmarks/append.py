@@ -1,6 +1,8 @@
 """Append throughput: the library write path, HTTP, and raw psycopg, in one run.
 
 Usage: python tests/benchmarks/append.py [--singles N] [--batches N] [--load-seconds S]
+       python tests/benchmarks/append.py --load-only [--writers W] [--readers R]
+              [--serve-env NAME=VALUE ...]
 
 Starts a fresh embedded PostgreSQL in a temporary directory (or uses
 DATABASE_URL), then measures, each beside the same rows through raw psycopg
@@ -16,6 +18,11 @@ in the same transaction sizes:
   readers reading them, counting writes/s and stale ``current`` reads (a read
   that answers ``current`` with a version older than one whose write was
   acknowledged before the read began).
+
+``--load-only`` runs only the concurrent load, against ``serve --workers 1``,
+with ``--writers`` and ``--readers`` of its own and ``--serve-env`` settings for
+the serving process (``PALIMPSEST_CANDIDATE_BUDGET_MS=0``, say): how the load
+was taken apart in docs/benchmarks.md.
 
 The library path and HTTP writes commit through the group commit (concurrent
 writes of one process share a transaction); the mean group size is printed.
@@ -178,7 +185,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _serve(runtime: Runtime, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+def _serve(
+    runtime: Runtime, workers: int, settings: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``palimpsest serve --workers N`` on the benchmark's database; return it and
     its base URL once healthy. Its embedder points nowhere (indexing would compete
     for the two cores with the writes measured; the drains' revision stage runs)."""
@@ -195,6 +204,7 @@ def _serve(runtime: Runtime, workers: int) -> tuple[subprocess.Popen[bytes], str
         "PALIMPSEST_EMBEDDING_MODEL": "none",
         "PALIMPSEST_LOG_LEVEL": "WARNING",
     }
+    env |= settings or {}
     port = _free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "api.cli", "serve", "--port", str(port), "--workers", str(workers)],
@@ -226,9 +236,11 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(30)
 
 
-def _concurrent_load(base: str, headers: dict[str, str], seconds: float) -> str:
-    """4 writers revise 20 facts, 4 readers read them, for ``seconds``; return the line
-    to print: writes/s, reads/s, and stale ``current`` reads."""
+def _concurrent_load(
+    base: str, headers: dict[str, str], seconds: float, writers: int = 4, readers: int = 4
+) -> str:
+    """``writers`` revise 20 facts, ``readers`` read them, for ``seconds``; return the
+    line to print: writes/s, reads/s, and stale ``current`` reads."""
     lock = threading.Lock()
     position_of: dict[str, int] = {}  # version id -> its write's log position
     with httpx2.Client(base_url=base, headers=headers, timeout=30) as client:
@@ -282,8 +294,8 @@ def _concurrent_load(base: str, headers: dict[str, str], seconds: float) -> str:
                         counts["current"] += 1
                         seen.append((answer["belief"]["current_version_id"], floor))
 
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
-    threads += [threading.Thread(target=reader) for _ in range(4)]
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(writers)]
+    threads += [threading.Thread(target=reader) for _ in range(readers)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -296,14 +308,42 @@ def _concurrent_load(base: str, headers: dict[str, str], seconds: float) -> str:
     )
 
 
+def _load_only(runtime: Runtime, args: argparse.Namespace) -> None:
+    """Run only the concurrent load, against ``serve --workers 1`` with the settings
+    asked for."""
+    settings = dict(item.split("=", 1) for item in args.serve_env)
+    process, base = _serve(runtime, 1, settings)
+    try:
+        loaded = create_tenant(runtime.log, "load")
+        headers = {"Authorization": f"Bearer {loaded.token}"}
+        line = _concurrent_load(base, headers, args.load_seconds, args.writers, args.readers)
+        print(
+            f"concurrent load, {args.writers} writers, {args.readers} readers,"
+            f" serve --workers 1 {' '.join(args.serve_env)}: {line}",
+            flush=True,
+        )
+    finally:
+        _stop(process)
+        runtime.close()
+
+
 def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to bottom)
     parser = argparse.ArgumentParser()
     parser.add_argument("--singles", type=int, default=1500)
     parser.add_argument("--batches", type=int, default=60)
     parser.add_argument("--load-seconds", type=float, default=10.0)
+    parser.add_argument("--load-only", action="store_true")
+    parser.add_argument("--writers", type=int, default=4, help="with --load-only")
+    parser.add_argument("--readers", type=int, default=4, help="with --load-only")
+    parser.add_argument(
+        "--serve-env", action="append", default=[], metavar="NAME=VALUE", help="with --load-only"
+    )
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="palimpsest-bench-"))
     runtime = start_runtime(DatabaseSettings(data_dir=data_dir))
+    if args.load_only:
+        _load_only(runtime, args)
+        return
     _raw_setup(runtime)
     issued = create_tenant(runtime.log, "bench")
     caller = authenticate(runtime.log, issued.token)

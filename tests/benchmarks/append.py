@@ -308,10 +308,19 @@ def _concurrent_load(
     )
 
 
+def _setting(item: str) -> tuple[str, str]:
+    """Parse ``--serve-env NAME=VALUE``."""
+    name, sep, value = item.partition("=")
+    if not sep or not name:
+        msg = f"expected NAME=VALUE, got {item!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return name, value
+
+
 def _load_only(runtime: Runtime, args: argparse.Namespace) -> None:
     """Run only the concurrent load, against ``serve --workers 1`` with the settings
     asked for."""
-    settings = dict(item.split("=", 1) for item in args.serve_env)
+    settings = dict(args.serve_env)
     process, base = _serve(runtime, 1, settings)
     try:
         loaded = create_tenant(runtime.log, "load")
@@ -319,7 +328,7 @@ def _load_only(runtime: Runtime, args: argparse.Namespace) -> None:
         line = _concurrent_load(base, headers, args.load_seconds, args.writers, args.readers)
         print(
             f"concurrent load, {args.writers} writers, {args.readers} readers,"
-            f" serve --workers 1 {' '.join(args.serve_env)}: {line}",
+            f" serve --workers 1 {' '.join(f'{k}={v}' for k, v in args.serve_env)}: {line}",
             flush=True,
         )
     finally:
@@ -336,7 +345,12 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
     parser.add_argument("--writers", type=int, default=4, help="with --load-only")
     parser.add_argument("--readers", type=int, default=4, help="with --load-only")
     parser.add_argument(
-        "--serve-env", action="append", default=[], metavar="NAME=VALUE", help="with --load-only"
+        "--serve-env",
+        action="append",
+        default=[],
+        type=_setting,
+        metavar="NAME=VALUE",
+        help="with --load-only",
     )
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="palimpsest-bench-"))

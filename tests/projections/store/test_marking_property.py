@@ -145,7 +145,7 @@ class MarkingMachine(RuleBasedStateMachine):
         # wrote a single conflicts_with edge.
         source, other = self._new_memory(()), self._new_memory(())
         if source is not None and other is not None:
-            self._write(f"{kind} edge", EdgeSpec(source, kind, other))
+            self.link(source, other, kind)
 
     @rule(observation=observations)
     def retract(self, observation: UUID) -> None:

@@ -46,7 +46,7 @@ from projections.recall.recalled import (
 )
 from projections.recall.words import EVERY_WORD, text_candidates
 from projections.store.sql import tables_in
-from projections.store.tenancy import tenant_transaction
+from projections.store.tenancy import run_unread, tenant_transaction
 from projections.views.access_stamps import (
     salience_columns,
     salience_from,
@@ -389,7 +389,8 @@ class _Search:
         # for the generic plan of its own). Joins are planned in the order written:
         # weighing the others cost more planning time than the reads.
         scan = "on" if exact or words else "off"
-        cur.execute(
+        run_unread(
+            cur,
             "SELECT set_config('hnsw.ef_search', %s, true),"
             " set_config('enable_bitmapscan', %s, true),"
             " set_config('enable_seqscan', %s, true), set_config('enable_sort', %s, true),"
@@ -409,7 +410,7 @@ class _Search:
             return {}
         with cur.connection.pipeline():
             # The same plan suits any candidates (each row found by primary key).
-            cur.execute("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
+            run_unread(cur, "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
             cur.execute(
                 shaped_sql(state_statement, self.schema),
                 {

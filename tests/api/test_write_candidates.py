@@ -47,6 +47,11 @@ def test_a_write_answers_pending_at_once_and_wait_waits_for_the_candidates(
             f"/v1/memories/{written['id']}/candidates"
         )
         assert elapsed < wait_s / 2, elapsed
+        # Embedded now, so the next version can pair with it: the indexing drain
+        # writes a pass's vectors on two connections, so a peer embedded in the
+        # same pass may commit after the waiting version's own (its candidates are
+        # those indexed when its embedding lands).
+        index_until_caught_up(runtime, tenant.id)
 
         # ?candidates=wait waits until the version is embedded (here 0.3 s later).
         later = threading.Timer(0.3, index_until_caught_up, (runtime, tenant.id))

@@ -188,9 +188,9 @@ def _write_texts(cur: Any, schema: str, rows: list[dict[str, Any]], texts: dict[
     )
     cur.execute(
         schema_query(
-            "INSERT INTO {schema}.memory_lexemes (lexeme, memory_id)"
-            " SELECT l.lexeme, t.memory_id FROM {schema}.memory_texts t,"
-            " unnest(tsvector_to_array(t.document)) AS l(lexeme)"
+            "INSERT INTO {schema}.memory_lexemes (lexeme, memory_id, occurrences)"
+            " SELECT l.lexeme, t.memory_id, greatest(cardinality(l.positions), 1)"
+            " FROM {schema}.memory_texts t, unnest(t.document) AS l"
             " WHERE t.memory_id = ANY(%b::uuid[])",
             schema,
         ),

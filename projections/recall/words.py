@@ -13,7 +13,8 @@ ranking, as the rest do. Its text
 score, in [0, 1), ranks the memories holding *every* lexeme first (at or above
 :data:`EVERY_WORD`: an identifier such as ``PAL-123`` is two lexemes, and the
 memory holding both beats one holding ``PAL`` alone), then by ``ts_rank_cd``
-(cover density: the query's words close together count more).
+(cover density, normalisation :data:`RANK_NORMALISATION`) of the document
+against the query's lexemes joined by ``|``.
 
 The matches are read from ``memory_lexemes`` (a btree of tenant, lexeme and
 memory), not from the GIN index of ``memory_texts``: under row-level security
@@ -21,6 +22,16 @@ PostgreSQL uses an index only for leakproof operators, and ``@@`` is not.
 Even without its common words a query can match much of a tenant: the memories
 holding the most of its matching lexemes, at most :data:`CANDIDATE_CAP`, are
 ranked, so ranking's cost stays bounded.
+
+The score is computed from those rows, not from the documents: against a query
+of words joined by ``|``, every position holding one of them is a cover of its
+own, so ``ts_rank_cd`` depends only on how many positions hold the query's words
+(:func:`cover_density`), and "holds every word" only on which it holds. Each
+row carries its lexeme's position count (``occurrences``) in the index the
+matches are found with; a candidate's common words, which did not select it,
+are looked up by key for the capped candidates only. The documents are never
+read (tests/projections/recall/test_text_score.py holds this equal to
+``ts_rank_cd`` on the documents).
 """
 
 from __future__ import annotations
@@ -28,15 +39,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Float, Integer, Text, case, cast, func, null, select
-from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, TSQUERY
+from sqlalchemy import Float, Integer, Text, case, cast, func, not_, null, select, true
+from sqlalchemy.dialects.postgresql import ARRAY, DOUBLE_PRECISION, REAL, REGCONFIG
 
 from projections.store.lexeme_counts import ANY_LEXEME
 from projections.store.schema import TEXT_SEARCH_CONFIG
 from projections.views.statement import inline, param
 
 if TYPE_CHECKING:
-    from sqlalchemy import Subquery, Table
+    from sqlalchemy import CTE, Subquery, Table
     from sqlalchemy.sql.elements import ColumnElement
 
 __all__ = [
@@ -45,10 +56,10 @@ __all__ = [
     "COMMON_SHARE",
     "EVERY_WORD",
     "RANK_NORMALISATION",
-    "matching_lexemes",
+    "cover_density",
     "query_lexemes",
+    "query_words",
     "text_candidates",
-    "text_query",
 ]
 
 CANDIDATE_CAP = 500
@@ -70,21 +81,11 @@ EVERY_WORD = 0.5
 the cover-density rank, halved, adds less than this."""
 
 RANK_NORMALISATION = 32
-"""``ts_rank_cd``'s normalisation: ``rank / (rank + 1)``, a score in [0, 1)."""
+"""The ``ts_rank_cd`` normalisation the score reproduces: ``rank / (rank + 1)``, a
+score in [0, 1)."""
 
-
-def text_query(joiner: str) -> ColumnElement[Any]:
-    """Return the ``tsquery`` of ``%(words)s``: its lexemes joined by ``joiner``
-    (``|`` for any, ``&`` for all), NULL when it has none (NULL matches nothing).
-
-    The lexemes come from ``to_tsvector`` with the index's configuration and are
-    quoted into the query as they are, so a query word is normalised exactly as
-    the memories' words were (``to_tsquery`` would stem the stems again).
-    """
-    lexeme = func.unnest(query_lexemes())
-    word = lexeme.column_valued("l")
-    joined = func.string_agg(func.quote_literal(word), inline(f" {joiner} "))
-    return cast(select(func.nullif(joined, inline(""))).scalar_subquery(), TSQUERY)
+_POSITION_WEIGHT = 0.1
+"""``ts_rank_cd``'s default weight of an unlabelled position (label D), a ``real``."""
 
 
 def query_lexemes() -> ColumnElement[Any]:
@@ -94,11 +95,12 @@ def query_lexemes() -> ColumnElement[Any]:
     return func.tsvector_to_array(func.to_tsvector(config, param("words", Text)))
 
 
-def matching_lexemes(tables: dict[str, Table]) -> ColumnElement[Any]:
-    """Return the lexemes of ``%(words)s`` that select candidates (a ``text[]``): all
-    but the common ones (:data:`COMMON_SHARE`, :data:`COMMON_FLOOR`, by
-    ``lexeme_counts``), and always the rarest the tenant holds; NULL (matching
-    nothing) for a query without lexemes."""
+def query_words(tables: dict[str, Table]) -> CTE:
+    """Return the query's words (a common table expression, ``words``, of one row):
+    ``kept``, the lexemes of ``%(words)s`` that select candidates, all but the common
+    ones (:data:`COMMON_SHARE`, :data:`COMMON_FLOOR`, by ``lexeme_counts``) and always
+    the rarest the tenant holds; ``common``, the others; ``total``, how many lexemes
+    the query has. Each array is NULL (matching nothing) when it would be empty."""
     c = tables["lexeme_counts"].alias("c")
     w = select(func.unnest(query_lexemes()).label("lexeme")).subquery("w")
     held = func.coalesce(c.c.memories, inline(0))
@@ -114,13 +116,30 @@ def matching_lexemes(tables: dict[str, Table]) -> ColumnElement[Any]:
     documents = func.coalesce(
         select(c.c.memories).where(c.c.lexeme == inline(ANY_LEXEME)).scalar_subquery(), inline(0)
     )
-    common = func.greatest(
+    common = per.c.held > func.greatest(
         documents * inline(COMMON_SHARE),
         inline(COMMON_FLOOR),
         func.coalesce(per.c.rarest, inline(0)),
     )
-    kept = select(func.array_agg(per.c.lexeme)).where(per.c.held <= common).scalar_subquery()
-    return cast(kept, ARRAY(Text))  # an array to match any of, not a subquery's rows
+    return select(
+        func.array_agg(per.c.lexeme).filter(not_(common)).label("kept"),
+        func.array_agg(per.c.lexeme).filter(common).label("common"),
+        func.count().label("total"),
+    ).cte("words")
+
+
+def cover_density(occurrences: ColumnElement[Any]) -> ColumnElement[float]:
+    """Return ``ts_rank_cd(document, query, RANK_NORMALISATION)`` (a ``real``) of a
+    document holding the words of a ``|`` query at ``occurrences`` positions in all.
+
+    Against words joined by ``|`` each position holding one is a cover of its own,
+    worth its weight (label D, :data:`_POSITION_WEIGHT`, as ``ts_rank_cd`` has it: a
+    ``real`` summed in double precision), and the normalisation divides the sum by
+    itself plus one; the result is a ``real``, as ``ts_rank_cd``'s is.
+    """
+    weight = cast(cast(inline(_POSITION_WEIGHT), REAL), DOUBLE_PRECISION)
+    covered = cast(occurrences, DOUBLE_PRECISION) * weight
+    return cast(covered / (covered + inline(1.0)), REAL)
 
 
 def text_candidates(
@@ -135,87 +154,93 @@ def text_candidates(
 
     The matches are found in ``memory_lexemes`` (equality on text is leakproof, so
     its btree serves the search under row-level security; ``@@`` on the GIN index
-    would not be used): each memory's count of the query's lexemes, the memories
-    holding the most kept (at most :data:`CANDIDATE_CAP`), and only those are
-    read from ``texts`` by primary key and ranked.
+    would not be used): each memory's count of the query's kept lexemes and the
+    positions holding them, the memories holding the most kept (at most
+    :data:`CANDIDATE_CAP`), then, for those only, the common lexemes they hold, by
+    key. Only the ``%(limit)s`` best are read from ``texts``.
 
-    ``text_score`` is the scaled cover-density rank. ``similarity`` is the cosine
-    similarity of the memory's embedding of ``%(model)s`` to ``%(q)s`` when a
-    ``dimension`` is given (hybrid recall reports and filters on it), else NULL.
+    ``text_score`` is :data:`EVERY_WORD` for a memory holding every lexeme of the
+    query, plus the cover-density rank (:func:`cover_density`) times
+    :data:`EVERY_WORD`. ``similarity`` is the cosine similarity of the memory's
+    embedding of ``%(model)s`` to ``%(q)s`` when a ``dimension`` is given (hybrid
+    recall reports and filters on it), else NULL.
     """
     t = texts
+    words = query_words(tables)
     x = tables["memory_lexemes"].alias("x")
-    wanted = query_lexemes()
+    kept = cast(select(words.c.kept).scalar_subquery(), ARRAY(Text))
     hits = (
-        select(x.c.memory_id, func.count().label("held"))
-        .where(x.c.lexeme == func.any_(matching_lexemes(tables)))
+        select(
+            x.c.memory_id,
+            func.count().label("held"),
+            func.sum(x.c.occurrences).label("occurs"),
+        )
+        .where(x.c.lexeme == func.any_(kept))
         .group_by(x.c.memory_id)
         .subquery("hits")
     )
     order = (hits.c.held.desc(), hits.c.memory_id)
-    columns = (
-        t.c.memory_id,
+    described = (
         t.c.version_id,
         t.c.content_digest,
         t.c.revision,
         t.c.memory_type,
         t.c.scope,
         t.c.project,
-        t.c.document,
-        hits.c.held,
     )
     if conditions:
-        # The filters are on the memory's row: the matches are cut after them.
-        matched = (
-            select(*columns)
+        # The filters are on the memory's row: the matches are cut after them, and
+        # the row read for them comes along.
+        top = (
+            select(hits, *described)
             .select_from(hits.join(t, t.c.memory_id == hits.c.memory_id))
             .where(*conditions)
             .order_by(*order)
             .limit(inline(CANDIDATE_CAP))
-            .subquery("matched")
+            .subquery("top")
         )
     else:
-        # Cut first, so only the kept candidates' documents are read.
+        # Cut first: only the best are read from texts, after ranking.
         top = select(hits).order_by(*order).limit(inline(CANDIDATE_CAP)).subquery("top")
-        matched = (
-            select(*columns[:-1], top.c.held)
-            .select_from(top.join(t, t.c.memory_id == top.c.memory_id))
-            .subquery("matched")
-        )
-    # From the document: the matching may have left common lexemes out.
-    every = case(
-        (func.tsvector_to_array(matched.c.document).op("@>")(wanted), inline(EVERY_WORD)),
-        else_=inline(0.0),
+    y = tables["memory_lexemes"].alias("y")
+    common = cast(select(words.c.common).scalar_subquery(), ARRAY(Text))
+    rest = (
+        select(func.count().label("held"), func.sum(y.c.occurrences).label("occurs"))
+        .where(y.c.lexeme == func.any_(common), y.c.memory_id == top.c.memory_id)
+        .lateral("rest")
     )
-    score = every + func.ts_rank_cd(
-        matched.c.document, text_query("|"), inline(RANK_NORMALISATION)
-    ) * inline(EVERY_WORD)
-    # Ranked and cut first: the similarity is computed for the candidates kept only.
+    total = select(words.c.total).scalar_subquery()
+    every = case((top.c.held + rest.c.held == total, inline(EVERY_WORD)), else_=inline(0.0))
+    occurs = top.c.occurs + func.coalesce(rest.c.occurs, inline(0))
+    score = cast(every, DOUBLE_PRECISION) + cast(cover_density(occurs), DOUBLE_PRECISION) * cast(
+        inline(EVERY_WORD), DOUBLE_PRECISION
+    )
     ranked = (
         select(
-            matched.c.memory_id,
-            matched.c.version_id,
-            matched.c.content_digest,
-            matched.c.revision,
-            matched.c.memory_type,
-            matched.c.scope,
-            matched.c.project,
+            top.c.memory_id,
+            *([top.c[c.name] for c in described] if conditions else []),
             score.label("text_score"),
         )
-        .order_by(score.desc(), matched.c.memory_id)
+        .select_from(top.join(rest, true()))
+        .order_by(score.desc(), top.c.memory_id)
         .limit(param("limit", Integer))
         .subquery("ranked")
     )
+    if conditions:
+        row: Any = ranked
+        source: Any = ranked
+    else:
+        row = t
+        source = ranked.join(t, t.c.memory_id == ranked.c.memory_id)
     if dimension is None:
         similarity: ColumnElement[Any] = cast(null(), Float)
-        source: Any = ranked
     else:
         e = tables["memory_embeddings"].alias("te")
         vector_type = Vector(dimension)
         query = cast(param("q", vector_type), vector_type)
         distance = cast(e.c.embedding, vector_type).cosine_distance(query)
         similarity = inline(1) - distance
-        source = ranked.outerjoin(
+        source = source.outerjoin(
             e,
             (e.c.memory_id == ranked.c.memory_id)
             & (e.c.model_id == param("model", e.c.model_id.type))
@@ -224,12 +249,12 @@ def text_candidates(
     return (
         select(
             ranked.c.memory_id,
-            ranked.c.version_id,
-            ranked.c.content_digest,
-            ranked.c.revision,
-            ranked.c.memory_type,
-            ranked.c.scope,
-            ranked.c.project,
+            row.c.version_id,
+            row.c.content_digest,
+            row.c.revision,
+            row.c.memory_type,
+            row.c.scope,
+            row.c.project,
             similarity.label("similarity"),
             ranked.c.text_score,
         )

@@ -35,6 +35,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
+    SmallInteger,
     Table,
     Text,
     UniqueConstraint,
@@ -612,12 +613,17 @@ memory_lexemes = Table(
     _tenant(),
     Column("lexeme", Text, nullable=False),
     Column("memory_id", Uuid, nullable=False),
-    PrimaryKeyConstraint("tenant_id", "lexeme", "memory_id"),
+    Column("occurrences", SmallInteger, nullable=False),
+    # The occurrences ride in the key's index, so a search reads them without the heap.
+    PrimaryKeyConstraint("tenant_id", "lexeme", "memory_id", postgresql_include=["occurrences"]),
     Index("memory_lexemes_tenant_id_memory_id_idx", "tenant_id", "memory_id"),
 )
-"""Recall's words inverted: one row per lexeme of :data:`memory_texts`' documents. Text
-equality is leakproof, so this btree serves text search under row-level security, where
-the GIN index cannot (``@@`` is not leakproof). Kept and erased with ``memory_texts``."""
+"""Recall's words inverted: one row per lexeme of :data:`memory_texts`' documents, with
+how many positions the document holds it at (``occurrences``). Text equality is
+leakproof, so this btree serves text search under row-level security, where the GIN
+index cannot (``@@`` is not leakproof); the occurrences let a search score a memory
+without reading its document (:mod:`projections.recall.words`). Kept and erased with
+``memory_texts``."""
 
 
 lexeme_counts = Table(

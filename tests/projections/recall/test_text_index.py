@@ -40,9 +40,9 @@ def _fill(runtime: Runtime, tenant: Tenant) -> None:
         )
         cur.execute(
             sql.SQL(
-                "INSERT INTO {s}.memory_lexemes (lexeme, memory_id)"
-                " SELECT l, t.memory_id FROM {s}.memory_texts t,"
-                " unnest(tsvector_to_array(t.document)) AS l"
+                "INSERT INTO {s}.memory_lexemes (lexeme, memory_id, occurrences)"
+                " SELECT l.lexeme, t.memory_id, cardinality(l.positions)"
+                " FROM {s}.memory_texts t, unnest(t.document) AS l"
             ).format(s=sql.Identifier(schema))
         )
     with runtime.database.owner_connection(autocommit=True) as conn:

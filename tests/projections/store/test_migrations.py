@@ -310,3 +310,56 @@ def test_revision_0018_counts_the_words_a_store_already_held(schemas: Any) -> No
         )
     assert counts["releas"] == 2 and counts["ticket"] == 1 and counts["friday"] == 1
     assert counts[""] == 2  # the empty text holds no word
+
+
+def test_revision_0019_counts_the_positions_of_each_word_a_store_already_held(
+    schemas: Any,
+) -> None:
+    # Given a store at revision 0018 whose tenant has indexed words, some held twice
+    database: Database = schemas("occurrences")
+    tenant = uuid.uuid4()
+    text = "The release train leaves on Friday; the release notes leave with it"
+    with alembic_config(database) as config:
+        connection = config.attributes["connection"]
+        connection.execute(CreateSchema(database.schema, if_not_exists=True))
+        connection.commit()
+        command.upgrade(config, "0018")
+    schema = sql.Identifier(database.schema)
+    memory = uuid.uuid4()
+    with database.owner_connection() as conn:
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {s}.revision_tenants (tenant_id, marked_position) VALUES (%s, 0)"
+            ).format(s=schema),
+            (tenant,),
+        )
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {s}.memory_texts (tenant_id, memory_id, version_id,"
+                " content_digest, revision, memory_type, scope, document)"
+                " VALUES (%s, %s, %s, 'd', 1, 'fact', 'user', to_tsvector('english', %s))"
+            ).format(s=schema),
+            (tenant, memory, uuid.uuid4(), text),
+        )
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {s}.memory_lexemes (tenant_id, lexeme, memory_id)"
+                " SELECT %s, l, %s FROM unnest(tsvector_to_array(to_tsvector('english', %s)))"
+                " AS l"
+            ).format(s=schema),
+            (tenant, memory, text),
+        )
+    # When it is migrated to the newest revision
+    assert migrate(database)[0] == "0019"
+    # Then each word counts the positions its memory holds it at
+    with database.owner_connection() as conn:
+        occurrences = dict(
+            conn.execute(
+                sql.SQL(
+                    "SELECT lexeme, occurrences FROM {s}.memory_lexemes WHERE memory_id = %s"
+                ).format(s=schema),
+                (memory,),
+            ).fetchall()
+        )
+    assert occurrences["releas"] == 2 and occurrences["leav"] == 2
+    assert occurrences["train"] == 1 and occurrences["friday"] == 1

@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Float, Integer, Text, case, cast, func, not_, null, select, true
+from sqlalchemy import Float, Integer, Text, Uuid, case, cast, func, not_, null, select
 from sqlalchemy.dialects.postgresql import ARRAY, DOUBLE_PRECISION, REAL, REGCONFIG
 
 from projections.store.lexeme_counts import ANY_LEXEME
@@ -197,20 +197,34 @@ def text_candidates(
             .where(*conditions)
             .order_by(*order)
             .limit(inline(CANDIDATE_CAP))
-            .subquery("top")
+            .cte("top")
         )
     else:
         # Cut first: only the best are read from texts, after ranking.
-        top = select(hits).order_by(*order).limit(inline(CANDIDATE_CAP)).subquery("top")
+        top = select(hits).order_by(*order).limit(inline(CANDIDATE_CAP)).cte("top")
+    # The common words the kept candidates hold, in one index-only scan of the key
+    # (each common lexeme with each candidate): looked up per candidate instead, the
+    # planner walked each one's rows through the heap.
     y = tables["memory_lexemes"].alias("y")
     common = cast(select(words.c.common).scalar_subquery(), ARRAY(Text))
+    kept_ids = cast(select(func.array_agg(top.c.memory_id)).scalar_subquery(), ARRAY(Uuid))
     rest = (
-        select(func.count().label("held"), func.sum(y.c.occurrences).label("occurs"))
-        .where(y.c.lexeme == func.any_(common), y.c.memory_id == top.c.memory_id)
-        .lateral("rest")
+        select(
+            y.c.memory_id,
+            func.count().label("held"),
+            func.sum(y.c.occurrences).label("occurs"),
+        )
+        .where(
+            common.is_not(None),  # checked once: no common word, no scan
+            y.c.lexeme == func.any_(common),
+            y.c.memory_id == func.any_(kept_ids),
+        )
+        .group_by(y.c.memory_id)
+        .subquery("rest")
     )
     total = select(words.c.total).scalar_subquery()
-    every = case((top.c.held + rest.c.held == total, inline(EVERY_WORD)), else_=inline(0.0))
+    held = top.c.held + func.coalesce(rest.c.held, inline(0))
+    every = case((held == total, inline(EVERY_WORD)), else_=inline(0.0))
     occurs = top.c.occurs + func.coalesce(rest.c.occurs, inline(0))
     score = cast(every, DOUBLE_PRECISION) + cast(cover_density(occurs), DOUBLE_PRECISION) * cast(
         inline(EVERY_WORD), DOUBLE_PRECISION
@@ -221,7 +235,7 @@ def text_candidates(
             *([top.c[c.name] for c in described] if conditions else []),
             score.label("text_score"),
         )
-        .select_from(top.join(rest, true()))
+        .select_from(top.outerjoin(rest, rest.c.memory_id == top.c.memory_id))
         .order_by(score.desc(), top.c.memory_id)
         .limit(param("limit", Integer))
         .subquery("ranked")

@@ -95,7 +95,11 @@ def tenant_transaction(
         conn.cursor() as curs,
     ):
         tenant = "" if tenant_id is None else str(tenant_id)
-        run_unread(curs, SET_TENANT_SQL if commit else _READ_ONLY_TENANT_SQL, (tenant,))
+        setting = SET_TENANT_SQL if commit else _READ_ONLY_TENANT_SQL
+        if pipelined:
+            run_unread(curs, setting, (tenant,))
+        else:  # answered before the caller's first statement is sent
+            curs.execute(setting, (tenant,))
         yield curs
 
 

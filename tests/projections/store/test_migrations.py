@@ -260,17 +260,19 @@ def test_an_unreachable_database_is_reported_as_unavailable(runtime: Runtime) ->
         migrate(database)
 
 
-def test_revision_0018_counts_the_words_a_store_already_held(schemas: Any) -> None:
-    # Given a store at revision 0017 whose tenant has indexed words
-    database: Database = schemas("words")
-    tenant = uuid.uuid4()
-    texts = ["Ticket PAL-7 blocks the release", "The release train leaves on Friday", ""]
+def _store_with_words(
+    database: Database, revision: str, tenant: uuid.UUID, texts: list[str]
+) -> list[uuid.UUID]:
+    """Migrate ``database`` to ``revision`` and give ``tenant`` one indexed memory per
+    text (its ``memory_texts`` document and ``memory_lexemes`` rows, as that revision
+    held them); return the memories' ids."""
     with alembic_config(database) as config:
         connection = config.attributes["connection"]
         connection.execute(CreateSchema(database.schema, if_not_exists=True))
         connection.commit()
-        command.upgrade(config, "0017")
+        command.upgrade(config, revision)
     schema = sql.Identifier(database.schema)
+    memories = [uuid.uuid4() for _ in texts]
     with database.owner_connection() as conn:
         conn.execute(
             sql.SQL(
@@ -278,8 +280,7 @@ def test_revision_0018_counts_the_words_a_store_already_held(schemas: Any) -> No
             ).format(s=schema),
             (tenant,),
         )
-        for text in texts:
-            memory = uuid.uuid4()
+        for memory, text in zip(memories, texts, strict=True):
             conn.execute(
                 sql.SQL(
                     "INSERT INTO {s}.memory_texts (tenant_id, memory_id, version_id,"
@@ -296,9 +297,19 @@ def test_revision_0018_counts_the_words_a_store_already_held(schemas: Any) -> No
                 ).format(s=schema),
                 (tenant, memory, text),
             )
+    return memories
+
+
+def test_revision_0018_counts_the_words_a_store_already_held(schemas: Any) -> None:
+    # Given a store at revision 0017 whose tenant has indexed words
+    database: Database = schemas("words")
+    tenant = uuid.uuid4()
+    texts = ["Ticket PAL-7 blocks the release", "The release train leaves on Friday", ""]
+    _store_with_words(database, "0017", tenant, texts)
     # When it is migrated to the newest revision
     assert migrate(database)[0] == "0018"
     # Then each word is counted once per memory holding it, and the memories holding any
+    schema = sql.Identifier(database.schema)
     with database.owner_connection() as conn:
         counts = dict(
             conn.execute(
@@ -317,38 +328,8 @@ def test_revision_0019_counts_the_positions_of_each_word_a_store_already_held(
 ) -> None:
     # Given a store at revision 0018 whose tenant has indexed words, some held twice
     database: Database = schemas("occurrences")
-    tenant = uuid.uuid4()
     text = "The release train leaves on Friday; the release notes leave with it"
-    with alembic_config(database) as config:
-        connection = config.attributes["connection"]
-        connection.execute(CreateSchema(database.schema, if_not_exists=True))
-        connection.commit()
-        command.upgrade(config, "0018")
-    schema = sql.Identifier(database.schema)
-    memory = uuid.uuid4()
-    with database.owner_connection() as conn:
-        conn.execute(
-            sql.SQL(
-                "INSERT INTO {s}.revision_tenants (tenant_id, marked_position) VALUES (%s, 0)"
-            ).format(s=schema),
-            (tenant,),
-        )
-        conn.execute(
-            sql.SQL(
-                "INSERT INTO {s}.memory_texts (tenant_id, memory_id, version_id,"
-                " content_digest, revision, memory_type, scope, document)"
-                " VALUES (%s, %s, %s, 'd', 1, 'fact', 'user', to_tsvector('english', %s))"
-            ).format(s=schema),
-            (tenant, memory, uuid.uuid4(), text),
-        )
-        conn.execute(
-            sql.SQL(
-                "INSERT INTO {s}.memory_lexemes (tenant_id, lexeme, memory_id)"
-                " SELECT %s, l, %s FROM unnest(tsvector_to_array(to_tsvector('english', %s)))"
-                " AS l"
-            ).format(s=schema),
-            (tenant, memory, text),
-        )
+    (memory,) = _store_with_words(database, "0018", uuid.uuid4(), [text])
     # When it is migrated to the newest revision
     assert migrate(database)[0] == "0019"
     # Then each word counts the positions its memory holds it at
@@ -357,7 +338,7 @@ def test_revision_0019_counts_the_positions_of_each_word_a_store_already_held(
             conn.execute(
                 sql.SQL(
                     "SELECT lexeme, occurrences FROM {s}.memory_lexemes WHERE memory_id = %s"
-                ).format(s=schema),
+                ).format(s=sql.Identifier(database.schema)),
                 (memory,),
             ).fetchall()
         )

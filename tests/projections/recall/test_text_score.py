@@ -120,8 +120,16 @@ def _from_documents(cur: Any, runtime: Runtime, words: str, ids: list[UUID]) -> 
     return {row["memory_id"]: row["score"] for row in cur.fetchall()}
 
 
-_text = st.lists(st.sampled_from(_WORDS), min_size=0, max_size=40).map(" ".join)
-_query = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5).map(" ".join)
+def _words(min_size: int, max_size: int) -> st.SearchStrategy[str]:
+    """Words of the vocabulary, led by the common word half the time (so that a
+    common word ranks a memory it did not select in many examples, by design)."""
+    return st.tuples(
+        st.booleans(), st.lists(st.sampled_from(_WORDS), min_size=min_size, max_size=max_size)
+    ).map(lambda led: " ".join(([_COMMON] if led[0] else []) + led[1]))
+
+
+_text = _words(0, 40)
+_query = _words(1, 5)
 
 
 def test_the_score_from_the_lexeme_rows_equals_the_score_from_the_documents(
@@ -162,4 +170,4 @@ def test_the_score_from_the_lexeme_rows_equals_the_score_from_the_documents(
 
     check()
     assert min(reached[k] for k in ("every word", "some words", "a repeated word")) >= 10, reached
-    assert reached["a common word ranked"] >= 5, reached
+    assert reached["a common word ranked"] >= 20, reached

@@ -14,6 +14,9 @@ measures, in one run:
   the raw embedder on a sample of the same sentences, before and after the
   drain (averaged), and the embedder's own rate on the drain's batches
   (its time inside the drain): the ratios (target >= 0.8);
+- recall@5/@10 of the knowledge-updates questions (``recall_hybrid.py``'s)
+  among the whole corpus, per mode: the statements that answer them are
+  among the memories, split into sentences;
 - recall@10 of the index query recall uses against exact search, for
   held-out sentences (target >= 0.95);
 - server-side latency of ``POST /v1/recall`` (the ``search`` figure of its
@@ -29,6 +32,8 @@ It measures and prints; it asserts nothing.
 from __future__ import annotations
 
 import argparse
+import gc
+import json
 import random
 import re
 import statistics
@@ -51,9 +56,11 @@ from projections.commands.writer import CapturePolicy, MemorySpec, Writer
 from projections.drains.revision import drain_revisions
 from projections.recall.indexing import index_pending
 from projections.recall.search import HNSW_OVERFETCH, RecallQuery, search
+from projections.recall.search import recall as search_recall
 from projections.runtime import Runtime, start_runtime
 from projections.store.settings import DatabaseSettings
-from tests.benchmarks.sentences import dataset_sentences, sentences
+from tests.benchmarks.recall_hybrid import MODES, answered_questions
+from tests.benchmarks.sentences import DATASET, dataset_sentences, sentences, statement_sentences
 
 _TYPES = ("fact", "preference", "decision", "note", "event")
 _RARE = "rare-project"
@@ -162,6 +169,41 @@ def _recall_at_10(runtime: Runtime, caller: Caller, queries: list[str]) -> float
     return hits / (10 * len(vectors))
 
 
+def _questions_among(runtime: Runtime, caller: Caller) -> None:
+    """Print recall@5/@10, per label and mode, of the knowledge-updates questions
+    (``recall_hybrid.py``'s) whose answering statements' sentences are memories of
+    this corpus, among all of it: a hit is any sentence of the answer in the top 5
+    (10). Each mode starts with no accesses recorded (they rank: salience), so
+    earlier reads and runs do not move it."""
+    pairs = [json.loads(line) for line in DATASET.read_text().splitlines() if line.strip()]
+    asked = answered_questions(pairs)
+    now = datetime.now(UTC)
+    print(
+        "knowledge-updates questions among the corpus: label | questions | "
+        + " | ".join(f"{mode} @5 / @10" for mode in MODES)
+    )
+    for label, answered in sorted(asked.items()):
+        cells = []
+        for mode in MODES:
+            with runtime.database.owner_connection(autocommit=True) as conn:
+                conn.execute(f'DELETE FROM "{runtime.database.schema}".memory_access')
+            at5 = at10 = 0
+            for question, answer in answered:
+                wanted = set(statement_sentences(answer))
+                found = search_recall(
+                    runtime.log,
+                    runtime.embedder,
+                    caller.tenant_id,
+                    RecallQuery(question, 10, mode=mode),
+                    now=now,
+                )
+                contents = [getattr(item, "content", None) for item in found.items]
+                at5 += any(c in wanted for c in contents[:5])
+                at10 += any(c in wanted for c in contents)
+            cells.append(f"{at5 / len(answered):.3f} / {at10 / len(answered):.3f}")
+        print(f"{label} | {len(answered)} | " + " | ".join(cells), flush=True)
+
+
 def _server_latency(
     runtime: Runtime, token: str, queries: list[str], body: dict[str, Any]
 ) -> tuple[list[float], list[float], set[str]]:
@@ -253,6 +295,8 @@ def main() -> None:
         ).fetchone()
     print(f"memories embedded: {count[0] if count else 0:,}")
 
+    gc.freeze()  # as `palimpsest serve` does once started
+    _questions_among(runtime, caller)
     recall = _recall_at_10(runtime, caller, held_out)
     print(f"recall@10 (HNSW as recall queries it vs exact): {recall:.3f}")
     vectors = runtime.embedder.embed(held_out)

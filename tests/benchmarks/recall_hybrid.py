@@ -58,7 +58,7 @@ POOL = 40
 """Candidates per list in the grid: what recall asks for at k = 10 (4 x k)."""
 
 
-def _questions(pairs: list[dict[str, Any]]) -> dict[str, list[tuple[str, str]]]:
+def answered_questions(pairs: list[dict[str, Any]]) -> dict[str, list[tuple[str, str]]]:
     """Return (question, answering statement) per label, each asked once."""
     out: dict[str, list[tuple[str, str]]] = {}
     for pair in pairs:
@@ -175,7 +175,7 @@ def main() -> None:
     args = parser.parse_args()
     pairs = [json.loads(line) for line in args.dataset.read_text().splitlines() if line.strip()]
     texts = sorted({p["older"] for p in pairs} | {p["newer"] for p in pairs})
-    asked = _questions(pairs)
+    asked = answered_questions(pairs)
     print(
         f"{len(pairs)} pairs, {len(texts)} distinct statements as memories; questions: "
         + ", ".join(f"{label} {len(q)}" for label, q in sorted(asked.items()))

@@ -229,6 +229,13 @@ def sentences(count: int, *, seed: int = 7) -> list[str]:
     return out
 
 
+def statement_sentences(text: str) -> list[str]:
+    """Return a statement's sentences longer than 20 characters (each a memory of the
+    recall benchmark's corpus)."""
+    pieces = (piece.strip() for piece in re.split(r"(?<=[.!?])\s+", text))
+    return [sentence for sentence in pieces if len(sentence) > 20]
+
+
 def dataset_sentences(path: Path = DATASET) -> Iterator[str]:
     """Yield the knowledge-updates statements split into sentences (longer than 20
     characters), each once."""
@@ -238,8 +245,7 @@ def dataset_sentences(path: Path = DATASET) -> Iterator[str]:
             continue
         pair = json.loads(line)
         for text in (pair["older"], pair["newer"]):
-            for piece in re.split(r"(?<=[.!?])\s+", text):
-                sentence = piece.strip()
-                if len(sentence) > 20 and sentence not in seen:
+            for sentence in statement_sentences(text):
+                if sentence not in seen:
                     seen.add(sentence)
                     yield sentence

@@ -3,7 +3,7 @@
 ``lexeme_counts`` is written by the same statements that write ``memory_lexemes``:
 the indexing drain (a new memory, a new version with other words) and erasure. The
 counts must equal the rows after any of them, or text search would leave out a
-rare word, or keep a common one. A query's common words (held by more than 5% of
+rare word, or keep a common one. A query's common words (held by more than 1% of
 a tenant's memories, and by more than 1,000) select no candidates but still rank
 them; its rarest word always selects.
 """
@@ -18,7 +18,7 @@ from psycopg import sql
 from sqlalchemy import select
 
 from projections.recall.indexing import _write_texts
-from projections.recall.words import COMMON_FLOOR, EVERY_WORD, text_candidates
+from projections.recall.words import COMMON_FLOOR, EVERY_WORD, query_words, text_candidates
 from projections.runtime import Runtime
 from projections.store.sql import compile_query, tables_in
 from projections.store.tenancy import tenant_transaction
@@ -133,3 +133,36 @@ def test_a_common_word_selects_nothing_but_ranks_and_the_rarest_always_selects(
     # A query of common words only still finds (its rarest word selects).
     common = _text_search(runtime, tenant, "release blocks")
     assert len(common) == 40 and all(r["text_score"] >= EVERY_WORD for r in common)
+
+
+def _words(runtime: Runtime, tenant: Tenant, counts: dict[str, int], words: str) -> Any:
+    """The query's kept and common lexemes in a tenant whose ``lexeme_counts`` are
+    ``counts`` (the counts alone decide: no memory holds the words)."""
+    schema = sql.Identifier(runtime.database.schema)
+    tables = tables_in(runtime.database.schema)
+    statement = select(query_words(tables))
+    with tenant_transaction(runtime.log.datastore, tenant.id, commit=True) as cur:
+        for lexeme, memories in counts.items():
+            cur.execute(
+                sql.SQL(
+                    "INSERT INTO {s}.lexeme_counts (lexeme, memories) VALUES (%s, %s)"
+                    " ON CONFLICT (tenant_id, lexeme) DO UPDATE SET memories = excluded.memories"
+                ).format(s=schema),
+                (lexeme, memories),
+            )
+        cur.execute(compile_query(statement)[0], {"words": words})
+        row = cur.fetchone()
+    assert row is not None
+    return sorted(row["kept"] or []), sorted(row["common"] or []), row["total"]
+
+
+def test_a_word_held_by_more_than_one_percent_of_a_large_tenant_is_common(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    counts = {"": 100_000, "releas": 2_000, "ticket": 900, "pal": 3, "-42": 1}
+    # 2,000 of 100,000 is above 1% (and above the floor): it selects nothing.
+    kept, common, total = _words(runtime, tenant, counts, "release ticket PAL-42")
+    assert (kept, common, total) == (["-42", "pal", "ticket"], ["releas"], 4)
+    # The share grows with the tenant: 2,000 of 400,000 (0.5%) is not common.
+    kept, _, _ = _words(runtime, tenant, {**counts, "": 400_000}, "release ticket PAL-42")
+    assert kept == ["-42", "pal", "releas", "ticket"]

@@ -94,10 +94,11 @@ HNSW_OVERFETCH = 4
 
 TEXT_OVERFETCH = 2
 """Text candidates asked per memory wanted in hybrid mode (text mode asks
-:data:`HNSW_OVERFETCH`). Fusion weighs a text rank past twice k too little to
-reach the top k: asking 2k instead of 4k left recall@5/@10 of every label
-unchanged, on the knowledge-updates questions alone and among 100,000 memories,
-and saved the text search reading the state of 20 more (docs/recall.md)."""
+:data:`HNSW_OVERFETCH`). Fusion gives a text rank past twice k little weight
+(``weight / (RRF_K + rank)``), so it seldom reaches the top k: asking 2k instead
+of 4k left recall@5/@10 of every label unchanged, on the knowledge-updates
+questions alone and among 100,000 memories, and spares the text search the state
+of 2k more candidates (docs/recall.md)."""
 
 EXACT_BELOW = 2000
 """Searched exactly, without trying the index, when the tenant and filters select
@@ -483,27 +484,26 @@ pooled connection."""
 
 
 def _first_searches(
-    log: EventLog, tenant_id: UUID, search: _Search, now: datetime, *, words: int | None
+    log: EventLog, tenant_id: UUID, search: _Search, now: datetime, *, text_limit: int | None
 ) -> tuple[list[SearchRow], list[SearchRow], bool]:
-    """Return the first vector search's memories, the text search's too (at most
-    ``words``; none when None), and whether the vector search was exact (when the
-    tenant and filters select few memories). The text search runs beside the vector
-    one, each with its candidates' state in its own transaction on its own
-    connection: hybrid costs
-    the slower of the two, and neither holds a connection while waiting for the
-    other (reading the state of both at once, after both, cost one more
-    transaction on the slower one's path)."""
+    """Return the first vector search's memories, the text search's (at most
+    ``text_limit``; none when None), and whether the vector search was exact (when
+    the tenant and filters select few memories). The text search runs beside the
+    vector one, each with its candidates' state in its own transaction on its own
+    connection: hybrid costs the slower of the two, and neither holds a connection
+    while waiting for the other (reading the state of both at once, after both,
+    cost one more transaction on the slower one's path)."""
     matching = (
         _TEXT_SEARCHES.submit(
             _searched,
             log,
             tenant_id,
-            replace(search, limit=words),
+            replace(search, limit=text_limit),
             now,
             exact=False,
             words=True,
         )
-        if words is not None
+        if text_limit is not None
         else None
     )
     with tenant_transaction(log.datastore, tenant_id, commit=False, pipelined=True) as cur:
@@ -594,7 +594,7 @@ def recall(
             tenant_id,
             first,
             now,
-            words=want * TEXT_OVERFETCH if query.mode == "hybrid" else None,
+            text_limit=want * TEXT_OVERFETCH if query.mode == "hybrid" else None,
         )
         by_vector, strategy = _nearest(find, query, want, exact, nearest)
         by_text = _kept(matched, query)

@@ -135,7 +135,9 @@ def test_a_common_word_selects_nothing_but_ranks_and_the_rarest_always_selects(
     assert len(common) == 40 and all(r["text_score"] >= EVERY_WORD for r in common)
 
 
-def _words(runtime: Runtime, tenant: Tenant, counts: dict[str, int], words: str) -> Any:
+def _words(
+    runtime: Runtime, tenant: Tenant, counts: dict[str, int], words: str
+) -> tuple[list[str], list[str], int]:
     """The query's kept and common lexemes in a tenant whose ``lexeme_counts`` are
     ``counts`` (the counts alone decide: no memory holds the words)."""
     schema = sql.Identifier(runtime.database.schema)
@@ -153,7 +155,7 @@ def _words(runtime: Runtime, tenant: Tenant, counts: dict[str, int], words: str)
         cur.execute(compile_query(statement)[0], {"words": words})
         row = cur.fetchone()
     assert row is not None
-    return sorted(row["kept"] or []), sorted(row["common"] or []), row["total"]
+    return sorted(row["kept"] or []), sorted(row["common"] or []), int(row["total"])
 
 
 def test_a_word_held_by_more_than_one_percent_of_a_large_tenant_is_common(

@@ -6,6 +6,8 @@ Modules:
 - :mod:`api.admission`: Caps on what a token and a tenant may hold open at once:
   event streams and waits.
 - :mod:`api.app`: The FastAPI application factory.
+- :mod:`api.candidate_budget`: A serving process's budget for a write's
+  contradiction candidates, spent only while it pays.
 - :mod:`api.cli`: The ``palimpsest`` command line.
 - :mod:`api.client`: The Python client of the HTTP API: ``Client`` and
   ``AsyncClient``, and a LangGraph store over them.
@@ -40,6 +42,7 @@ from __future__ import annotations
 __all__ = [
     "admission",
     "app",
+    "candidate_budget",
     "cli",
     "client",
     "cursor",

@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import Depends, FastAPI
 
 from api.admission import Admission, Caps
+from api.candidate_budget import CandidateBudget
 from api.headers import NoSniff
 from api.mcp.http import mount_mcp
 from api.metrics import Metrics, ObserveRequests
@@ -91,7 +92,7 @@ def create_app(
     app.state.wake = wake or (lambda: None)
     app.state.drains = wake is not None
     app.state.drains_running = drains_running
-    app.state.candidate_budget_s = settings.candidate_budget_ms / 1000
+    app.state.candidate_budget = CandidateBudget(settings.candidate_budget_ms / 1000)
     app.state.token_cache_s = settings.token_cache_s
     app.state.clock = clock
     app.state.writer = Writer(

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -15,6 +15,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
+from api.candidate_budget import CandidateBudget
 from domain.errors import AuthenticationError, InvalidInputError, TenantClosedError
 from domain.limits import MAX_IDEMPOTENCY_KEY_CHARS
 from projections.commands.caller import Caller
@@ -70,7 +71,6 @@ class RepeatedHeaderError(InvalidInputError):
 async def get_any_caller(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-    runtime: Annotated[Runtime, Depends(get_runtime)],
 ) -> Caller:
     """Authenticate the bearer token, whether or not the tenant is being deleted
     (only erasure receipts take such callers).
@@ -87,9 +87,12 @@ async def get_any_caller(
         raise AuthenticationError(msg)
     # Async, like every dependency here: a synchronous one costs a thread hop per
     # request. Only a token this process has not verified lately asks the database.
+    # The runtime is read off the app, not taken as a dependency: every request
+    # solves this one, and each dependency costs FastAPI its own resolution.
     max_age_s: float = request.app.state.token_cache_s
     caller = verified_caller(credentials.credentials, max_age_s=max_age_s)
     if caller is None:
+        runtime: Runtime = request.app.state.runtime
         caller = await run_in_threadpool(
             authenticate, runtime.log, credentials.credentials, max_age_s=max_age_s
         )
@@ -153,8 +156,13 @@ ClockDep = Annotated[Callable[[], datetime], Depends(get_clock)]
 WriterDep = Annotated[Writer, Depends(get_writer)]
 
 
-async def _get_open_caller(caller: Annotated[Caller, Depends(get_any_caller)]) -> Caller:
-    return get_caller(caller)
+async def _get_open_caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Caller:
+    # get_any_caller called, not depended on: one dependency fewer for FastAPI to
+    # solve on every request.
+    return get_caller(await get_any_caller(request, credentials))
 
 
 CallerDep = Annotated[Caller, Depends(_get_open_caller)]
@@ -208,8 +216,8 @@ class WriteRequest:
     drains: bool
     """Whether a drain is known to run (then a write may wait for its embedding)."""
     wake: Callable[[], None]
-    candidate_budget_s: float = 0.0
-    """How long a write looks for its contradiction candidates before answering pending."""
+    candidate_budget: CandidateBudget = field(default_factory=lambda: CandidateBudget(0.0))
+    """How long a write may wait for its contradiction candidates before answering pending."""
 
     def digest(self, body: BaseModel) -> str:
         """Return the request's digest for its idempotency record.
@@ -262,7 +270,7 @@ def _write_request(
         response=response,
         drains=state.drains,
         wake=state.wake,
-        candidate_budget_s=state.candidate_budget_s,
+        candidate_budget=state.candidate_budget,
     )
 
 

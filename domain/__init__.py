@@ -4,6 +4,8 @@ Modules:
 
 - :mod:`domain.belief`: The projection function: what palimpsest currently
   believes about one memory.
+- :mod:`domain.candidate_budget`: Whether a write spends its short budget
+  waiting for its contradiction candidates (only while such waits pay).
 - :mod:`domain.consolidation`: Consolidation's pure parts: which similar
   memories merge, and whose text is kept.
 - :mod:`domain.cycle`: The ``Cycle`` aggregate: one decay cycle over a tenant,
@@ -54,6 +56,7 @@ from __future__ import annotations
 
 __all__ = [
     "belief",
+    "candidate_budget",
     "consolidation",
     "cycle",
     "decision",

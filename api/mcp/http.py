@@ -129,7 +129,7 @@ class McpEndpoint:
         credentials = await _bearer(request)
         if credentials is None and "authorization" not in request.headers:
             credentials = self._local  # None unless configured, on loopback only
-        return get_caller(await get_any_caller(request, credentials, self._backend.runtime))
+        return get_caller(await get_any_caller(request, credentials))
 
 
 def mount_mcp(app: FastAPI, host: str, settings: McpSettings | None = None) -> McpEndpoint:

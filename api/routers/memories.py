@@ -37,6 +37,7 @@ from domain.memory import MemoryType
 from projections.commands.caller import Caller
 from projections.commands.writer import EdgeSpec, LabelSpec, MemorySpec, VersionSpec, WriteSpec
 from projections.runtime import Runtime
+from projections.store.aggregate_cache import aggregate_cache
 from projections.views.access_stamps import scores_of, stamp_accesses
 from projections.views.as_of import BeliefAsOf, belief_as_of, list_beliefs_as_of, position_at
 from projections.views.candidates import PAIRED_TYPES, Candidates, potential_contradictions
@@ -103,17 +104,13 @@ async def create_memory(
     a write. `?candidates=wait` waits for them up to `PALIMPSEST_CANDIDATE_WAIT_S`."""
     if body.type not in PAIRED_TYPES:
         result = await run_in_threadpool(write.perform, body, memory_spec(body))
-        # Known from the body: no query, no wait.
-        never = Candidates(
-            status="ready",
-            floor=write.runtime.embedding.conflict_floor,
-            items=[],
-            reason=f"{body.type} memories are never paired",
-        )
-        return {**result, "potential_contradictions": never}
-    result, found = await run_in_threadpool(_write_and_look, write, body, memory_spec(body), None)
+        return {**result, "potential_contradictions": _never_paired(write, body.type)}
+    budget_s = _budget(write, candidates == "wait")
+    result, found = await run_in_threadpool(
+        _write_and_look, write, body, memory_spec(body), None, budget_s > 0
+    )
     memory_id = UUID(str(result["id"]))
-    return await _with_candidates(write, result, memory_id, found, holder, candidates == "wait")
+    return await _with_candidates(write, result, memory_id, found, holder, budget_s, candidates)
 
 
 @router.post(
@@ -133,18 +130,58 @@ async def create_version(
     """Record a new version (a revision) of a memory, with its
     `potential_contradictions` as for a new memory (`?candidates=wait` likewise)."""
     spec = version_spec(memory_id, body)
-    result, found = await run_in_threadpool(_write_and_look, write, body, spec, memory_id)
-    return await _with_candidates(write, result, memory_id, found, holder, candidates == "wait")
+    budget_s = _budget(write, candidates == "wait")
+    result, found = await run_in_threadpool(
+        _write_and_look, write, body, spec, memory_id, budget_s > 0
+    )
+    return await _with_candidates(write, result, memory_id, found, holder, budget_s, candidates)
+
+
+def _budget(write: WriteRequest, wait: bool) -> float:
+    """Return how long this write may wait for its candidates: the whole
+    ``PALIMPSEST_CANDIDATE_WAIT_S`` when asked to, else the short budget while it
+    pays; nothing when no drain runs to embed the version."""
+    if not write.drains:
+        return 0.0
+    return write.runtime.embedding.candidate_wait_s if wait else write.candidate_budget.take()
+
+
+def _never_paired(write: WriteRequest, memory_type: str) -> Candidates:
+    return Candidates(
+        status="ready",
+        floor=write.runtime.embedding.conflict_floor,
+        items=[],
+        reason=f"{memory_type} memories are never paired",
+    )
 
 
 def _write_and_look(
-    write: WriteRequest, body: MemoryCreate | VersionCreate, spec: WriteSpec, memory_id: UUID | None
+    write: WriteRequest,
+    body: MemoryCreate | VersionCreate,
+    spec: WriteSpec,
+    memory_id: UUID | None,
+    look: bool,
 ) -> tuple[dict[str, Any], Candidates]:
-    """Perform the write, then look for its version's candidates, on one worker thread
-    (a hop to a thread and back costs a wait for the interpreter each way)."""
+    """Perform the write, then take the first look for its version's candidates, on
+    one worker thread (a hop to a thread and back costs a wait for the interpreter
+    each way).
+
+    Without ``look`` (the write will not wait), a version just written is not
+    embedded yet: it answers pending without asking, or ready when this process
+    knows the memory's type is never paired (from the aggregate it just wrote)."""
     result = write.perform(body, spec)
     memory = memory_id or UUID(str(result["id"]))
-    return result, _candidates_of(write, memory, UUID(str(result["version_id"])))
+    version = UUID(str(result["version_id"]))
+    if not look:
+        written = aggregate_cache(write.runtime.log).version_of(write.caller.tenant_id, memory)
+        memory_type = getattr(written, "memory_type", None)
+        if memory_type is not None and memory_type not in PAIRED_TYPES:
+            return result, _never_paired(write, memory_type)
+        if memory_type is not None:
+            return result, Candidates(
+                status="pending", floor=write.runtime.embedding.conflict_floor, items=[]
+            )
+    return result, _candidates_of(write, memory, version)
 
 
 def _candidates_of(write: WriteRequest, memory_id: UUID, version_id: UUID) -> Candidates:
@@ -160,16 +197,15 @@ async def _with_candidates(
     memory_id: UUID,
     found: Candidates,
     holder: Holder,
-    wait: bool,
+    budget_s: float,
+    candidates: Literal["wait"] | None,
 ) -> dict[str, Any]:
-    """Add the new version's potential contradictions (``found`` by the first look):
-    found within the write's short budget, or up to ``PALIMPSEST_CANDIDATE_WAIT_S``
-    when the caller asked to ``wait``, and only when a drain runs (without one, the
-    answer is pending at once); the wait holds no thread
-    (:func:`api.waiting.await_drains`)."""
+    """Add the new version's potential contradictions (``found`` by the first look),
+    waiting up to ``budget_s`` for them to be ready; the wait holds no thread
+    (:func:`api.waiting.await_drains`). A wait of the short budget (not asked for
+    with ``?candidates=wait``) is counted toward whether the next ones pay."""
     version_id = UUID(str(result["version_id"]))
-    budget_s = write.runtime.embedding.candidate_wait_s if wait else write.candidate_budget_s
-    if found.status != "ready" and write.drains and budget_s > 0:
+    if found.status != "ready" and budget_s > 0:
         found = await await_drains(
             write.runtime,
             write.caller.tenant_id,
@@ -180,6 +216,8 @@ async def _with_candidates(
             when_full="answer",  # the write committed: over the cap, answer pending at once
             first=found,
         )
+    if budget_s > 0 and candidates != "wait":
+        write.candidate_budget.settle(found.status == "ready")
     if found.status == "pending":
         found = CandidatesPublic(**dict(found), url=f"/v1/memories/{memory_id}/candidates")
     return {**result, "potential_contradictions": found}

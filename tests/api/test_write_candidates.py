@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
+from domain.candidate_budget import MISSES_TO_STOP, PROBE_EVERY
 from projections.runtime import Runtime
 from tests.api.helpers import post, problem_slug
 from tests.conftest import Tenant, index_until_caught_up
@@ -106,3 +107,41 @@ def test_a_version_of_a_memory_never_paired_does_not_wait_for_its_embedding(
     found = version.json()["potential_contradictions"]
     assert found["status"] == "ready" and found["items"] == [], found
     assert elapsed < wait_s / 2, elapsed
+
+
+def test_writes_stop_spending_the_budget_while_it_never_pays_and_probe_it(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    # Given a server that believes a drain runs, a budget of 300 ms, and nothing
+    # embedding: every wait of the budget ends pending.
+    headers = tenant.headers()
+    budget_s = 0.3
+    settings = ApiSettings(candidate_budget_ms=int(budget_s * 1000))
+    with TestClient(create_app(settings, runtime, wake=lambda: None)) as client:
+        # The first MISSES_TO_STOP writes wait the whole budget, in vain.
+        for i in range(MISSES_TO_STOP):
+            written, elapsed = _write(client, headers, "", f"The printer is on floor {i}")
+            assert written["potential_contradictions"]["status"] == "pending"
+            assert elapsed >= budget_s * 0.9, elapsed
+        # Then writes answer at once, pending with the URL, but for one probe in PROBE_EVERY.
+        took = []
+        for i in range(PROBE_EVERY):
+            written, elapsed = _write(client, headers, "", f"The printer moved to floor {i}")
+            found = written["potential_contradictions"]
+            assert found["status"] == "pending"
+            assert found["url"] == f"/v1/memories/{written['id']}/candidates"
+            took.append(elapsed >= budget_s * 0.9)
+        assert took == [False] * (PROBE_EVERY - 1) + [True], took
+
+        # A probe that finds its candidates ready brings the budget back: embedded
+        # within the budget, the write answers ready, and the next one waits again.
+        for _ in range(PROBE_EVERY - 1):
+            _write(client, headers, "", "The printer is out of toner")
+        index_until_caught_up(runtime, tenant.id)
+        later = threading.Timer(0.05, index_until_caught_up, (runtime, tenant.id))
+        later.start()
+        probe, _ = _write(client, headers, "", "Our printer is on the third floor")
+        later.join()
+        assert probe["potential_contradictions"]["status"] == "ready", probe
+        _, elapsed = _write(client, headers, "", "The printer is on the fourth floor")
+        assert elapsed >= budget_s * 0.9, elapsed

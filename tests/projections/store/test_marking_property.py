@@ -191,6 +191,16 @@ class MarkingMachine(RuleBasedStateMachine):
     def erase_observation(self, observation: UUID) -> None:
         self._write("erase an observation", EraseSpec((observation,), (), "asked"))
 
+    @rule(target=memories)
+    def cite_then_erase(self) -> Any:
+        # The erasure of an observation a memory cites, reached on purpose: the rule
+        # above needs an observation captured earlier, and a run once never drew it
+        # (2026-12-04: 25 examples of 30 steps, every other path reached).
+        observation = self._capture()
+        memory = self._new_memory((EvidenceSpec(observation, 0, 8),))
+        self.erase_observation(observation)
+        return multiple() if memory is None else memory
+
     @rule(memory=memories)
     def erase_memory(self, memory: UUID) -> None:
         self._write("erase a memory", EraseSpec((), (memory,), "asked"))

@@ -3,7 +3,13 @@ while it pays (the policy: :mod:`domain.candidate_budget`)."""
 
 from __future__ import annotations
 
-from domain.candidate_budget import BudgetOdds, after_skip, after_wait, worth_waiting
+from domain.candidate_budget import (
+    BudgetOdds,
+    after_probe,
+    after_skip,
+    after_wait,
+    worth_waiting,
+)
 
 __all__ = ["CandidateBudget"]
 
@@ -24,10 +30,13 @@ class CandidateBudget:
         if self.budget_s <= 0:
             return 0.0
         if worth_waiting(self._odds):
+            self._odds = after_probe(self._odds)
             return self.budget_s
         self._odds = after_skip(self._odds)
         return 0.0
 
     def settle(self, ready: bool) -> None:
-        """Record how a wait granted by :meth:`take` ended."""
+        """Record how a wait granted by :meth:`take` ended (call it only for a write
+        that did wait: one whose first look was already ready says nothing of the
+        embedder's speed)."""
         self._odds = after_wait(self._odds, ready)

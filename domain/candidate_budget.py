@@ -20,6 +20,7 @@ __all__ = [
     "BudgetOdds",
     "MISSES_TO_STOP",
     "PROBE_EVERY",
+    "after_probe",
     "after_skip",
     "after_wait",
     "worth_waiting",
@@ -46,6 +47,13 @@ def worth_waiting(odds: BudgetOdds) -> bool:
     :data:`MISSES_TO_STOP` waits in a row missed, or as the probe that follows
     ``PROBE_EVERY - 1`` writes answered at once."""
     return odds.misses < MISSES_TO_STOP or odds.skipped >= PROBE_EVERY - 1
+
+
+def after_probe(odds: BudgetOdds) -> BudgetOdds:
+    """Return the odds once a probe was granted (:func:`worth_waiting` held only
+    because enough writes were answered at once): the count of those starts again
+    at once, so that writes arriving while the probe waits do not probe too."""
+    return BudgetOdds(misses=odds.misses) if odds.misses >= MISSES_TO_STOP else odds
 
 
 def after_wait(odds: BudgetOdds, ready: bool) -> BudgetOdds:

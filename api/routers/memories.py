@@ -173,7 +173,7 @@ def _write_and_look(
     memory = memory_id or UUID(str(result["id"]))
     version = UUID(str(result["version_id"]))
     if not look:
-        written = aggregate_cache(write.runtime.log).version_of(write.caller.tenant_id, memory)
+        written = aggregate_cache(write.runtime.log).peek(write.caller.tenant_id, memory)
         memory_type = getattr(written, "memory_type", None)
         if memory_type is not None and memory_type not in PAIRED_TYPES:
             return result, _never_paired(write, memory_type)
@@ -203,9 +203,11 @@ async def _with_candidates(
     """Add the new version's potential contradictions (``found`` by the first look),
     waiting up to ``budget_s`` for them to be ready; the wait holds no thread
     (:func:`api.waiting.await_drains`). A wait of the short budget (not asked for
-    with ``?candidates=wait``) is counted toward whether the next ones pay."""
+    with ``?candidates=wait``) that did wait, its first look not ready, is counted
+    toward whether the next ones pay."""
     version_id = UUID(str(result["version_id"]))
-    if found.status != "ready" and budget_s > 0:
+    waits = found.status != "ready" and budget_s > 0
+    if waits:
         found = await await_drains(
             write.runtime,
             write.caller.tenant_id,
@@ -216,7 +218,7 @@ async def _with_candidates(
             when_full="answer",  # the write committed: over the cap, answer pending at once
             first=found,
         )
-    if budget_s > 0 and candidates != "wait":
+    if waits and candidates != "wait":
         write.candidate_budget.settle(found.status == "ready")
     if found.status == "pending":
         found = CandidatesPublic(**dict(found), url=f"/v1/memories/{memory_id}/candidates")

@@ -70,6 +70,11 @@ class AggregateCache(ResidentCache[tuple[UUID, UUID], "Aggregate"]):
         found = self.get((tenant_id, aggregate_id))
         return None if found is None else copied(found)
 
+    def peek(self, tenant_id: UUID, aggregate_id: UUID) -> Aggregate | None:
+        """Return the cached aggregate itself, not a copy, to read an attribute that
+        never changes (a memory's type): it must not be changed."""
+        return self.get((tenant_id, aggregate_id))
+
     def keep(self, tenant_id: UUID, aggregates: Iterable[Aggregate]) -> None:
         """Remember copies of ``aggregates`` as they are now (recorded or read: none may
         hold pending events)."""

@@ -133,9 +133,27 @@ def test_writes_stop_spending_the_budget_while_it_never_pays_and_probe_it(
             took.append(elapsed >= budget_s * 0.9)
         assert took == [False] * (PROBE_EVERY - 1) + [True], took
 
+        # A probe that lands on a version of a note (never paired: ready without a
+        # wait) says nothing of the embedder: the budget stays stopped.
+        note = post(
+            client, "/v1/memories", {"type": "note", "scope": "user", "content": "Toner"}, headers
+        )
+        assert note.status_code == 201, note.text
+        for i in range(PROBE_EVERY):
+            version = post(
+                client,
+                f"/v1/memories/{note.json()['id']}/versions",
+                {"content": f"Toner order {i}"},
+                headers,
+            )
+            assert version.status_code == 201, version.text
+            assert version.json()["potential_contradictions"]["status"] == "ready"
+        _, elapsed = _write(client, headers, "", "The printer is on floor 9")
+        assert elapsed < budget_s / 2, elapsed
+
         # A probe that finds its candidates ready brings the budget back: embedded
         # within the budget, the write answers ready, and the next one waits again.
-        for _ in range(PROBE_EVERY - 1):
+        for _ in range(PROBE_EVERY - 2):
             _write(client, headers, "", "The printer is out of toner")
         index_until_caught_up(runtime, tenant.id)
         later = threading.Timer(0.05, index_until_caught_up, (runtime, tenant.id))

@@ -39,6 +39,7 @@ import argparse
 import gc
 import json
 import os
+import queue
 import random
 import signal
 import socket
@@ -472,22 +473,37 @@ def _http_writes(
 ) -> None:
     """Single writes from 1 and 8 clients, then batches of 100, against ``serve
     --workers N`` at ``base``; each beside the raw rate of the same transaction size."""
-    clients_of: dict[str, KeepAliveClient] = {}
 
-    def client() -> KeepAliveClient:
-        name = threading.current_thread().name
-        if name not in clients_of:
-            clients_of[name] = KeepAliveClient(base, headers)
-        return clients_of[name]
+    def run(
+        count: int, clients: int, path: str, body: Callable[[int], object]
+    ) -> tuple[float, list[float]]:
+        """Time ``count`` POSTs from ``clients`` threads, each on a connection of its
+        own, opened before the clock starts and closed after it stops (an idle
+        one would be closed by the server after its keep-alive timeout)."""
+        idle: queue.LifoQueue[KeepAliveClient] = queue.LifoQueue()
+        for _ in range(clients):
+            idle.put(KeepAliveClient(base, headers))
 
-    def post_note(i: int) -> None:
-        body = {"type": "note", "scope": "bench", "content": f"w {i} {workers}"}
-        client().json("POST", "/v1/memories", body)
+        def post(i: int) -> None:
+            client = idle.get()
+            try:
+                client.json("POST", path, body(i))
+            finally:
+                idle.put(client)
 
-    _timed(100, 8, post_note)  # connections open, statements prepared, caches warm
+        try:
+            return _timed(count, clients, post)
+        finally:
+            while not idle.empty():
+                idle.get().close()
+
+    def note(i: int) -> object:
+        return {"type": "note", "scope": "bench", "content": f"w {i} {workers}"}
+
+    run(100, 8, "/v1/memories", note)  # statements prepared, caches warm
     for clients in (1, 8):
         n = args.singles if clients == 1 else args.singles * 2
-        http_s, http_lat = _timed(n, clients, post_note)
+        http_s, http_lat = run(n, clients, "/v1/memories", note)
         _report(
             f"HTTP POST, {clients} client(s), serve --workers {workers}",
             n * 2,
@@ -515,9 +531,7 @@ def _http_writes(
         for j in range(100)
     ]
     b = args.batches
-    http_s, http_lat = _timed(
-        b, 1, lambda i: client().json("POST", "/v1/batch", {"items": items}) and None
-    )
+    http_s, http_lat = run(b, 1, "/v1/batch", lambda i: {"items": items})
     _report(
         f"HTTP POST /v1/batch (100), serve --workers {workers}",
         b * 200,
@@ -525,8 +539,6 @@ def _http_writes(
         http_lat,
         raw_batch_rate,
     )
-    for c in clients_of.values():
-        c.close()
 
 
 if __name__ == "__main__":

@@ -14,11 +14,16 @@ import json
 import socket
 from typing import Any
 
-__all__ = ["KeepAliveClient", "RequestFailedError"]
+__all__ = ["KeepAliveClient", "ProtocolError", "RequestFailedError"]
 
 
 class RequestFailedError(Exception):
     """Raised when the server answers with a status of 400 or more."""
+
+
+class ProtocolError(Exception):
+    """Raised for an answer this client cannot read safely (no status line, chunked,
+    no ``content-length``): failing loudly, never reading the next answer wrong."""
 
 
 class KeepAliveClient:
@@ -40,13 +45,23 @@ class KeepAliveClient:
             f"content-length: {len(data)}\r\n\r\n".encode()
             + data
         )
-        status = int(self._file.readline()[9:12])
-        length = 0
+        status_line = self._file.readline()
+        if not status_line.startswith(b"HTTP/1.1 "):
+            msg = f"{method} {path}: no HTTP/1.1 answer ({status_line[:80]!r})"
+            raise ProtocolError(msg)
+        length = None
         while (line := self._file.readline()) not in (b"\r\n", b""):
             name, _, value = line.partition(b":")
             if name.lower() == b"content-length":
                 length = int(value)
-        return status, self._file.read(length)
+            elif name.lower() == b"transfer-encoding":
+                # Read by length or not at all: the next answer would be misread.
+                msg = f"{method} {path}: a chunked answer, which this client does not read"
+                raise ProtocolError(msg)
+        if length is None:
+            msg = f"{method} {path}: an answer without content-length"
+            raise ProtocolError(msg)
+        return int(status_line[9:12]), self._file.read(length)
 
     def json(self, method: str, path: str, body: Any = None) -> Any:
         """Send one request and return its JSON answer.

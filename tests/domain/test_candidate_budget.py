@@ -9,6 +9,7 @@ from domain.candidate_budget import (
     MISSES_TO_STOP,
     PROBE_EVERY,
     BudgetOdds,
+    after_probe,
     after_skip,
     after_wait,
     worth_waiting,
@@ -22,7 +23,7 @@ def _run(outcomes: list[bool]) -> list[bool]:
     pending = iter(outcomes)
     for _ in outcomes:
         if worth_waiting(odds):
-            odds = after_wait(odds, next(pending))
+            odds = after_wait(after_probe(odds), next(pending))
             waited.append(True)
         else:
             odds = after_skip(odds)
@@ -49,6 +50,14 @@ def test_a_wait_that_pays_brings_the_budget_back() -> None:
     odds = after_wait(odds, ready=True)
     assert odds == BudgetOdds()
     assert all(_run([False] * MISSES_TO_STOP))  # waiting again, as a fresh process
+
+
+def test_a_probe_is_counted_when_granted_so_writes_meanwhile_do_not_probe_too() -> None:
+    stopped = BudgetOdds(misses=MISSES_TO_STOP, skipped=PROBE_EVERY - 1)
+    assert worth_waiting(stopped)
+    granted = after_probe(stopped)
+    assert not worth_waiting(granted)  # a second write, while the probe still waits
+    assert after_probe(BudgetOdds(misses=1, skipped=3)) == BudgetOdds(misses=1, skipped=3)
 
 
 def test_waits_that_pay_never_stop() -> None:

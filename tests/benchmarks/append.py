@@ -16,7 +16,8 @@ in the same transaction sizes:
   the same database (drains elected in one): HTTP single writes from 1 and 8
   clients and batches of 100 (with 1 client through httpx too, for what a
   full-featured client costs), all through :class:`KeepAliveClient`, so that
-  the benchmark's own client does not bound what it measures;
+  the benchmark's own client does not bound what it measures, each beside raw
+  baselines measured again just before that process's figures;
 - a concurrent load on each: 4 writers revising 20 ``fact`` memories and 4
   readers reading them, counting writes/s and stale ``current`` reads (a read
   that answers ``current`` with a version older than one whose write was
@@ -90,8 +91,15 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _report(
-    name: str, events: int, seconds: float, latencies: list[float] | None, baseline: float | None
+    name: str,
+    events: int,
+    seconds: float,
+    latencies: list[float] | None,
+    baseline: float | None,
+    again: float | None = None,
 ) -> None:
+    """Print one figure: its rate, p50 and p99, and its ratio to the raw ``baseline``
+    (and to the raw baseline measured ``again`` just before it, if any)."""
     rate = events / seconds
     line = f"{name:<42} {rate:>10,.0f} events/s"
     if latencies:
@@ -99,6 +107,8 @@ def _report(
         line += f"   p50 {p50:6.2f} ms  p99 {p99:6.2f} ms"
     if baseline:
         line += f"   = {rate / baseline:4.2f}x raw"
+    if again:
+        line += f" ({rate / again:4.2f}x the raw just before)"
     print(line, flush=True)
 
 
@@ -431,14 +441,30 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         ),
     )
     _report("library path, 100 memories/tx", b * 200, lib_s, lib_lat, raw_batch_rate)
-    for conn in raw_conns:
-        conn.close()
+
+    def raw_again(workers: int) -> tuple[dict[int, float], float]:
+        """Measure the raw baselines again, just before the served figures they stand
+        beside: this machine's speed moves within a run, by 2x at times."""
+        rates = {}
+        for clients in (1, 8):
+            n = args.singles // 2 if clients == 1 else args.singles
+            raw_s, raw_lat = _timed(
+                n, clients, lambda i: _raw_insert(raw_conn(), schema, tenant, 1)
+            )
+            rates[clients] = n * EVENTS_PER_MEMORY / raw_s
+            _report(
+                f"raw, {clients} client(s), beside --workers {workers}", n * 2, raw_s, raw_lat, None
+            )
+        raw_s, raw_lat = _timed(b // 2, 1, lambda i: _raw_insert(raw_conn(), schema, tenant, 100))
+        _report(f"raw, 100/tx, beside --workers {workers}", b // 2 * 200, raw_s, raw_lat, None)
+        return rates, b // 2 * 200 / raw_s
 
     for workers in (1, 2):
         process, base = _serve(runtime, workers)
         try:
             _drained(runtime)
-            _http_writes(base, headers, args, workers, raw_rates, raw_batch_rate)
+            again = raw_again(workers)
+            _http_writes(base, headers, args, workers, (raw_rates, raw_batch_rate), again)
             # A tenant of its own: the drains publish each tenant's work in turn, so
             # the backlog the earlier parts left (never drained) does not delay it.
             loaded = create_tenant(runtime.log, f"load-{workers}")
@@ -447,6 +473,8 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
             print(f"concurrent load, serve --workers {workers}: {line}", flush=True)
         finally:
             _stop(process)
+    for conn in raw_conns:
+        conn.close()
     runtime.close()
 
 
@@ -468,11 +496,14 @@ def _http_writes(
     headers: dict[str, str],
     args: argparse.Namespace,
     workers: int,
-    raw_rates: dict[int, float],
-    raw_batch_rate: float,
+    raw: tuple[dict[int, float], float],
+    again: tuple[dict[int, float], float],
 ) -> None:
     """Single writes from 1 and 8 clients, then batches of 100, against ``serve
-    --workers N`` at ``base``; each beside the raw rate of the same transaction size."""
+    --workers N`` at ``base``; each beside the raw rates of the same transaction size
+    (``raw``: the run's first, by clients, and of batches; ``again``: the same,
+    measured just before)."""
+    (raw_rates, raw_batch_rate), (again_rates, again_batch_rate) = raw, again
 
     def run(
         count: int, clients: int, path: str, body: Callable[[int], object]
@@ -510,6 +541,7 @@ def _http_writes(
             http_s,
             http_lat,
             raw_rates[clients],
+            again_rates[clients],
         )
     if workers == 1:
         # The same writes through httpx, for what the client alone costs.
@@ -525,7 +557,14 @@ def _http_writes(
                     and None
                 ),
             )
-        _report("  the same, 1 client through httpx", n * 2, http_s, http_lat, raw_rates[1])
+        _report(
+            "  the same, 1 client through httpx",
+            n * 2,
+            http_s,
+            http_lat,
+            raw_rates[1],
+            again_rates[1],
+        )
     items = [
         {"op": "create_memory", "type": "note", "scope": "bench", "content": f"n {j}"}
         for j in range(100)
@@ -538,6 +577,7 @@ def _http_writes(
         http_s,
         http_lat,
         raw_batch_rate,
+        again_batch_rate,
     )
 
 

@@ -40,7 +40,12 @@ from projections.runtime import Runtime
 from projections.store.aggregate_cache import aggregate_cache
 from projections.views.access_stamps import scores_of, stamp_accesses
 from projections.views.as_of import BeliefAsOf, belief_as_of, list_beliefs_as_of, position_at
-from projections.views.candidates import PAIRED_TYPES, Candidates, potential_contradictions
+from projections.views.candidates import (
+    PAIRED_TYPES,
+    Candidates,
+    never_paired,
+    potential_contradictions,
+)
 from projections.views.current_beliefs import (
     CurrentBelief,
     ErasedBelief,
@@ -104,7 +109,8 @@ async def create_memory(
     a write. `?candidates=wait` waits for them up to `PALIMPSEST_CANDIDATE_WAIT_S`."""
     if body.type not in PAIRED_TYPES:
         result = await run_in_threadpool(write.perform, body, memory_spec(body))
-        return {**result, "potential_contradictions": _never_paired(write, body.type)}
+        never = never_paired(body.type, write.runtime.embedding.conflict_floor)
+        return {**result, "potential_contradictions": never}
     budget_s = _budget(write, candidates == "wait")
     result, found = await run_in_threadpool(
         _write_and_look, write, body, memory_spec(body), None, budget_s > 0
@@ -146,15 +152,6 @@ def _budget(write: WriteRequest, wait: bool) -> float:
     return write.runtime.embedding.candidate_wait_s if wait else write.candidate_budget.take()
 
 
-def _never_paired(write: WriteRequest, memory_type: str) -> Candidates:
-    return Candidates(
-        status="ready",
-        floor=write.runtime.embedding.conflict_floor,
-        items=[],
-        reason=f"{memory_type} memories are never paired",
-    )
-
-
 def _write_and_look(
     write: WriteRequest,
     body: MemoryCreate | VersionCreate,
@@ -176,7 +173,7 @@ def _write_and_look(
         written = aggregate_cache(write.runtime.log).peek(write.caller.tenant_id, memory)
         memory_type = getattr(written, "memory_type", None)
         if memory_type is not None and memory_type not in PAIRED_TYPES:
-            return result, _never_paired(write, memory_type)
+            return result, never_paired(memory_type, write.runtime.embedding.conflict_floor)
         if memory_type is not None:
             return result, Candidates(
                 status="pending", floor=write.runtime.embedding.conflict_floor, items=[]

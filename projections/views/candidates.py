@@ -41,6 +41,7 @@ __all__ = [
     "PAIRED_TYPES",
     "candidate_pairs",
     "cosine_similarity",
+    "never_paired",
     "potential_contradictions",
     "same_kind",
 ]
@@ -123,6 +124,14 @@ def _near_version(schema: str) -> Select[Any]:
     )
 
 
+def never_paired(memory_type: str, floor: float) -> Candidates:
+    """Return the candidates of a version of ``memory_type``, one never paired:
+    ``ready``, none, and the reason."""
+    return Candidates(
+        status="ready", floor=floor, items=[], reason=f"{memory_type} memories are never paired"
+    )
+
+
 def potential_contradictions(
     log: EventLog, tenant_id: UUID, memory_id: UUID, version_id: UUID, floor: float
 ) -> Candidates:
@@ -149,12 +158,7 @@ def potential_contradictions(
         mine = cur.fetchone()
         memory_type = mine["memory_type"] if mine else None
         if memory_type is not None and memory_type not in PAIRED_TYPES:
-            return Candidates(
-                status="ready",
-                floor=floor,
-                items=[],
-                reason=f"{memory_type} memories are never paired",
-            )
+            return never_paired(memory_type, floor)
         if mine is None or mine["embedded"] is None:
             return Candidates(status="pending", floor=floor, items=[])
         cur.execute(

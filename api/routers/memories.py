@@ -53,6 +53,7 @@ from projections.views.current_beliefs import (
     UnprojectableBelief,
     current_belief,
     list_beliefs,
+    scored_current_belief,
 )
 from projections.views.listing import MemoryFilter
 from projections.views.reflections import list_reflections
@@ -438,15 +439,15 @@ async def read_memory(
         return await run_in_threadpool(_read_as_of, runtime, caller, memory_id, at_position, as_of)
 
     def check() -> CurrentBelief | PendingBelief | UnprojectableBelief | ErasedBelief:
-        answer = current_belief(runtime.log, caller.tenant_id, memory_id, now=clock)
-        if not isinstance(answer, CurrentBelief):
-            return answer  # nothing to rank: no belief yet, or erased
-        # The answer: its score and this read's access, on the same worker thread
-        # but apart from the belief's transaction: folded into one write transaction
-        # with it, other tenants' writes slowed under hundreds of waiting reads
-        # (tests/api/test_exhaustion.py failed 5 runs of 12 and once in CI; 0 of 14 apart).
-        [ranked] = _with_scores(runtime, caller, [answer], [memory_id], clock(), stamp=True)
-        return ranked
+        at = clock()
+        answer = scored_current_belief(runtime.log, caller.tenant_id, memory_id, at)
+        if isinstance(answer, CurrentBelief):
+            # This read's access, on the same worker thread but apart from the belief's
+            # transaction: folded into one write transaction with it, other tenants'
+            # writes slowed under hundreds of waiting reads (tests/api/test_exhaustion.py
+            # failed 5 runs of 12 and once in CI; 0 of 14 apart).
+            stamp_accesses(runtime.log, caller.tenant_id, [memory_id], at)
+        return answer
 
     answer = await await_drains(
         runtime,

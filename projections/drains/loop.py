@@ -260,10 +260,10 @@ class ElectedDrains:
         _log.info("this process runs the drains")
         try:
             while not self._stop.is_set():
-                woken = False
+                # Each write wakes the loop as it commits: a pass gathers whatever
+                # committed by then. Waking only once ``notifies`` returned held the
+                # other processes' writes back until 100 had come, or a second passed.
                 for _ in conn.notifies(timeout=self.retry_s, stop_after=100):
-                    woken = True
-                if woken:
                     loop.wake()
                 conn.execute("SELECT 1")  # a lost connection (and lock) ends the loop here
         finally:

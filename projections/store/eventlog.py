@@ -999,6 +999,47 @@ def _record_idempotency(
     curs.fetchone()
 
 
+def _overlapping(
+    members: Sequence[tuple[Sequence[StoredEvent], WriteContext]], committed: Mapping[UUID, int]
+) -> dict[int, Exception]:
+    """Return, by index, the refusal of each write of a group that cannot commit with
+    the group, as the database would answer it but without a round trip: it takes a
+    version already taken, by a write of this process that committed (``committed``:
+    the last version of each aggregate such writes recorded) or by an earlier
+    member kept (``IntegrityError``); or it read an aggregate that changed since,
+    or that an earlier member kept writes, or writes what such a member read, or
+    read an aggregate at another version than it (``StaleReadError``).
+
+    In one transaction the checks under the lock run before any of the group's
+    rows are inserted, so they could not see one member's effect on another; and
+    a group the database refuses is inserted again one savepoint per write. Each
+    write refused here is built again from fresh aggregates, and its neighbours
+    commit as one."""
+    written: set[UUID] = set()
+    read: dict[UUID, int] = {}
+    refused: dict[int, Exception] = {}
+    for index, (stored, write) in enumerate(members):
+        first: dict[UUID, int] = {}
+        for event in stored:
+            aggregate_id = UUID(str(event.originator_id))
+            first[aggregate_id] = min(
+                first.get(aggregate_id, event.originator_version), event.originator_version
+            )
+        reads = write.read_versions
+        if not written.isdisjoint(first) or any(committed.get(i, 0) >= v for i, v in first.items()):
+            refused[index] = IntegrityError("a write of this process took the same version")
+        elif (
+            not read.keys().isdisjoint(first)
+            or not written.isdisjoint(reads)
+            or any(read.get(i, v) != v or committed.get(i, v) > v for i, v in reads.items())
+        ):
+            refused[index] = StaleReadError("a write of this process changed what it read")
+        else:
+            written.update(first)
+            read.update(reads)
+    return refused
+
+
 class _UnmergeableError(Exception):
     """Writes that cannot be recorded as one (two set the same single-valued row)."""
 
@@ -1053,6 +1094,11 @@ def _refusal(error: psycopg.Error) -> Exception:
     return DatabaseError(str(error))
 
 
+_COMMITTED_ENTRIES = 10_000
+"""How many aggregates' last committed versions a group commit remembers (about a
+megabyte): enough for the aggregates written within a retry's time."""
+
+
 @dataclass
 class _Member:
     """One write waiting in a group commit, and, once done, its outcome."""
@@ -1073,7 +1119,10 @@ class GroupCommit:
     then (up to :data:`GROUP_MAX_EVENTS` events), after waiting at most
     ``window_s`` for writes still being built (:meth:`building`). Every write is
     answered only after the transaction that holds it commits, with its own
-    positions or its own exception.
+    positions or its own exception. A write that certainly conflicts, with an
+    earlier one of its group or with what this process committed since it was
+    built, is refused before the transaction (:func:`_overlapping`), so that it
+    neither costs its neighbours a refused group nor a round trip.
     """
 
     def __init__(self, recorder: TenantScopedRecorder, window_s: float = 0.0005) -> None:
@@ -1085,6 +1134,9 @@ class GroupCommit:
         self._queue: list[_Member] = []
         self._leading = False
         self._building = 0
+        self._committed: dict[UUID, int] = {}
+        """The last version of recently written aggregates, by the writes of this
+        process that committed (:func:`_overlapping`)."""
 
     @property
     def queued(self) -> int:
@@ -1137,26 +1189,40 @@ class GroupCommit:
                 member = self._queue.pop(0)
                 group.append(member)
                 events += len(member.stored)
+        refused = _overlapping([(m.stored, m.write) for m in group], self._committed)
+        for index, error in refused.items():
+            group[index].error = error
+        live = [m for i, m in enumerate(group) if i not in refused]
         try:
-            if len(group) == 1:
+            if len(live) == 1:
                 # Alone: the pipelined insert, with no savepoint to pay for.
-                group[0].ids = (
-                    self.recorder.insert_events(group[0].stored, write=group[0].write) or ()
-                )
+                live[0].ids = self.recorder.insert_events(live[0].stored, write=live[0].write) or ()
             else:
-                results = self.recorder.insert_group([(m.stored, m.write) for m in group])
-                self.sizes.append(len(group))
-                for member, result in zip(group, results, strict=True):
+                results = self.recorder.insert_group([(m.stored, m.write) for m in live])
+                self.sizes.append(len(live))
+                for member, result in zip(live, results, strict=True):
                     if isinstance(result, Exception):
                         member.error = result
                     else:
                         member.ids = result
+            self._remember([m for m in live if m.error is None])
         except BaseException as e:  # every writer of the group is answered, never left waiting
-            for member in group:
+            for member in live:
                 member.error = e
         finally:
             for member in group:
                 member.done = True
+
+    def _remember(self, committed: list[_Member]) -> None:
+        """Note the last version of each aggregate the committed members recorded (the
+        leader's alone: one leads at a time), forgetting the oldest beyond a bound."""
+        for member in committed:
+            for event in member.stored:
+                aggregate_id = UUID(str(event.originator_id))
+                self._committed.pop(aggregate_id, None)  # the newest last
+                self._committed[aggregate_id] = event.originator_version
+        while len(self._committed) > _COMMITTED_ENTRIES:
+            del self._committed[next(iter(self._committed))]
 
 
 class _Building:

@@ -29,6 +29,7 @@ from projections.views.belief_facts import BeliefDocument
 from projections.views.statement import any_of, events_table, shaped_sql
 
 if TYPE_CHECKING:
+    from psycopg import Cursor
     from sqlalchemy import Select
     from sqlalchemy.sql.elements import ColumnElement
     from sqlalchemy.sql.selectable import NamedFromClause
@@ -40,6 +41,7 @@ __all__ = [
     "salience_columns",
     "salience_from",
     "score_from",
+    "scores_in",
     "scores_of",
     "stamp_accesses",
 ]
@@ -116,10 +118,15 @@ def scores_of(
     if not beliefs:
         return {}
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            shaped_sql(_salience_inputs, log.datastore.schema), {"memory_ids": list(beliefs)}
-        )
-        rows = cur.fetchall()
+        return scores_in(cur, log.datastore.schema, beliefs, now)
+
+
+def scores_in(
+    cur: Cursor[Any], schema: str, beliefs: dict[UUID, BeliefDocument], now: datetime
+) -> dict[UUID, float]:
+    """:func:`scores_of`, in the transaction of ``cur`` (a tenant's)."""
+    cur.execute(shaped_sql(_salience_inputs, schema), {"memory_ids": list(beliefs)})
+    rows = cur.fetchall()
     return {row["memory_id"]: score_from(beliefs[row["memory_id"]], row, now) for row in rows}
 
 

@@ -31,6 +31,7 @@ from sqlalchemy.dialects.postgresql import JSONB, aggregate_order_by
 from domain.errors import NotFoundError
 from projections.store.sql import tables_in
 from projections.store.tenancy import tenant_transaction
+from projections.views.access_stamps import scores_in
 from projections.views.belief_facts import PROJECTION_ERROR_CHARS, BeliefJson
 from projections.views.erasures import ErasurePlaceholder, erasure_decision, erasure_placeholder
 from projections.views.listing import (
@@ -47,8 +48,6 @@ from projections.views.record import Record
 from projections.views.statement import any_of, inline, json_field, param, shaped_sql
 from projections.views.version_texts import (
     VersionText,
-    _decoded_version_events,
-    _select_version_events,
     _version_texts_in,
 )
 
@@ -75,6 +74,7 @@ __all__ = [
     "current_belief",
     "due_deadlines",
     "list_beliefs",
+    "scored_current_belief",
     "unarchived",
 ]
 
@@ -278,11 +278,28 @@ def current_belief(
         NotFoundError: no such memory in the tenant.
     """
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        return _current_belief_in(cur, log, memory_id, now())
+        return _current_belief_in(cur, log, tenant_id, memory_id, now())
+
+
+def scored_current_belief(
+    log: EventLog, tenant_id: UUID, memory_id: UUID, at: datetime
+) -> BeliefAnswer:
+    """:func:`current_belief` at ``at``; a current one with its salience score
+    (:func:`projections.views.access_stamps.scores_in`), read in the same transaction.
+
+    Raises:
+        NotFoundError: no such memory in the tenant.
+    """
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        answer = _current_belief_in(cur, log, tenant_id, memory_id, at)
+        if not isinstance(answer, CurrentBelief):
+            return answer
+        scores = scores_in(cur, log.datastore.schema, {memory_id: answer.belief}, at)
+    return answer.model_copy(update={"salience": scores.get(memory_id)})
 
 
 def _current_belief_in(
-    cur: Cursor[Any], log: EventLog, memory_id: UUID, at: datetime
+    cur: Cursor[Any], log: EventLog, tenant_id: UUID, memory_id: UUID, at: datetime
 ) -> BeliefAnswer:
     """:func:`current_belief` at ``at``, in the transaction of ``cur``."""
     # One statement: the watermark, the belief and the deadlines of one snapshot. The
@@ -300,10 +317,10 @@ def _current_belief_in(
         return UnprojectableBelief(revision=revision, error=row["unprojectable_error"])
     due = row["due"] or []
     if row["published"] >= row["requested"] and row["belief"] is not None and not due:
-        # The version events, in a later snapshot: they include the current version's,
+        # The text, in a later snapshot: the version events read for its digest (when
+        # this process holds no copy of the memory) include the current version's,
         # recorded before its belief was projected.
-        _select_version_events(cur, log, [memory_id])
-        text = _text_of(cur, log, memory_id, row, cur.fetchall())
+        text = _text_of(cur, log, tenant_id, memory_id, row)
         if text.requested == row["requested"]:
             return CurrentBelief(
                 **_kind(row), revision=revision, belief=row["belief"], content=text.content
@@ -319,13 +336,11 @@ def _kind(row: Any) -> dict[str, Any]:
 
 
 def _text_of(
-    cur: Cursor[Any], log: EventLog, memory_id: UUID, row: Any, events: list[Any]
+    cur: Cursor[Any], log: EventLog, tenant_id: UUID, memory_id: UUID, row: Any
 ) -> VersionText:
-    """Return the text of the current version the belief of ``row`` names (``events``:
-    the memory's version events, as :func:`_select_version_events` reads them)."""
+    """Return the text of the current version the belief of ``row`` names."""
     versions = {memory_id: UUID(str(row["belief"]["current_version_id"]))}
-    found = _decoded_version_events(log, events, versions)
-    return _version_texts_in(cur, log, versions, found).get(
+    return _version_texts_in(cur, log, tenant_id, versions).get(
         memory_id, VersionText(None, row["requested"], row["published"])
     )
 
@@ -427,6 +442,7 @@ def list_beliefs(
             texts = _version_texts_in(
                 cur,
                 log,
+                tenant_id,
                 {r["memory_id"]: UUID(str(r["belief"]["current_version_id"])) for r in current},
             )
     items: list[ListedBelief] = []

@@ -13,12 +13,14 @@ bytes) committed in between, and the caller must not serve the two together.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
 from domain.memory import Memory
+from projections.store.aggregate_cache import aggregate_cache
 from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
 
@@ -53,16 +55,18 @@ def _version_events_in(
 ) -> dict[UUID, Memory.VersionRecorded]:
     """:func:`version_events`, in the transaction of ``cur``."""
     _select_version_events(cur, log, list(versions))
-    return _decoded_version_events(log, cur.fetchall(), versions)
+    return _decoded_version_events(log, cur, versions)
 
 
 def _select_version_events(cur: Cursor[Any], log: EventLog, memory_ids: list[UUID]) -> None:
     """Execute the query of the memories' ``VersionRecorded`` events (every version: the
-    event names its version in its state only), for :func:`_decoded_version_events`."""
+    event names its version in its state only), each memory's newest first, for
+    :func:`_decoded_version_events`."""
     cur.execute(
         schema_sql(
             "SELECT originator_id, originator_version, topic, state"
-            " FROM {schema}.palimpsest_events WHERE originator_id = ANY(%s) AND topic = %s",
+            " FROM {schema}.palimpsest_events WHERE originator_id = ANY(%s) AND topic = %s"
+            " ORDER BY originator_id, originator_version DESC",
             log.datastore.schema,
         ),
         (sorted(memory_ids, key=str), Memory.VersionRecorded.TOPIC),
@@ -70,12 +74,19 @@ def _select_version_events(cur: Cursor[Any], log: EventLog, memory_ids: list[UUI
 
 
 def _decoded_version_events(
-    log: EventLog, rows: list[Any], versions: dict[UUID, UUID]
+    log: EventLog, rows: Iterable[Any], versions: dict[UUID, UUID]
 ) -> dict[UUID, Memory.VersionRecorded]:
     """Return the event of each memory's version in ``rows`` (of
-    :func:`_select_version_events`), decoded by the log's mapper."""
+    :func:`_select_version_events`), decoded by the log's mapper.
+
+    The current version is nearly always a memory's newest, and a memory revised for
+    months has hundreds of versions: rows are decoded newest first, a memory's older
+    ones skipped once its version is found, and iteration stops once every version
+    is (``rows`` may be the cursor itself, so skipped rows are never built)."""
     found: dict[UUID, Memory.VersionRecorded] = {}
     for row in rows:
+        if row["originator_id"] in found:
+            continue
         event = log.mapper.to_domain_event(
             StoredEvent(
                 row["originator_id"], row["originator_version"], row["topic"], bytes(row["state"])
@@ -86,6 +97,8 @@ def _decoded_version_events(
             and versions.get(event.originator_id) == event.version_id
         ):
             found[event.originator_id] = event
+            if len(found) == len(versions):
+                break
     return found
 
 
@@ -97,24 +110,39 @@ def version_texts(
     if not versions:
         return {}
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        return _version_texts_in(cur, log, versions)
+        return _version_texts_in(cur, log, tenant_id, versions)
+
+
+def _known_digests(log: EventLog, tenant_id: UUID, versions: dict[UUID, UUID]) -> dict[UUID, str]:
+    """Return the content digest of each version in ``versions`` that this process's
+    copy of its memory holds (:mod:`projections.store.aggregate_cache`: the memories
+    it last loaded or recorded). A version's digest never changes; its bytes are still
+    read from the payload store, so an erasure that deleted them is seen."""
+    cache = aggregate_cache(log)
+    found: dict[UUID, str] = {}
+    for memory_id, version_id in versions.items():
+        memory = cache.peek(tenant_id, memory_id)
+        for version in reversed(getattr(memory, "versions", ())):
+            if version.version_id == version_id:
+                found[memory_id] = version.content_digest
+                break
+    return found
 
 
 def _version_texts_in(
-    cur: Cursor[Any],
-    log: EventLog,
-    versions: dict[UUID, UUID],
-    events: dict[UUID, Memory.VersionRecorded] | None = None,
+    cur: Cursor[Any], log: EventLog, tenant_id: UUID, versions: dict[UUID, UUID]
 ) -> dict[UUID, VersionText]:
-    """:func:`version_texts`, in the transaction of ``cur`` (given the versions'
-    ``events``, when read already). Each statement of a READ COMMITTED transaction
-    takes its own snapshot, so the watermark read with the text is as fresh as in a
-    transaction of its own."""
+    """:func:`version_texts`, in the transaction of ``cur``. Each statement of a READ
+    COMMITTED transaction takes its own snapshot, so the watermark read with the text
+    is as fresh as in a transaction of its own. The digests come from this process's
+    copies of the memories where it holds them, else from the version events."""
     if not versions:
         return {}
-    if events is None:
-        events = _version_events_in(cur, log, versions)
-    digests = {m: e.content_digest for m, e in events.items()}
+    digests = _known_digests(log, tenant_id, versions)
+    unknown = {m: v for m, v in versions.items() if m not in digests}
+    if unknown:
+        events = _version_events_in(cur, log, unknown)
+        digests |= {m: e.content_digest for m, e in events.items()}
     memory_ids = sorted(versions, key=str)
     cur.execute(
         schema_sql(

@@ -14,9 +14,20 @@ import pytest
 
 from domain.errors import IdempotencyKeyReusedError, NotFoundError
 from projections.commands.tokens import authenticate
-from projections.commands.writer import CapturePolicy, MemorySpec, VersionSpec, Writer
+from projections.commands.writer import (
+    CapturePolicy,
+    EvidenceSpec,
+    MemorySpec,
+    ObservationSpec,
+    RetractSpec,
+    VersionSpec,
+    Writer,
+)
 from projections.runtime import Runtime
+from projections.store.aggregates import aggregates_of
 from projections.store.schema import EVENTS_TABLE
+from projections.store.sql import schema_sql
+from projections.store.tenancy import tenant_transaction
 from tests.conftest import Tenant, count_events
 
 
@@ -39,6 +50,29 @@ def _waiting_on_lock(runtime: Runtime) -> bool:
     return bool(row and row[0])
 
 
+def _writer(runtime: Runtime) -> Writer:
+    return Writer(
+        runtime.log,
+        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
+        lambda: datetime.now(UTC),
+    )
+
+
+def _started(outcomes: dict[str, Any], name: str, call: Callable[[], Any]) -> threading.Thread:
+    """Run ``call`` on a thread of its own: its outcome, or what it raised, goes in
+    ``outcomes[name]``."""
+
+    def run() -> None:
+        try:
+            outcomes[name] = call()
+        except Exception as e:
+            outcomes[name] = e
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
 def _note(content: str) -> MemorySpec:
     return MemorySpec("fact", "user", None, None, content, (), None, 1.0)
 
@@ -47,11 +81,7 @@ def test_a_group_commits_together_and_an_invalid_or_refused_write_fails_alone(
     runtime: Runtime, tenant: Tenant
 ) -> None:
     caller = authenticate(runtime.log, tenant.admin.token)
-    writer = Writer(
-        runtime.log,
-        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
-        lambda: datetime.now(UTC),
-    )
+    writer = _writer(runtime)
     revised = writer.write(caller, [_note("The build takes 4 minutes")], batch=False).body["id"]
     schema, group = runtime.database.schema, runtime.log.group
     group.sizes.clear()
@@ -60,15 +90,9 @@ def test_a_group_commits_together_and_an_invalid_or_refused_write_fails_alone(
     outcomes: dict[str, Any] = {}
 
     def write(name: str, spec: Any, key: tuple[str, str] | None = None) -> threading.Thread:
-        def run() -> None:
-            try:
-                outcomes[name] = writer.write(caller, [spec], batch=False, idempotency=key)
-            except Exception as e:
-                outcomes[name] = e
-
-        thread = threading.Thread(target=run)
-        thread.start()
-        return thread
+        return _started(
+            outcomes, name, lambda: writer.write(caller, [spec], batch=False, idempotency=key)
+        )
 
     # Given the events table held by another transaction, so that a first write
     # waits on it and the next ones queue up behind it for one group.
@@ -109,8 +133,9 @@ def test_a_group_commits_together_and_an_invalid_or_refused_write_fails_alone(
     refused = [o for o in key_outcomes if isinstance(o, IdempotencyKeyReusedError)]
     accepted = [o for o in key_outcomes if not isinstance(o, Exception)]
     assert len(refused) == 1 and len(accepted) == 1, key_outcomes
-    # Two versions of one memory built from the same version: the database refuses
-    # the second (its version number is taken); it is built again and commits.
+    # Two versions of one memory built from the same version: the group refuses the
+    # second before its transaction (its version number is taken by the first); it
+    # is built again and commits.
     versions = [outcomes.pop("version-a"), outcomes.pop("version-b")]
     assert all(not isinstance(o, Exception) and o.status_code == 201 for o in versions), versions
     everything = [*outcomes.values(), *accepted, *versions]
@@ -118,9 +143,9 @@ def test_a_group_commits_together_and_an_invalid_or_refused_write_fails_alone(
     positions = [o.body["position"] for o in everything]
     assert len(set(positions)) == len(positions)
 
-    # The eight that queued behind the first write were one transaction: one lock,
-    # one commit (the version built again came after it, alone).
-    assert list(group.sizes) == [8]
+    # Seven of the eight that queued behind the first write were one transaction:
+    # one lock, one commit (the version built again came after it, alone).
+    assert list(group.sizes) == [7]
     # Refused as one, the group was inserted again one savepoint per write.
     assert recorder.isolated_groups == isolated_before + 1  # type: ignore[attr-defined]
     with runtime.database.owner_connection(autocommit=True) as conn:
@@ -141,11 +166,7 @@ def test_a_group_commits_together_and_an_invalid_or_refused_write_fails_alone(
 def test_a_group_of_several_tenants_commits_as_one_write_each_with_its_own_answer(
     runtime: Runtime, tenant: Tenant, other_tenant: Tenant
 ) -> None:
-    writer = Writer(
-        runtime.log,
-        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
-        lambda: datetime.now(UTC),
-    )
+    writer = _writer(runtime)
     callers = [authenticate(runtime.log, t.admin.token) for t in (tenant, other_tenant)]
     schema, group = runtime.database.schema, runtime.log.group
     recorder = runtime.log.recorder
@@ -155,13 +176,10 @@ def test_a_group_of_several_tenants_commits_as_one_write_each_with_its_own_answe
     keys = {f"w{i}": (f"key-{uuid.uuid4()}", f"sha256:{i}") for i in range(6) if i % 3}
 
     def write(name: str, caller: Any) -> threading.Thread:
-        def run() -> None:
-            spec = _note(f"written by {name}")
-            outcomes[name] = writer.write(caller, [spec], batch=False, idempotency=keys.get(name))
-
-        thread = threading.Thread(target=run)
-        thread.start()
-        return thread
+        spec, key = _note(f"written by {name}"), keys.get(name)
+        return _started(
+            outcomes, name, lambda: writer.write(caller, [spec], batch=False, idempotency=key)
+        )
 
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
@@ -190,3 +208,113 @@ def test_a_group_of_several_tenants_commits_as_one_write_each_with_its_own_answe
         caller = callers[int(name[1:]) % 2]
         again = writer.write(caller, [_note("anything")], batch=False, idempotency=key)
         assert again.replayed and again.body == outcomes[name].body
+
+
+@pytest.mark.parametrize("first_queued", ["citation", "retraction"])
+def test_a_citation_and_the_retraction_of_its_observation_never_commit_as_one_group(
+    runtime: Runtime, tenant: Tenant, first_queued: str
+) -> None:
+    caller = authenticate(runtime.log, tenant.admin.token)
+    writer = _writer(runtime)
+    observation = uuid.UUID(
+        writer.write(
+            caller,
+            [ObservationSpec("the user prefers tea", "text/plain", None, None, False)],
+            batch=False,
+        ).body["id"]
+    )
+    cited = (EvidenceSpec(observation, 0, 8),)
+    writer.write(
+        caller, [MemorySpec("fact", "user", None, None, "tea", cited, None, 1.0)], batch=False
+    )
+    specs: dict[str, Any] = {
+        "citation": MemorySpec("fact", "user", None, None, "tea again", cited, None, 1.0),
+        "retraction": RetractSpec(observation, "wrong transcript"),
+    }
+    schema, group = runtime.database.schema, runtime.log.group
+    recorder = runtime.log.recorder
+    isolated_before = recorder.isolated_groups  # type: ignore[attr-defined]
+    outcomes: dict[str, Any] = {}
+
+    def write(name: str, spec: Any) -> threading.Thread:
+        return _started(outcomes, name, lambda: writer.write(caller, [spec], batch=False))
+
+    # Given both queued, in a chosen order, behind a write that waits for the events
+    # table: they are one group, built from the same state of the observation.
+    second_queued = "retraction" if first_queued == "citation" else "citation"
+    with runtime.database.owner_connection() as holder:
+        holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
+        threads = [write("first", _note("The first write"))]
+        _until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
+        threads.append(write(first_queued, specs[first_queued]))
+        _until(lambda: group.queued == 1, 20, f"the {first_queued} queues")
+        threads.append(write(second_queued, specs[second_queued]))
+        _until(lambda: group.queued == 2, 20, f"the {second_queued} queues after it")
+        holder.commit()
+    for thread in threads:
+        thread.join(30)
+
+    # The retraction committed, and no memory's support still counts the observation:
+    # the later of the two was built again after the earlier committed (a citation
+    # then refused: the observation is retracted).
+    retracted = outcomes["retraction"]
+    assert not isinstance(retracted, Exception) and retracted.status_code == 201, outcomes
+    with tenant_transaction(runtime.log.datastore, caller.tenant_id, commit=False) as cur:
+        cur.execute(
+            schema_sql(
+                "SELECT memory_id FROM {schema}.evidence_links WHERE observation_id = %s",
+                schema,
+            ),
+            (observation,),
+        )
+        citing = [row["memory_id"] for row in cur]
+    loaded = aggregates_of(runtime.log, caller.tenant_id, citing)
+    active = [
+        memory_id
+        for memory_id, memory in loaded.items()
+        for c in memory.contributions
+        if c.active and c.observation_id == observation
+    ]
+    assert active == [], outcomes
+    # The later one was refused before the group's transaction, not by the database:
+    # the group was never inserted again one savepoint per write.
+    assert recorder.isolated_groups == isolated_before  # type: ignore[attr-defined]
+
+
+def test_a_write_built_on_a_version_this_process_committed_since_is_refused_before_its_group(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    caller = authenticate(runtime.log, tenant.admin.token)
+    writer = _writer(runtime)
+    revised = uuid.UUID(
+        writer.write(caller, [_note("The build takes 4 minutes")], batch=False).body["id"]
+    )
+    schema, group = runtime.database.schema, runtime.log.group
+    recorder = runtime.log.recorder
+    isolated_before = recorder.isolated_groups  # type: ignore[attr-defined]
+    outcomes: dict[str, Any] = {}
+
+    def write(name: str, spec: Any) -> threading.Thread:
+        return _started(outcomes, name, lambda: writer.write(caller, [spec], batch=False))
+
+    # Given a version that commits alone once the table is free, and, queued behind
+    # it, another version of the same memory built before it committed, beside a
+    # write of another memory.
+    with runtime.database.owner_connection() as holder:
+        holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
+        threads = [write("first", VersionSpec(revised, "5 minutes", (), None, 1.0))]
+        _until(lambda: _waiting_on_lock(runtime), 10, "the first version waits for the table")
+        threads.append(write("stale", VersionSpec(revised, "6 minutes", (), None, 1.0)))
+        threads.append(write("neighbour", _note("Another memory")))
+        _until(lambda: group.queued == 2, 20, "both queue for the next group")
+        holder.commit()
+    for thread in threads:
+        thread.join(30)
+
+    # Every write committed: the stale version was built again, after the first.
+    assert all(o.status_code == 201 for o in outcomes.values()), outcomes
+    assert outcomes["stale"].body["position"] > outcomes["first"].body["position"]
+    # It was refused before its group's transaction (this process had committed the
+    # version it took), not by the database: its neighbour's group was never
+    # inserted again one savepoint per write.
+    assert recorder.isolated_groups == isolated_before  # type: ignore[attr-defined]

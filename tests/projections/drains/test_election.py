@@ -47,6 +47,18 @@ def _published(runtime: Runtime, tenant: Tenant) -> bool:
     return row == (0,)
 
 
+def _write_note(runtime: Runtime, tenant: Tenant, content: str) -> None:
+    """Write a note from this process, which runs no drain."""
+    writer = Writer(
+        runtime.log,
+        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
+        lambda: datetime.now(UTC),
+    )
+    caller = authenticate(runtime.log, tenant.admin.token)
+    spec = MemorySpec("note", "user", None, None, content, (), None, 1.0)
+    writer.write(caller, [spec], batch=False)
+
+
 def test_one_process_drains_and_another_takes_over_when_it_is_killed(
     runtime: Runtime, tenant: Tenant
 ) -> None:
@@ -70,17 +82,38 @@ def test_one_process_drains_and_another_takes_over_when_it_is_killed(
         assert drain_owners(runtime)[0] in pids - {owner}
 
         # The new owner drains: a write is published without anyone draining here.
-        writer = Writer(
-            runtime.log,
-            CapturePolicy(timedelta(days=30), timedelta(hours=1)),
-            lambda: datetime.now(UTC),
-        )
-        caller = authenticate(runtime.log, tenant.admin.token)
-        spec = MemorySpec("note", "user", None, None, "drained elsewhere", (), None, 1.0)
-        writer.write(caller, [spec], batch=False)
+        _write_note(runtime, tenant, "drained elsewhere")
         _until(lambda: _published(runtime, tenant), 30, "the write is published")
     finally:
         for process in processes:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait(30)
+
+
+_CONTEND_SLOWLY = """
+import time
+from projections.drains.loop import DrainLoop, ElectedDrains
+election = ElectedDrains(log, lambda: DrainLoop(log, sweep_s=120), retry_s=30)
+election.start()
+while True:
+    time.sleep(1)
+"""
+
+
+def test_a_write_in_another_process_wakes_the_drains_as_it_commits(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    # Given a process that drains, sweeping every 2 minutes and looking at its lock
+    # every 30 s: only the NOTIFY of a write can make it publish one soon.
+    process = drain_process(runtime, _CONTEND_SLOWLY)
+    try:
+        _until(lambda: drain_owners(runtime) == [process.pid], 60, "the process drains")
+        time.sleep(1)  # it LISTENs right after taking the lock
+        _write_note(runtime, tenant, "published at once")
+        # Published within seconds, not when the listener next stops listening (30 s).
+        _until(lambda: _published(runtime, tenant), 10, "the write is published")
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(30)

@@ -2,7 +2,7 @@
 
 Usage: python tests/benchmarks/append.py [--singles N] [--batches N] [--load-seconds S]
        python tests/benchmarks/append.py --load-only [--writers W] [--readers R]
-              [--serve-env NAME=VALUE ...]
+              [--serve-workers N] [--serve-env NAME=VALUE ...]
 
 Starts a fresh embedded PostgreSQL in a temporary directory (or uses
 DATABASE_URL), then measures, each beside the same rows through raw psycopg
@@ -23,8 +23,9 @@ in the same transaction sizes:
   that answers ``current`` with a version older than one whose write was
   acknowledged before the read began).
 
-``--load-only`` runs only the concurrent load, against ``serve --workers 1``,
-with ``--writers`` and ``--readers`` of its own and ``--serve-env`` settings for
+``--load-only`` runs only the concurrent load, against ``serve --workers 1`` (or
+``--serve-workers N``), with ``--writers`` and ``--readers`` of its own and
+``--serve-env`` settings for
 the serving process (``PALIMPSEST_CANDIDATE_BUDGET_MS=0``, say): how the load
 was taken apart in docs/benchmarks.md.
 
@@ -327,17 +328,18 @@ def _setting(item: str) -> tuple[str, str]:
 
 
 def _load_only(runtime: Runtime, args: argparse.Namespace) -> None:
-    """Run only the concurrent load, against ``serve --workers 1`` with the settings
+    """Run only the concurrent load, against ``serve --workers N`` with the settings
     asked for."""
     settings = dict(args.serve_env)
-    process, base = _serve(runtime, 1, settings)
+    process, base = _serve(runtime, args.serve_workers, settings)
     try:
         loaded = create_tenant(runtime.log, "load")
         headers = {"Authorization": f"Bearer {loaded.token}"}
         line = _concurrent_load(base, headers, args.load_seconds, args.writers, args.readers)
         print(
             f"concurrent load, {args.writers} writers, {args.readers} readers,"
-            f" serve --workers 1 {' '.join(f'{k}={v}' for k, v in args.serve_env)}: {line}",
+            f" serve --workers {args.serve_workers}"
+            f" {' '.join(f'{k}={v}' for k, v in args.serve_env)}: {line}",
             flush=True,
         )
     finally:
@@ -353,6 +355,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
     parser.add_argument("--load-only", action="store_true")
     parser.add_argument("--writers", type=int, default=4, help="with --load-only")
     parser.add_argument("--readers", type=int, default=4, help="with --load-only")
+    parser.add_argument("--serve-workers", type=int, default=1, help="with --load-only")
     parser.add_argument(
         "--serve-env",
         action="append",

@@ -8,6 +8,7 @@ import os
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
+from uuid import UUID
 
 import psycopg
 from psycopg import sql
@@ -17,6 +18,7 @@ from projections.drains.revision import LEASE_SECONDS
 from projections.drains.stages import drain_stages, run_pass
 from projections.recall.embedders import Embedder
 from projections.store.eventlog import EventLog
+from projections.store.work_due import PassKind, due_work
 
 __all__ = ["DRAINS_LOCK_KEY", "DrainLoop", "ElectedDrains", "PeriodicJob"]
 
@@ -95,13 +97,28 @@ class DrainLoop:
     def run_once(self, *, first: bool = False) -> None:
         """Run one pass of every stage now, in this thread (``first``: the pass that also
         looks at tenants no mark records, as the loop's first pass does)."""
+        # Every stage's due tenants in one statement, while no stage of this pass has
+        # done anything: work done (a shortened retention, a publish) can make a
+        # later stage due, which then reads its tenants itself.
+        known = self._due()
         for stage in self.stages:
             widen = first
+            due = None if known is None or stage.kind is None else known[stage.kind]
             while not self._stop.is_set():
-                did = run_pass(stage, self.backoff, first=widen)
-                widen = False
+                did = run_pass(stage, self.backoff, first=widen, due=due)
+                widen, due = False, None
+                if did:
+                    known = None
                 if not (stage.repeat and did):
                     break
+
+    def _due(self) -> dict[PassKind, dict[UUID, int]] | None:
+        """Every stage's due tenants (:func:`due_work`), or None when they could not be
+        read: each stage then reads its own, and fails and backs off alone."""
+        try:
+            return due_work(self.log.datastore, self.clock())
+        except Exception:
+            return None
 
     def _warm_up(self) -> None:
         """Load the embedding model now, beside the loop (which it must not delay),

@@ -3,9 +3,10 @@
 A pass runs, in order: retention (shorter deadlines first, so expiry sees
 them in the same pass), expiry, tenant erasure, revisions, and (with an
 embedder) indexing, which reads what revisions published. Each stage lists
-its tenants from the work-due rows (:mod:`projections.store.work_due`), so
-an idle store costs a few index lookups per pass whatever its number of
-tenants, and runs one bounded batch per tenant. :func:`run_pass` runs a
+its tenants from the work-due rows (:mod:`projections.store.work_due`; the
+loop reads those of every stage but indexing in one statement), so an idle
+store costs a few index lookups per pass whatever its number of tenants, and
+runs one bounded batch per tenant. :func:`run_pass` runs a
 stage with :func:`projections.drains.isolation.run_stage`: a failing
 tenant fails alone.
 """
@@ -28,6 +29,7 @@ from projections.store.eventlog import EventLog
 from projections.store.sql import schema_sql
 from projections.store.tenancy import known_tenants, tenant_transaction
 from projections.store.work_due import (
+    PassKind,
     expiry_due,
     mark_index_due,
     marked_tenants,
@@ -62,16 +64,27 @@ class Stage:
     first_pass: Callable[[], list[UUID]] | None = None
     """The tenants a process's first pass also runs it for, due or not (work that no
     mark records: a model change makes every memory due again)."""
+    kind: PassKind | None = None
+    """Its tenants' key in :func:`projections.store.work_due.due_work`, which a pass reads
+    once for the stages that have one (None: only ``due`` reads them: indexing, whose
+    tenants the revisions just before it mark)."""
 
 
-def run_pass(stage: Stage, backoff: Backoff, *, first: bool = False) -> int:
-    """Run one batch of ``stage`` for each of its due tenants (and, if ``first``, those
-    of its ``first_pass``); return how much it did. Never raises."""
+def run_pass(
+    stage: Stage,
+    backoff: Backoff,
+    *,
+    first: bool = False,
+    due: Mapping[UUID, int] | None = None,
+) -> int:
+    """Run one batch of ``stage`` for each of its due tenants (``due``, when the caller
+    read them already, else ``stage.due()``; and, if ``first``, those of its
+    ``first_pass``); return how much it did. Never raises."""
     marks: dict[UUID, int] = {}
 
     def tenants() -> list[UUID]:
         marks.clear()
-        marks.update(stage.due())
+        marks.update(stage.due() if due is None else due)
         if first and stage.first_pass is not None:
             for tenant_id in stage.first_pass():
                 marks.setdefault(tenant_id, 0)
@@ -128,6 +141,7 @@ def retention_stage(log: EventLog, *, batch: int, clock: Callable[[], datetime])
         "retention",
         lambda: marked_tenants(log.datastore, "retention"),
         lambda t, seen: apply_tenant_retention(log, t, seen, now=clock(), limit=batch),
+        kind="retention",
     )
 
 
@@ -137,6 +151,7 @@ def expiry_stage(log: EventLog, *, batch: int, clock: Callable[[], datetime]) ->
         "expiry",
         lambda: dict.fromkeys(expiry_due(log.datastore, clock()), 0),
         lambda t, _: expire_tenant(log, t, now=clock(), limit=batch),
+        kind="expiry",
     )
 
 
@@ -147,6 +162,7 @@ def erasure_stage(log: EventLog, *, batch: int) -> Stage:
         lambda: marked_tenants(log.datastore, "deletion"),
         lambda t, seen: erase_tenant(log, t, seen, limit=batch),
         repeat=True,
+        kind="deletion",
     )
 
 
@@ -163,6 +179,7 @@ def revision_stage(log: EventLog, *, batch: int, lease_s: float = LEASE_SECONDS)
         lambda: marked_tenants(log.datastore, "revision"),
         lambda t, seen: _backlog(drain_tenant(log, t, seen, limit=batch, lease_s=lease_s)),
         repeat=True,
+        kind="revision",
     )
 
 

@@ -172,3 +172,20 @@ def test_a_poisoned_tenant_fails_alone_with_backoff_a_log_line_and_a_metric(
     DrainLoop(runtime.log, clock=lambda: later).run_once()
     gone = client.get(f"/v1/observations/{bad}/content", headers=poisoned)
     assert gone.status_code == 410 and problem_slug(gone) == "content-expired"
+
+
+def test_one_pass_expires_what_its_retention_stage_just_made_due(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    # Given an observation kept 30 days, then a retention of one day set for its
+    # tenant: its deadline moves only when the retention stage of a pass runs.
+    headers = tenant.headers()
+    obs = observe(client, headers, "words kept a day only")
+    assert client.put("/v1/tenant/retention", json={"raw_hours": 24}, headers=headers).is_success
+    # When one pass runs two days later (its clock), the retention stage moves the
+    # deadline to the past, and the expiry stage after it in the same pass, which read
+    # nothing due before the pass began, expires the words.
+    later = datetime.now(UTC) + timedelta(days=2)
+    DrainLoop(runtime.log, clock=lambda: later).run_once()
+    gone = client.get(f"/v1/observations/{obs}/content", headers=headers)
+    assert gone.status_code == 410 and problem_slug(gone) == "content-expired", gone.text

@@ -17,16 +17,20 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 from uuid import UUID
 
 from projections.drains.counters import DRAIN_FAILURES, count
 
 __all__ = [
     "Backoff",
+    "read_listing",
     "run_stage",
 ]
 
 _log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 Key = tuple[str, UUID | None]
 """A stage, and its tenant (None: listing the stage's tenants)."""
@@ -96,6 +100,22 @@ def _failed(backoff: Backoff, key: Key) -> None:
     )
 
 
+def read_listing(stage: str, read: Callable[[], _T], backoff: Backoff) -> _T | None:
+    """Return ``read()``, what ``stage`` has due; or None while its listing backs off,
+    or when ``read`` fails (logged, counted and backed off as ``(stage, None)``).
+    Never raises (bar ``BaseException``)."""
+    listing: Key = (stage, None)
+    if not backoff.ready(listing):
+        return None
+    try:
+        listed = read()
+    except Exception:
+        _failed(backoff, listing)
+        return None
+    backoff.succeeded(listing)
+    return listed
+
+
 def run_stage(
     stage: str,
     tenants: Callable[[], Iterable[UUID]],
@@ -109,15 +129,9 @@ def run_stage(
     of one tenant's run, is logged, counted and backed off, and the other
     tenants go on.
     """
-    listing: Key = (stage, None)
-    if not backoff.ready(listing):
+    due = read_listing(stage, lambda: list(tenants()), backoff)
+    if due is None:
         return 0
-    try:
-        due = list(tenants())
-    except Exception:
-        _failed(backoff, listing)
-        return 0
-    backoff.succeeded(listing)
     done = 0
     for tenant_id in due:
         key: Key = (stage, tenant_id)

@@ -13,7 +13,7 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from projections.drains.isolation import Backoff
+from projections.drains.isolation import Backoff, read_listing
 from projections.drains.revision import LEASE_SECONDS
 from projections.drains.stages import drain_stages, run_pass
 from projections.recall.embedders import Embedder
@@ -113,12 +113,11 @@ class DrainLoop:
                     break
 
     def _due(self) -> dict[PassKind, dict[UUID, int]] | None:
-        """Every stage's due tenants (:func:`due_work`), or None when they could not be
-        read: each stage then reads its own, and fails and backs off alone."""
-        try:
-            return due_work(self.log.datastore, self.clock())
-        except Exception:
-            return None
+        """The due tenants of the stages that have a :attr:`Stage.kind` (:func:`due_work`),
+        or None when they could not be read (logged, counted and backed off as the
+        ``due`` stage's listing): each stage then reads its own, and fails and backs
+        off alone."""
+        return read_listing("due", lambda: due_work(self.log.datastore, self.clock()), self.backoff)
 
     def _warm_up(self) -> None:
         """Load the embedding model now, beside the loop (which it must not delay),

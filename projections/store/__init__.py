@@ -16,6 +16,8 @@ Modules:
   driver and library exceptions.
 - :mod:`projections.store.eventlog`: The event log: the eventsourcing
   application and its tenant-scoped recorder.
+- :mod:`projections.store.group_conflicts`: Which writes of a group commit cannot
+  share its transaction, decided before it.
 - :mod:`projections.store.lexeme_counts`: Counting recall's words: the statement
   that keeps ``lexeme_counts`` true.
 - :mod:`projections.store.migrations`: Schema migrations: Alembic revisions,
@@ -50,6 +52,7 @@ __all__ = [
     "embedded",
     "errors",
     "eventlog",
+    "group_conflicts",
     "lexeme_counts",
     "migrations",
     "resident",

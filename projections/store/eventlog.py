@@ -45,6 +45,7 @@ from psycopg.types.json import Jsonb
 from domain.dependency import Dependencies, dependencies_of
 from domain.memory import Memory
 from projections.store.errors import StaleReadError
+from projections.store.group_conflicts import conflicting
 from projections.store.lexeme_counts import counting
 from projections.store.schema import SNAPSHOTS_TABLE
 from projections.store.sql import WRITE_POSITION_SETTING, Chain, schema_query
@@ -999,47 +1000,6 @@ def _record_idempotency(
     curs.fetchone()
 
 
-def _overlapping(
-    members: Sequence[tuple[Sequence[StoredEvent], WriteContext]], committed: Mapping[UUID, int]
-) -> dict[int, Exception]:
-    """Return, by index, the refusal of each write of a group that cannot commit with
-    the group, as the database would answer it but without a round trip: it takes a
-    version already taken, by a write of this process that committed (``committed``:
-    the last version of each aggregate such writes recorded) or by an earlier
-    member kept (``IntegrityError``); or it read an aggregate that changed since,
-    or that an earlier member kept writes, or writes what such a member read, or
-    read an aggregate at another version than it (``StaleReadError``).
-
-    In one transaction the checks under the lock run before any of the group's
-    rows are inserted, so they could not see one member's effect on another; and
-    a group the database refuses is inserted again one savepoint per write. Each
-    write refused here is built again from fresh aggregates, and its neighbours
-    commit as one."""
-    written: set[UUID] = set()
-    read: dict[UUID, int] = {}
-    refused: dict[int, Exception] = {}
-    for index, (stored, write) in enumerate(members):
-        first: dict[UUID, int] = {}
-        for event in stored:
-            aggregate_id = UUID(str(event.originator_id))
-            first[aggregate_id] = min(
-                first.get(aggregate_id, event.originator_version), event.originator_version
-            )
-        reads = write.read_versions
-        if not written.isdisjoint(first) or any(committed.get(i, 0) >= v for i, v in first.items()):
-            refused[index] = IntegrityError("a write of this process took the same version")
-        elif (
-            not read.keys().isdisjoint(first)
-            or not written.isdisjoint(reads)
-            or any(read.get(i, v) != v or committed.get(i, v) > v for i, v in reads.items())
-        ):
-            refused[index] = StaleReadError("a write of this process changed what it read")
-        else:
-            written.update(first)
-            read.update(reads)
-    return refused
-
-
 class _UnmergeableError(Exception):
     """Writes that cannot be recorded as one (two set the same single-valued row)."""
 
@@ -1121,7 +1081,8 @@ class GroupCommit:
     answered only after the transaction that holds it commits, with its own
     positions or its own exception. A write that certainly conflicts, with an
     earlier one of its group or with what this process committed since it was
-    built, is refused before the transaction (:func:`_overlapping`), so that it
+    built, or that read what another write of its group changes, is refused
+    before the transaction (:mod:`projections.store.group_conflicts`), so that it
     neither costs its neighbours a refused group nor a round trip.
     """
 
@@ -1136,7 +1097,7 @@ class GroupCommit:
         self._building = 0
         self._committed: dict[UUID, int] = {}
         """The last version of recently written aggregates, by the writes of this
-        process that committed (:func:`_overlapping`)."""
+        process that committed (:func:`projections.store.group_conflicts.conflicting`)."""
 
     @property
     def queued(self) -> int:
@@ -1189,15 +1150,17 @@ class GroupCommit:
                 member = self._queue.pop(0)
                 group.append(member)
                 events += len(member.stored)
-        refused = _overlapping([(m.stored, m.write) for m in group], self._committed)
-        for index, error in refused.items():
-            group[index].error = error
-        live = [m for i, m in enumerate(group) if i not in refused]
+        live = group  # the writes the transaction holds (all, until some are refused)
         try:
+            reads = [(m.stored, m.write.read_versions) for m in group]
+            refused = conflicting(reads, self._committed)
+            for index, error in refused.items():
+                group[index].error = error
+            live = [m for i, m in enumerate(group) if i not in refused]
             if len(live) == 1:
                 # Alone: the pipelined insert, with no savepoint to pay for.
                 live[0].ids = self.recorder.insert_events(live[0].stored, write=live[0].write) or ()
-            else:
+            elif live:  # (none when every write was refused: no transaction at all)
                 results = self.recorder.insert_group([(m.stored, m.write) for m in live])
                 self.sizes.append(len(live))
                 for member, result in zip(live, results, strict=True):

@@ -2,8 +2,9 @@
 
 A belief names its current version, never its text; the text lives in the
 payload store under the digest the version's ``VersionRecorded`` event
-carries, decoded from the memory's version events (by the per-memory index:
-the cost follows the memories' versions, not the log).
+carries: taken from this process's copy of the memory when it holds one, else
+decoded from the memory's version events, newest first (by the per-memory
+index: the cost follows the memories' versions, not the log).
 
 The belief was read in an earlier statement than the text. The text is read
 in one statement with the memory's requested revision: if that moved, a
@@ -82,7 +83,7 @@ def _decoded_version_events(
     The current version is nearly always a memory's newest, and a memory revised for
     months has hundreds of versions: rows are decoded newest first, a memory's older
     ones skipped once its version is found, and iteration stops once every version
-    is (``rows`` may be the cursor itself, so skipped rows are never built)."""
+    is (``rows`` may be the cursor itself: the rows after that are never built)."""
     found: dict[UUID, Memory.VersionRecorded] = {}
     for row in rows:
         if row["originator_id"] in found:

@@ -281,8 +281,9 @@ def test_a_citation_and_the_retraction_of_its_observation_never_commit_as_one_gr
     assert recorder.isolated_groups == isolated_before  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("neighbour", [True, False])
 def test_a_write_built_on_a_version_this_process_committed_since_is_refused_before_its_group(
-    runtime: Runtime, tenant: Tenant
+    runtime: Runtime, tenant: Tenant, neighbour: bool
 ) -> None:
     caller = authenticate(runtime.log, tenant.admin.token)
     writer = _writer(runtime)
@@ -292,21 +293,24 @@ def test_a_write_built_on_a_version_this_process_committed_since_is_refused_befo
     schema, group = runtime.database.schema, runtime.log.group
     recorder = runtime.log.recorder
     isolated_before = recorder.isolated_groups  # type: ignore[attr-defined]
+    group.sizes.clear()
     outcomes: dict[str, Any] = {}
 
     def write(name: str, spec: Any) -> threading.Thread:
         return _started(outcomes, name, lambda: writer.write(caller, [spec], batch=False))
 
     # Given a version that commits alone once the table is free, and, queued behind
-    # it, another version of the same memory built before it committed, beside a
-    # write of another memory.
+    # it, another version of the same memory built before it committed (beside a
+    # write of another memory, or alone).
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         threads = [write("first", VersionSpec(revised, "5 minutes", (), None, 1.0))]
         _until(lambda: _waiting_on_lock(runtime), 10, "the first version waits for the table")
         threads.append(write("stale", VersionSpec(revised, "6 minutes", (), None, 1.0)))
-        threads.append(write("neighbour", _note("Another memory")))
-        _until(lambda: group.queued == 2, 20, "both queue for the next group")
+        if neighbour:
+            threads.append(write("neighbour", _note("Another memory")))
+        queued = 2 if neighbour else 1
+        _until(lambda: group.queued == queued, 20, "the writes queue for the next group")
         holder.commit()
     for thread in threads:
         thread.join(30)
@@ -316,5 +320,6 @@ def test_a_write_built_on_a_version_this_process_committed_since_is_refused_befo
     assert outcomes["stale"].body["position"] > outcomes["first"].body["position"]
     # It was refused before its group's transaction (this process had committed the
     # version it took), not by the database: its neighbour's group was never
-    # inserted again one savepoint per write.
+    # inserted again one savepoint per write, and a group left empty ran none.
     assert recorder.isolated_groups == isolated_before  # type: ignore[attr-defined]
+    assert list(group.sizes) == []

@@ -6,6 +6,8 @@ from __future__ import annotations
 import atexit
 import gc
 import logging
+import multiprocessing
+import multiprocessing.process
 import os
 import signal
 import sys
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
     from projections.runtime import Runtime
     from projections.store.settings import DatabaseSettings
 
-__all__ = ["run_serve", "worker_app"]
+__all__ = ["run_drains", "run_serve", "worker_app"]
 
 _log = logging.getLogger("palimpsest.cli")
 _RETRY_LOAD_S = (1.0, 60.0)
@@ -71,11 +73,17 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
         lock.acquire()
     # SIGTERM must run atexit handlers, or the embedded PostgreSQL outlives us.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    apart: _DrainProcess | None = None
     try:
         runtime = start_runtime(db, progress=_log.info)
         try:
             if db.embedded:
                 _bootstrap_default_tenant(runtime, db.data_dir)
+                # Other processes (HTTP workers, the drain process) attach to the
+                # embedded server this one keeps up, reading the environment.
+                os.environ["PALIMPSEST_DATA_DIR"] = str(db.data_dir)
+            if _drains_apart():
+                apart = _DrainProcess().start()
             _log.info(
                 "serving",
                 extra={
@@ -87,10 +95,7 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
                 },
             )
             if api.workers > 1:
-                # This process keeps the embedded server up; the workers attach to
-                # it and read their settings from the environment, as this one did.
-                if db.embedded:
-                    os.environ["PALIMPSEST_DATA_DIR"] = str(db.data_dir)
+                # The workers read their settings from the environment, as this did.
                 uvicorn.run(
                     "api.cli.serve:worker_app",
                     factory=True,
@@ -106,6 +111,8 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
                     worker.app, host=api.host, port=api.port, log_config=None, access_log=False
                 )
         finally:
+            if apart is not None:
+                apart.stop()
             runtime.close()
     finally:
         if lock is not None:
@@ -135,18 +142,23 @@ def worker_app() -> FastAPI:
 
 
 class _Worker:
-    """One serving process's parts besides the database: the embedder's loader, its
-    bid for the drains (:class:`ElectedDrains`), the daily pass, and the app."""
+    """One serving process's parts besides the database: the embedder's loader, the
+    drains beside it (:class:`_DrainJobs`; none when they run in a process of their
+    own), and the app."""
 
     def __init__(self, runtime: Runtime, api: ApiSettings) -> None:
         from api.app import create_app
 
         self.loader = _EmbedderLoader(runtime)
-        self.drains, wake = _drains(runtime)
-        self.scheduled = _scheduled_pass(runtime, api) if self.drains is not None else None
-        self.cycles = _scheduled_cycles(runtime, api) if self.drains is not None else None
-        drains = self.drains
-        running = None if drains is None else (lambda: drains.running)
+        self.jobs = None if _drains_apart() else _DrainJobs(runtime, api)
+        if self.jobs is None:
+            # The drain process hears each write through the log's NOTIFY: no hint to
+            # send, but drains run, so a write may wait for its embedding.
+            wake: Callable[[], None] = _no_hint
+            running = None
+        else:
+            wake, drains = self.jobs.wake, self.jobs.drains
+            running = None if drains is None else (lambda: drains.running)
         self.app = create_app(api, runtime, wake, drains_running=running)
 
     def __enter__(self) -> _Worker:
@@ -158,12 +170,114 @@ class _Worker:
 
     def __exit__(self, *_: object) -> None:
         self.loader.stop()
+        if self.jobs is not None:
+            self.jobs.stop()
+
+
+def _no_hint() -> None:
+    """The wake-up hint of a process whose writes the drains hear through NOTIFY."""
+
+
+class _DrainJobs:
+    """A process's bid for the drains (:class:`ElectedDrains`) and the daily jobs run
+    beside them; with a broker, none here (the workers run them) and each write
+    sends a hint instead."""
+
+    def __init__(self, runtime: Runtime, api: ApiSettings) -> None:
+        self.drains, self.wake = _drains(runtime)
+        self.scheduled = _scheduled_pass(runtime, api) if self.drains is not None else None
+        self.cycles = _scheduled_cycles(runtime, api) if self.drains is not None else None
+
+    def stop(self) -> None:
+        """Stop the daily jobs, then the drains (and give their lock back)."""
         if self.scheduled is not None:
             self.scheduled.stop()
         if self.cycles is not None:
             self.cycles.stop()
         if self.drains is not None:
             self.drains.stop()
+
+
+def _drains_apart() -> bool:
+    """Whether ``serve`` runs the drains in a process of their own
+    (``PALIMPSEST_DRAIN_PROCESS``, without ``BROKER_URL``)."""
+    settings = DrainSettings()
+    return settings.drain_process and settings.broker_url is None
+
+
+class _DrainProcess:
+    """Runs :func:`run_drains` in a child process (spawned, as uvicorn's workers are),
+    and starts another when it dies, until stopped. The drains' election makes one
+    drain at a time whatever happens: a child that outlives this process (killed
+    with SIGKILL) exits once it sees its parent gone."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._supervise, name="palimpsest-drain-process", daemon=True
+        )
+        self.process: multiprocessing.process.BaseProcess | None = None
+
+    def start(self) -> _DrainProcess:
+        """Start the child, and watch it."""
+        self._thread.start()
+        return self
+
+    def _supervise(self) -> None:
+        spawn = multiprocessing.get_context("spawn")
+        while not self._stop.is_set():
+            process = spawn.Process(target=run_drains, args=(os.getpid(),), name="drains")
+            process.start()
+            self.process = process
+            _log.info("drain process started", extra={"pid": process.pid})
+            while process.is_alive() and not self._stop.is_set():
+                process.join(0.5)
+            if not self._stop.is_set():
+                _log.warning(
+                    "drain process exited, starting another",
+                    extra={"pid": process.pid, "exitcode": process.exitcode},
+                )
+                self._stop.wait(1.0)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop the child (SIGTERM: it finishes its batch and gives the lock back)."""
+        self._stop.set()
+        self._thread.join(timeout_s)
+        process = self.process
+        if process is not None and process.is_alive():
+            process.terminate()
+            process.join(timeout_s)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout_s)
+
+
+def run_drains(parent_pid: int) -> None:
+    """The drain process of ``serve`` (``PALIMPSEST_DRAIN_PROCESS``): its own runtime,
+    on the database ``serve`` started, the elected drains and the daily jobs, until
+    SIGTERM or until its parent is gone. It serves no HTTP."""
+    from api.logformat import configure_logging
+    from api.settings import ApiSettings
+    from projections.store.settings import DatabaseSettings
+
+    api = ApiSettings()
+    configure_logging(api.log_level)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's ^C is serve's to handle
+    runtime = start_runtime(DatabaseSettings())
+    loader = _EmbedderLoader(runtime)
+    jobs = _DrainJobs(runtime, api)
+    gc.freeze()
+    try:
+        while not stop.wait(1.0):
+            if os.getppid() != parent_pid:
+                _log.warning("serve is gone: the drain process exits")
+                break
+    finally:
+        jobs.stop()
+        loader.stop()
+        runtime.close()
 
 
 def _scheduled_cycles(runtime: Runtime, api: ApiSettings) -> PeriodicJob:

@@ -20,6 +20,11 @@ class DrainSettings(BaseSettings):
     drain_batch: int = Field(default=100, ge=1, le=10_000)
     sweep_interval_s: float = Field(default=1.0, gt=0, le=3600)
     drain_lease_s: float = Field(default=10.0, gt=0, le=3600)
+    drain_process: bool = False
+    """``serve`` runs the drains (and the daily jobs beside them) in a process of their
+    own, started again if it dies, instead of in a thread of an HTTP process: each
+    HTTP process then drains nothing and spends its interpreter on requests only.
+    Ignored with ``BROKER_URL`` (the workers drain)."""
 
     @field_validator("broker_url")
     @classmethod

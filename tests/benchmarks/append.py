@@ -13,8 +13,9 @@ in the same transaction sizes:
   concurrent clients (8: through the group commit), with p50/p99 latency;
 - batches of 100 memories (200 events, 100 payload rows per transaction);
 - against real ``palimpsest serve --workers 1`` and ``--workers 2`` processes on
-  the same database (drains elected in one): HTTP single writes from 1 and 8
-  clients and batches of 100 (with 1 client through httpx too, for what a
+  the same database (drains elected in one), and ``--workers 1`` with the drains
+  in a process of their own (``PALIMPSEST_DRAIN_PROCESS=1``): HTTP single writes
+  from 1 and 8 clients and batches of 100 (with 1 client through httpx too, for what a
   full-featured client costs), all through :class:`KeepAliveClient`, so that
   the benchmark's own client does not bound what it measures, each beside raw
   baselines measured again just before that process's figures;
@@ -196,6 +197,14 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+_SERVED: list[tuple[str, int, dict[str, str]]] = [
+    ("serve --workers 1", 1, {}),
+    ("serve --workers 2", 2, {}),
+    ("serve --workers 1, drain process", 1, {"PALIMPSEST_DRAIN_PROCESS": "1"}),
+]
+"""The served configurations measured, in order: label, HTTP processes, settings."""
 
 
 def _serve(
@@ -445,7 +454,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
     )
     _report("library path, 100 memories/tx", b * 200, lib_s, lib_lat, raw_batch_rate)
 
-    def raw_again(workers: int) -> tuple[dict[int, float], float]:
+    def raw_again(served: str) -> tuple[dict[int, float], float]:
         """Measure the raw baselines again, just before the served figures they stand
         beside: this machine's speed moves within a run, by 2x at times."""
         rates = {}
@@ -455,25 +464,23 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
                 n, clients, lambda i: _raw_insert(raw_conn(), schema, tenant, 1)
             )
             rates[clients] = n * EVENTS_PER_MEMORY / raw_s
-            _report(
-                f"raw, {clients} client(s), beside --workers {workers}", n * 2, raw_s, raw_lat, None
-            )
+            _report(f"raw, {clients} client(s), beside {served}", n * 2, raw_s, raw_lat, None)
         raw_s, raw_lat = _timed(b // 2, 1, lambda i: _raw_insert(raw_conn(), schema, tenant, 100))
-        _report(f"raw, 100/tx, beside --workers {workers}", b // 2 * 200, raw_s, raw_lat, None)
+        _report(f"raw, 100/tx, beside {served}", b // 2 * 200, raw_s, raw_lat, None)
         return rates, b // 2 * 200 / raw_s
 
-    for workers in (1, 2):
-        process, base = _serve(runtime, workers)
+    for n, (served, workers, settings) in enumerate(_SERVED):
+        process, base = _serve(runtime, workers, settings)
         try:
             _drained(runtime)
-            again = raw_again(workers)
-            _http_writes(base, headers, args, workers, (raw_rates, raw_batch_rate), again)
+            again = raw_again(served)
+            _http_writes(base, headers, args, served, (raw_rates, raw_batch_rate), again)
             # A tenant of its own: the drains publish each tenant's work in turn, so
             # the backlog the earlier parts left (never drained) does not delay it.
-            loaded = create_tenant(runtime.log, f"load-{workers}")
+            loaded = create_tenant(runtime.log, f"load-{n}")
             load_headers = {"Authorization": f"Bearer {loaded.token}"}
             line = _concurrent_load(base, load_headers, args.load_seconds)
-            print(f"concurrent load, serve --workers {workers}: {line}", flush=True)
+            print(f"concurrent load, {served}: {line}", flush=True)
         finally:
             _stop(process)
     for conn in raw_conns:
@@ -498,12 +505,12 @@ def _http_writes(
     base: str,
     headers: dict[str, str],
     args: argparse.Namespace,
-    workers: int,
+    served: str,
     raw: tuple[dict[int, float], float],
     again: tuple[dict[int, float], float],
 ) -> None:
-    """Single writes from 1 and 8 clients, then batches of 100, against ``serve
-    --workers N`` at ``base``; each beside the raw rates of the same transaction size
+    """Single writes from 1 and 8 clients, then batches of 100, against ``served`` (a
+    label of :data:`_SERVED`) at ``base``; each beside the raw rates of the same transaction size
     (``raw``: the run's first, by clients, and of batches; ``again``: the same,
     measured just before)."""
     (raw_rates, raw_batch_rate), (again_rates, again_batch_rate) = raw, again
@@ -532,21 +539,21 @@ def _http_writes(
                 idle.get().close()
 
     def note(i: int) -> object:
-        return {"type": "note", "scope": "bench", "content": f"w {i} {workers}"}
+        return {"type": "note", "scope": "bench", "content": f"w {i} {served}"}
 
     run(100, 8, "/v1/memories", note)  # statements prepared, caches warm
     for clients in (1, 8):
         n = args.singles if clients == 1 else args.singles * 2
         http_s, http_lat = run(n, clients, "/v1/memories", note)
         _report(
-            f"HTTP POST, {clients} client(s), serve --workers {workers}",
+            f"HTTP POST, {clients} client(s), {served}",
             n * 2,
             http_s,
             http_lat,
             raw_rates[clients],
             again_rates[clients],
         )
-    if workers == 1:
+    if served == _SERVED[0][0]:
         # The same writes through httpx, for what the client alone costs.
         with httpx2.Client(base_url=base, headers=headers, timeout=30) as full:
             n = args.singles // 2
@@ -575,7 +582,7 @@ def _http_writes(
     b = args.batches
     http_s, http_lat = run(b, 1, "/v1/batch", lambda i: {"items": items})
     _report(
-        f"HTTP POST /v1/batch (100), serve --workers {workers}",
+        f"HTTP POST /v1/batch (100), {served}",
         b * 200,
         http_s,
         http_lat,

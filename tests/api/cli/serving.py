@@ -1,0 +1,85 @@
+"""Running a real ``palimpsest serve`` for a test: on the test's database, with no
+embedding model to load (these tests are about processes, not embeddings)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import httpx2
+import pytest
+
+from projections.runtime import Runtime
+from tests.projections.drains.killing import database_url
+
+__all__ = ["free_port", "published", "start_serve", "until"]
+
+
+def until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Wait for ``condition`` (polled), failing the test after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting until {what}")
+        time.sleep(0.1)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_serve(
+    runtime: Runtime, *args: str, settings: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``palimpsest serve`` (with ``args``, and ``settings`` in its environment)
+    in a session of its own; return it and its base URL once ``/healthz`` answers."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
+    env |= {
+        "DATABASE_URL": database_url(runtime),
+        "PALIMPSEST_EMBEDDER": "http",
+        "PALIMPSEST_EMBEDDING_URL": "http://127.0.0.1:9/v1/embeddings",
+        "PALIMPSEST_EMBEDDING_MODEL": "none",
+    }
+    env |= settings or {}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "api.cli", "serve", "--port", str(port), *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        assert server.poll() is None, "serve exited"
+        try:
+            return httpx2.get(f"{base}/healthz", timeout=2).status_code == 200
+        except httpx2.TransportError:
+            return False
+
+    until(healthy, 90, "serve is healthy")
+    return server, base
+
+
+def published(base: str, headers: dict[str, str], content: str) -> None:
+    """Write a note through ``base`` and read it back ``current`` (waiting up to 20 s
+    for a drain to publish it)."""
+    written = httpx2.post(
+        f"{base}/v1/memories",
+        json={"type": "note", "scope": "user", "content": content},
+        headers=headers,
+        timeout=30,
+    )
+    assert written.status_code == 201, written.text
+    read = httpx2.get(
+        f"{base}/v1/memories/{written.json()['id']}?wait=20", headers=headers, timeout=30
+    )
+    assert read.json()["status"] == "current", read.text

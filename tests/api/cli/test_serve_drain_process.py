@@ -1,0 +1,51 @@
+"""``serve`` with ``PALIMPSEST_DRAIN_PROCESS=1``: the drains run in a process of their
+own, which ``serve`` starts again when it is killed, and which never outlives it."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import psutil
+
+from projections.runtime import Runtime
+from tests.api.cli.serving import published, start_serve, until
+from tests.conftest import Tenant
+from tests.projections.drains.killing import drain_owners
+
+
+def test_the_drains_run_apart_are_started_again_when_killed_and_end_with_serve(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    server, base = start_serve(runtime, settings={"PALIMPSEST_DRAIN_PROCESS": "1"})
+    headers = tenant.headers()
+
+    def children() -> set[int]:
+        return {c.pid for c in psutil.Process(server.pid).children()}
+
+    try:
+        # The drains are a child of serve's, not serve's HTTP process.
+        until(lambda: len(drain_owners(runtime)) == 1, 60, "a process drains")
+        [owner] = drain_owners(runtime)
+        assert owner in children() and owner != server.pid
+        published(base, headers, "drained apart")
+
+        os.kill(owner, signal.SIGKILL)
+        until(
+            lambda: len(owners := drain_owners(runtime)) == 1 and owners[0] != owner,
+            60,
+            "serve starts the drains again",
+        )
+        [again] = drain_owners(runtime)
+        assert again in children()
+        published(base, headers, "drained by the new process")
+
+        # Stopped, serve stops its drain process too.
+        os.kill(server.pid, signal.SIGTERM)
+        server.wait(60)
+        until(lambda: not psutil.pid_exists(again), 30, "the drain process exits")
+        assert drain_owners(runtime) == []
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(30)

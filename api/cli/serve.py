@@ -1,5 +1,6 @@
 """``palimpsest serve``: lock the data directory, migrate, start the drains (in the
-one process elected), serve HTTP from one process or ``--workers N``."""
+one process elected, or in a process of their own), serve HTTP from one process or
+``--workers N``."""
 
 from __future__ import annotations
 
@@ -54,7 +55,9 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
 
     With ``api.workers`` above 1, this process starts (and migrates) the database,
     then uvicorn runs that many HTTP processes on the one port, each with its
-    own runtime (:func:`worker_app`); one of them, elected, runs the drains.
+    own runtime (:func:`worker_app`); one of them, elected, runs the drains. With
+    ``PALIMPSEST_DRAIN_PROCESS``, none does: a process of their own runs them
+    (:func:`run_drains`), started and watched by this one.
 
     Raises:
         DataDirectoryInUseError: another ``serve`` holds the data directory.

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,9 @@ __all__ = ["run_drains", "run_serve", "worker_app"]
 _log = logging.getLogger("palimpsest.cli")
 _RETRY_LOAD_S = (1.0, 60.0)
 """The first and the longest wait between attempts to load the embedder."""
+
+_RESTART_S = (1.0, 60.0)
+"""The first and the longest wait before the drain process is started again."""
 
 
 def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
@@ -86,6 +90,9 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
                 # embedded server this one keeps up, reading the environment.
                 os.environ["PALIMPSEST_DATA_DIR"] = str(db.data_dir)
             if _drains_apart():
+                # What the drain process would read, read here: a bad setting stops
+                # serve with its one line, not a child dying again and again.
+                _daily_job_settings()
                 apart = _DrainProcess().start()
             _log.info(
                 "serving",
@@ -126,7 +133,8 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
 def worker_app() -> FastAPI:
     """Return the app of one of ``serve --workers N``'s processes (uvicorn's factory):
     its own runtime on the database the first process started, and its own bid for
-    the drains. Both end when the process exits."""
+    the drains (none with ``PALIMPSEST_DRAIN_PROCESS``). Both end when the process
+    exits."""
     from api.logformat import configure_logging
     from api.settings import ApiSettings
     from projections.store.settings import DatabaseSettings
@@ -201,6 +209,13 @@ class _DrainJobs:
             self.drains.stop()
 
 
+def _daily_job_settings() -> None:
+    """Read the settings of the daily jobs the drains run beside them (raising, for
+    ``serve`` to report, what is wrong with them)."""
+    if ForgettingPassSettings().forgetting_pass_enabled:
+        judge_from(JudgeSettings())
+
+
 def _drains_apart() -> bool:
     """Whether ``serve`` runs the drains in a process of their own
     (``PALIMPSEST_DRAIN_PROCESS``, without ``BROKER_URL``)."""
@@ -228,28 +243,48 @@ class _DrainProcess:
 
     def _supervise(self) -> None:
         spawn = multiprocessing.get_context("spawn")
+        wait_s, longest_s = _RESTART_S
         while not self._stop.is_set():
-            process = spawn.Process(target=run_drains, args=(os.getpid(),), name="drains")
-            process.start()
-            self.process = process
-            _log.info("drain process started", extra={"pid": process.pid})
-            while process.is_alive() and not self._stop.is_set():
-                process.join(0.5)
-            if not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                # A daemon: multiprocessing terminates it at exit, whatever
+                # interrupted this process's own shutdown.
+                process = spawn.Process(
+                    target=run_drains, args=(os.getpid(),), name="drains", daemon=True
+                )
+                process.start()
+            except Exception:
+                _log.exception("drain process could not start", extra={"retry_s": wait_s})
+            else:
+                self.process = process
+                _log.info("drain process started", extra={"pid": process.pid})
+                while process.is_alive() and not self._stop.is_set():
+                    process.join(0.5)
+                if self._stop.is_set():
+                    return
                 _log.warning(
                     "drain process exited, starting another",
-                    extra={"pid": process.pid, "exitcode": process.exitcode},
+                    extra={"pid": process.pid, "exitcode": process.exitcode, "retry_s": wait_s},
                 )
-                self._stop.wait(1.0)
+            # One that keeps dying early (the database unreachable, say) is started
+            # again less and less often; one that ran a while, at once.
+            if time.monotonic() - started > longest_s:
+                wait_s = _RESTART_S[0]
+            self._stop.wait(wait_s)
+            wait_s = min(wait_s * 2, longest_s)
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Stop the child (SIGTERM: it finishes its batch and gives the lock back)."""
         self._stop.set()
         self._thread.join(timeout_s)
         process = self.process
-        if process is not None and process.is_alive():
-            process.terminate()
-            process.join(timeout_s)
+        if process is None:
+            return
+        try:
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout_s)
+        finally:
             if process.is_alive():
                 process.kill()
                 process.join(timeout_s)

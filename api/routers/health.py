@@ -54,7 +54,7 @@ class Liveness(BaseModel):
 class Checks(BaseModel):
     """Each condition of readiness: ``ok``, ``missing`` (not yet, or no longer),
     ``unknown`` (not checked: the database does not answer) or, for the drains,
-    ``external`` (workers elsewhere, over a broker)."""
+    ``external`` (workers elsewhere, over a broker, or ``serve``'s drain process)."""
 
     database: Check
     migrations: Check
@@ -92,7 +92,7 @@ def healthz() -> Liveness:
 def readyz(request: Request, runtime: RuntimeDep) -> Any:
     """Readiness: 200 when the database answers, its schema is at this code's newest
     migration, the embedder has loaded (the first recall does not pay for it), and
-    the drain loop runs (when this process drains; `external` with a broker).
+    the drain loop runs (when this process drains; `external` with a broker or a drain process).
     Otherwise 503 `not-ready`, naming what is missing. A load balancer routes by this."""
     drains: Callable[[], bool] | None = request.app.state.drains_running
     database = _database(runtime)

@@ -4,6 +4,7 @@ embedding model to load (these tests are about processes, not embeddings)."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 from projections.runtime import Runtime
 from tests.projections.drains.killing import database_url
 
-__all__ = ["free_port", "published", "start_serve", "until"]
+__all__ = ["free_port", "published", "serve_env", "start_serve", "until"]
 
 
 def until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -35,12 +36,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_serve(
-    runtime: Runtime, *args: str, settings: dict[str, str] | None = None
-) -> tuple[subprocess.Popen[bytes], str]:
-    """Start ``palimpsest serve`` (with ``args``, and ``settings`` in its environment)
-    in a session of its own; return it and its base URL once ``/healthz`` answers."""
-    port = free_port()
+def serve_env(runtime: Runtime, settings: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a ``serve`` on the test's database: no ``PALIMPSEST_``
+    setting of the test's own, an embedder that points nowhere, and ``settings``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
     env |= {
         "DATABASE_URL": database_url(runtime),
@@ -48,10 +46,18 @@ def start_serve(
         "PALIMPSEST_EMBEDDING_URL": "http://127.0.0.1:9/v1/embeddings",
         "PALIMPSEST_EMBEDDING_MODEL": "none",
     }
-    env |= settings or {}
+    return env | (settings or {})
+
+
+def start_serve(
+    runtime: Runtime, *args: str, settings: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``palimpsest serve`` (with ``args``, and ``settings`` in its environment)
+    in a session of its own; return it and its base URL once ``/healthz`` answers."""
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "api.cli", "serve", "--port", str(port), *args],
-        env=env,
+        env=serve_env(runtime, settings),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -65,7 +71,12 @@ def start_serve(
         except httpx2.TransportError:
             return False
 
-    until(healthy, 90, "serve is healthy")
+    try:
+        until(healthy, 90, "serve is healthy")
+    except BaseException:
+        os.killpg(server.pid, signal.SIGKILL)  # and its children, in its session
+        server.wait(30)
+        raise
     return server, base
 
 

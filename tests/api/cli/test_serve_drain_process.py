@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 
 import psutil
 
+from api.cli.exit_code import EXIT_USAGE
 from projections.runtime import Runtime
-from tests.api.cli.serving import published, start_serve, until
+from tests.api.cli.serving import free_port, published, serve_env, start_serve, until
 from tests.conftest import Tenant
 from tests.projections.drains.killing import drain_owners
 
@@ -44,8 +47,33 @@ def test_the_drains_run_apart_are_started_again_when_killed_and_end_with_serve(
         os.kill(server.pid, signal.SIGTERM)
         server.wait(60)
         until(lambda: not psutil.pid_exists(again), 30, "the drain process exits")
-        assert drain_owners(runtime) == []
+        until(lambda: drain_owners(runtime) == [], 30, "nothing drains")
     finally:
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(30)
+
+
+def test_a_bad_setting_of_the_daily_jobs_stops_serve_before_any_drain_process(
+    runtime: Runtime,
+) -> None:
+    env = serve_env(
+        runtime,
+        {
+            "PALIMPSEST_DRAIN_PROCESS": "1",
+            "PALIMPSEST_FORGETTING_PASS_ENABLED": "true",
+            "PALIMPSEST_FORGETTING_PASS_CRON": "every day at dawn",
+        },
+    )
+    # The drain process would read it; serve reads it first, and says so in one line.
+    done = subprocess.run(
+        [sys.executable, "-m", "api.cli", "serve", "--port", str(free_port())],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert "PALIMPSEST_FORGETTING_PASS_CRON" in done.stderr.strip().splitlines()[-1]
+    assert drain_owners(runtime) == []

@@ -116,7 +116,7 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
                     access_log=False,
                 )
                 return EXIT_OK
-            with _Worker(runtime, api) as worker:
+            with _Worker(runtime, api, apart) as worker:
                 uvicorn.run(
                     worker.app, host=api.host, port=api.port, log_config=None, access_log=False
                 )
@@ -157,16 +157,19 @@ class _Worker:
     drains beside it (:class:`_DrainJobs`; none when they run in a process of their
     own), and the app."""
 
-    def __init__(self, runtime: Runtime, api: ApiSettings) -> None:
+    def __init__(
+        self, runtime: Runtime, api: ApiSettings, apart: _DrainProcess | None = None
+    ) -> None:
         from api.app import create_app
 
         self.loader = _EmbedderLoader(runtime)
         self.jobs = None if _drains_apart() else _DrainJobs(runtime, api)
         if self.jobs is None:
             # The drain process hears each write through the log's NOTIFY: no hint to
-            # send, but drains run, so a write may wait for its embedding.
+            # send, but drains run, so a write may wait for its embedding. /readyz
+            # sees the process when this one watches it (``apart``), else not.
             wake: Callable[[], None] = _no_hint
-            running = None
+            running = None if apart is None else (lambda: apart.running)
         else:
             wake, drains = self.jobs.wake, self.jobs.drains
             running = None if drains is None else (lambda: drains.running)
@@ -235,6 +238,12 @@ class _DrainProcess:
             target=self._supervise, name="palimpsest-drain-process", daemon=True
         )
         self.process: multiprocessing.process.BaseProcess | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether a drain process is alive now (``/readyz`` reports it)."""
+        process = self.process
+        return process is not None and process.is_alive()
 
     def start(self) -> _DrainProcess:
         """Start the child, and watch it."""

@@ -54,7 +54,8 @@ class Liveness(BaseModel):
 class Checks(BaseModel):
     """Each condition of readiness: ``ok``, ``missing`` (not yet, or no longer),
     ``unknown`` (not checked: the database does not answer) or, for the drains,
-    ``external`` (workers elsewhere, over a broker, or ``serve``'s drain process)."""
+    ``external`` (workers elsewhere, over a broker, or the drain process of a
+    ``serve --workers N``)."""
 
     database: Check
     migrations: Check

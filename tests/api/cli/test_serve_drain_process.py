@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 
+import httpx2
 import psutil
 
 from api.cli.exit_code import EXIT_USAGE
@@ -26,11 +27,15 @@ def test_the_drains_run_apart_are_started_again_when_killed_and_end_with_serve(
     def children() -> set[int]:
         return {c.pid for c in psutil.Process(server.pid).children()}
 
+    def readiness() -> str:
+        return str(httpx2.get(f"{base}/readyz", timeout=5).json()["checks"]["drains"])
+
     try:
-        # The drains are a child of serve's, not serve's HTTP process.
+        # The drains are a child of serve's, not serve's HTTP process, which sees it.
         until(lambda: len(drain_owners(runtime)) == 1, 60, "a process drains")
         [owner] = drain_owners(runtime)
         assert owner in children() and owner != server.pid
+        assert readiness() == "ok"
         published(base, headers, "drained apart")
 
         os.kill(owner, signal.SIGKILL)
@@ -40,7 +45,7 @@ def test_the_drains_run_apart_are_started_again_when_killed_and_end_with_serve(
             "serve starts the drains again",
         )
         [again] = drain_owners(runtime)
-        assert again in children()
+        assert again in children() and readiness() == "ok"
         published(base, headers, "drained by the new process")
 
         # Stopped, serve stops its drain process too.

@@ -74,6 +74,11 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
     # refuse before starting anything.
     EmbeddingSettings().make_embedder()
     configured_importance()  # bad PALIMPSEST_IMPORTANCE_* settings: one line, now
+    apart_drains = _drains_apart()  # a bad PALIMPSEST_DRAIN_PROCESS too
+    if apart_drains:
+        # What the drain process would read, read here: a bad setting stops serve
+        # with its one line, not a child dying again and again.
+        _daily_job_settings()
 
     lock = ServeLock(db.data_dir) if db.embedded else None
     if lock is not None:
@@ -89,10 +94,7 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
                 # Other processes (HTTP workers, the drain process) attach to the
                 # embedded server this one keeps up, reading the environment.
                 os.environ["PALIMPSEST_DATA_DIR"] = str(db.data_dir)
-            if _drains_apart():
-                # What the drain process would read, read here: a bad setting stops
-                # serve with its one line, not a child dying again and again.
-                _daily_job_settings()
+            if apart_drains:
                 apart = _DrainProcess().start()
             _log.info(
                 "serving",

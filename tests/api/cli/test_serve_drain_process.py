@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx2
 import psutil
@@ -82,3 +83,23 @@ def test_a_bad_setting_of_the_daily_jobs_stops_serve_before_any_drain_process(
     assert done.returncode == EXIT_USAGE, done.stderr
     assert "PALIMPSEST_FORGETTING_PASS_CRON" in done.stderr.strip().splitlines()[-1]
     assert drain_owners(runtime) == []
+
+
+def test_a_drain_process_setting_that_is_not_a_boolean_stops_serve_before_it_writes(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PALIMPSEST_", "DATABASE_"))}
+    env |= {"PALIMPSEST_DATA_DIR": str(store), "PALIMPSEST_DRAIN_PROCESS": "maybe"}
+    done = subprocess.run(
+        [sys.executable, "-m", "api.cli", "serve", "--port", str(free_port())],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == EXIT_USAGE, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "PALIMPSEST_DRAIN_PROCESS" in line
+    assert not store.exists()  # no database started, nothing written

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from api.app import create_app
 from api.settings import ApiSettings
 from domain.errors import PalimpsestError
 from projections.commands.tokens import IssuedToken, create_tenant, issue_token
+from projections.commands.writer import CapturePolicy, Writer
 from projections.drains.revision import drain_revisions
 from projections.recall.indexing import index_pending
 from projections.runtime import Runtime, start_runtime
@@ -200,6 +202,16 @@ def index_until_caught_up(runtime: Runtime, tenant: uuid.UUID | None = None) -> 
         if not (report.embedded or report.marked):
             return embedded
         embedded += report.embedded
+
+
+def library_writer(runtime: Runtime) -> Writer:
+    """The write path below the API, as a test calls it: 30 days of raw retention,
+    an hour of transient, the wall clock."""
+    return Writer(
+        runtime.log,
+        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
+        lambda: datetime.now(UTC),
+    )
 
 
 def drain_until_caught_up(runtime: Runtime) -> int:

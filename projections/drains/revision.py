@@ -11,6 +11,14 @@ above what is published, so the memory stays dirty and the newest
 generation is recomputed next. Many requests for one memory coalesce into
 one recompute. A killed drain loses only its lease, which expires.
 
+Its transactions do not wait for the disk (``durable=False`` in
+:func:`projections.store.tenancy.tenant_transaction`): what they write is
+derived from the log, whose writes do wait. A crash of PostgreSQL that loses
+the last publishes leaves those memories dirty (``requested`` was durable),
+so reads answer ``pending`` and the drains publish them again; a belief is
+never served ahead of its revision. Each write no longer queues for the
+disk behind the publishes it caused.
+
 A memory the drain cannot project (its events make the projection raise,
 such as a contribution's trust outside [0, 1] written below the API, or
 PostgreSQL refuses its row) is quarantined at its requested revision: the error is
@@ -78,7 +86,7 @@ def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
     quarantined memories: each pass costs such a tenant one indexed query,
     and ``/metrics`` keeps counting them (it reads due tenants only).
     """
-    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+    with tenant_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
         cur.execute(
             schema_sql(
                 "UPDATE {schema}.revision_tenants SET drained_position ="
@@ -92,7 +100,7 @@ def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
 
 def _claim(log: EventLog, tenant_id: UUID, limit: int, lease_s: float) -> list[tuple[UUID, int]]:
     schema = log.datastore.schema
-    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+    with tenant_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
         cur.execute(
             schema_sql(
                 "UPDATE {schema}.revisions r SET claimed_until = clock_timestamp() "
@@ -159,7 +167,9 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
     schema = log.datastore.schema
     # One round trip: the memories' revision rows (which their writers upsert, holding
     # the events table's lock) stay locked only while PostgreSQL runs the statements.
-    with tenant_transaction(log.datastore, tenant_id, commit=True, pipelined=True) as cur:
+    with tenant_transaction(
+        log.datastore, tenant_id, commit=True, pipelined=True, durable=False
+    ) as cur:
         cur.execute(
             schema_sql(
                 "INSERT INTO {schema}.beliefs (memory_id, revision, memory_type, scope, project,"
@@ -252,7 +262,7 @@ def _quarantine(log: EventLog, tenant_id: UUID, failed: list[tuple[UUID, int, Ex
     if not failed:
         return
     errors = [projection_error(error) for _, _, error in failed]
-    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+    with tenant_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
         cur.execute(
             schema_sql(
                 "UPDATE {schema}.revisions r SET unprojectable_at = u.revision,"

@@ -210,7 +210,8 @@ def _write(
     versions that have none yet), and move ``indexed`` up, for the rows whose memory
     is still at the revision read; return (vectors written, rows handled)."""
     schema = log.datastore.schema
-    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
+    # Derived from the log, as a publish is: a crash that loses it leaves the rows due.
+    with tenant_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
         # A write touching these memories raises their requested revision: it
         # waits for this transaction, or committed already and is seen here.
         cur.execute(

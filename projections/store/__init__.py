@@ -22,6 +22,8 @@ Modules:
   that keeps ``lexeme_counts`` true.
 - :mod:`projections.store.migrations`: Schema migrations: Alembic revisions,
   applied by the owner role before anything connects.
+- :mod:`projections.store.pipelined`: A transaction sent to PostgreSQL in one
+  round trip, ``COMMIT`` included.
 - :mod:`projections.store.resident`: A process's resident copies of what the
   log implies: a bounded, tenant-keyed LRU.
 - :mod:`projections.store.rollbacks`: Transactions PostgreSQL rolled back to
@@ -55,6 +57,7 @@ __all__ = [
     "group_conflicts",
     "lexeme_counts",
     "migrations",
+    "pipelined",
     "resident",
     "rollbacks",
     "schema",

@@ -47,6 +47,7 @@ from domain.memory import Memory
 from projections.store.errors import StaleReadError
 from projections.store.group_conflicts import conflicting
 from projections.store.lexeme_counts import counting
+from projections.store.pipelined import pipelined_transaction
 from projections.store.schema import SNAPSHOTS_TABLE
 from projections.store.sql import WRITE_POSITION_SETTING, Chain, schema_query
 from projections.store.storable import storable
@@ -735,15 +736,14 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         """
         with (
             self.datastore.get_connection() as conn,
-            conn.pipeline() as pipeline,
             conn.cursor() as curs,
             conn.cursor() as inserted,
         ):
-            with conn.transaction():
+            with pipelined_transaction(conn) as pipeline:
                 self._insert_events(curs, stored_events, **kwargs)
                 self._insert_stored_events(inserted, stored_events, **kwargs)
                 self._after_insert(curs, inserted, stored_events, pipeline, **kwargs)
-            return self._ids(inserted, stored_events, pipeline)
+            return self._ids(inserted, stored_events, None)
 
     @cached_property
     def _timeout_and_notify(self) -> bytes:
@@ -911,14 +911,10 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
             by_tenant.setdefault(write.tenant_id, []).append(index)
         results: list[Sequence[int] | Exception] = [[] for _ in members]
         inserts: list[tuple[Cursor[Any], list[int], list[StoredEvent]]] = []
-        with (
-            self.datastore.get_connection() as conn,
-            conn.pipeline() as pipeline,
-            conn.cursor() as curs,
-        ):
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
             # One round trip for the whole group, as for one write (_insert_pipelined);
             # every refusal raises when the answers are read, and nothing commits.
-            with conn.transaction():
+            with pipelined_transaction(conn) as pipeline:
                 self._lock_and_notify(curs)
                 for indexes in by_tenant.values():
                     write = _merged([members[i][1] for i in indexes])
@@ -932,7 +928,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
                     self._after_insert(curs, inserted, stored, pipeline, write=write)
                     inserts.append((inserted, indexes, stored))
             for inserted, indexes, stored in inserts:
-                ids = self._ids(inserted, stored, pipeline)
+                ids = self._ids(inserted, stored, None)
                 inserted.close()
                 for i in indexes:
                     count = len(members[i][0])

@@ -8,13 +8,13 @@ never carries one tenant's setting into another's work.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from projections.store.pipelined import pipelined_transaction
 from projections.store.sql import schema_query
 
 if TYPE_CHECKING:
@@ -38,6 +38,11 @@ SET_TENANT_SQL = "SELECT set_config('palimpsest.tenant_id', %s, true)"
 _READ_ONLY_TENANT_SQL = (
     "SELECT set_config('palimpsest.tenant_id', %s, true),"
     " set_config('transaction_read_only', 'on', true)"
+)
+
+_DERIVED_TENANT_SQL = (
+    "SELECT set_config('palimpsest.tenant_id', %s, true),"
+    " set_config('synchronous_commit', 'off', true)"
 )
 
 
@@ -68,6 +73,7 @@ def tenant_transaction(
     *,
     commit: bool,
     pipelined: bool = False,
+    durable: bool = True,
 ) -> Iterator[Cursor[Any]]:
     """Yield a cursor in a transaction that sees only ``tenant_id``'s rows (none
     when None).
@@ -87,15 +93,24 @@ def tenant_transaction(
     trips: while they are, every writer of those rows waits for this process.
     In pipeline mode a cursor whose rows are read must run only the statement
     read (:func:`run_unread` runs the others).
+
+    Without ``durable``, a transaction that commits returns before its record
+    reaches the disk (``synchronous_commit`` off): for rows the drains derive
+    from the log and would derive again if a crash lost them (a publish, a
+    claim), never for what a caller was told is done. A crash can lose only
+    the last such commits, never part of one, and the first durable commit
+    after them makes them durable too.
     """
     with (
         datastore.get_connection() as conn,
-        conn.pipeline() if pipelined else contextlib.nullcontext(),
-        conn.transaction(),
+        pipelined_transaction(conn) if pipelined else conn.transaction(),
         conn.cursor() as curs,
     ):
         tenant = "" if tenant_id is None else str(tenant_id)
-        setting = SET_TENANT_SQL if commit else _READ_ONLY_TENANT_SQL
+        if not commit:
+            setting = _READ_ONLY_TENANT_SQL
+        else:
+            setting = SET_TENANT_SQL if durable else _DERIVED_TENANT_SQL
         if pipelined:
             run_unread(curs, setting, (tenant,))
         else:  # answered before the caller's first statement is sent

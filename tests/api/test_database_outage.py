@@ -26,6 +26,7 @@ from projections.runtime import Runtime, start_runtime
 from projections.store.eventlog import WRITE_ATTEMPTS
 from projections.store.settings import DatabaseSettings
 from tests.api.helpers import problem_slug
+from tests.embedded_server import start, stop
 
 WAIT_S = 2
 """``PALIMPSEST_DB_WAIT_S`` for this test's service."""
@@ -41,28 +42,6 @@ def own_runtime(tmp_path: Path) -> Iterator[Runtime]:
         pytest.fail(f"could not start an embedded PostgreSQL of its own: {e}")
     yield runtime
     runtime.close()
-
-
-def _pg_ctl(runtime: Runtime, *args: str) -> None:
-    from pgserver import _commands
-
-    pg_ctl = _commands.pg_ctl  # type: ignore[attr-defined]  # made at import, per binary
-
-    embedded = runtime.database.embedded
-    assert embedded is not None
-    handle = embedded.handle
-    pg_ctl(["-w", *args], pgdata=handle.pgdata, user=handle.system_user, timeout=60)
-
-
-def _stop(runtime: Runtime) -> None:
-    _pg_ctl(runtime, "-m", "fast", "stop")
-
-
-def _start(runtime: Runtime) -> None:
-    embedded = runtime.database.embedded
-    assert embedded is not None
-    log = embedded.handle.log
-    _pg_ctl(runtime, "-o", '-h ""', "-o", f"-k {embedded.socket_dir}", "-l", str(log), "start")
 
 
 class Load:
@@ -134,12 +113,12 @@ def test_an_outage_answers_bounded_503s_and_loses_no_acknowledged_write(
             t.start()
         try:
             assert load.wait_for("write", 201, 0, 30), "no write succeeded before the outage"
-            _stop(own_runtime)
+            stop(own_runtime)
             down = load.mark()
             assert load.wait_for("write", 503, down, BOUND_S * 2), "writes never answered 503"
             assert load.wait_for("read", 503, down, BOUND_S * 2), "reads never answered 503"
             time.sleep(WAIT_S)  # a few more requests meet the outage
-            _start(own_runtime)
+            start(own_runtime)
             up = load.mark()
             assert load.wait_for("write", 201, up, 60), "writes did not recover"
             assert load.wait_for("read", 200, up, 60), "reads did not recover"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 from uuid import UUID
@@ -24,30 +23,21 @@ from domain.observation import Observation
 from projections.commands.caller import Caller
 from projections.commands.tokens import authenticate, create_tenant
 from projections.commands.writer import (
-    CapturePolicy,
     EraseSpec,
     EvidenceSpec,
     MemorySpec,
     ObservationSpec,
     RetractSpec,
     VersionSpec,
-    Writer,
     WriteSpec,
 )
 from projections.runtime import Runtime
 from projections.store.aggregates import aggregates_of
 from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
+from tests.conftest import library_writer
 
 TRIALS = 40
-
-
-def _writer(runtime: Runtime) -> Writer:
-    return Writer(
-        runtime.log,
-        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
-        lambda: datetime.now(UTC),
-    )
 
 
 def _citing(runtime: Runtime, caller: Caller, observation_id: UUID) -> list[UUID]:
@@ -92,7 +82,7 @@ def test_no_citation_survives_a_concurrent_retraction_or_erasure(
     caller = authenticate(
         runtime.log, create_tenant(runtime.log, f"race-{removal}-{citation}").token
     )
-    writer = _writer(runtime)
+    writer = library_writer(runtime)
 
     def write(spec: WriteSpec) -> dict[str, Any]:
         return writer.write(caller, [spec], batch=False).body

@@ -7,7 +7,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,20 +14,18 @@ import pytest
 from domain.errors import IdempotencyKeyReusedError, NotFoundError
 from projections.commands.tokens import authenticate
 from projections.commands.writer import (
-    CapturePolicy,
     EvidenceSpec,
     MemorySpec,
     ObservationSpec,
     RetractSpec,
     VersionSpec,
-    Writer,
 )
 from projections.runtime import Runtime
 from projections.store.aggregates import aggregates_of
 from projections.store.schema import EVENTS_TABLE
 from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
-from tests.conftest import Tenant, count_events
+from tests.conftest import Tenant, count_events, library_writer
 
 
 def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -48,14 +45,6 @@ def _waiting_on_lock(runtime: Runtime) -> bool:
             (f'"{schema}".{EVENTS_TABLE}',),
         ).fetchone()
     return bool(row and row[0])
-
-
-def _writer(runtime: Runtime) -> Writer:
-    return Writer(
-        runtime.log,
-        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
-        lambda: datetime.now(UTC),
-    )
 
 
 def _started(outcomes: dict[str, Any], name: str, call: Callable[[], Any]) -> threading.Thread:
@@ -81,7 +70,7 @@ def test_a_group_commits_together_and_an_invalid_or_refused_write_fails_alone(
     runtime: Runtime, tenant: Tenant
 ) -> None:
     caller = authenticate(runtime.log, tenant.admin.token)
-    writer = _writer(runtime)
+    writer = library_writer(runtime)
     revised = writer.write(caller, [_note("The build takes 4 minutes")], batch=False).body["id"]
     schema, group = runtime.database.schema, runtime.log.group
     group.sizes.clear()
@@ -166,7 +155,7 @@ def test_a_group_commits_together_and_an_invalid_or_refused_write_fails_alone(
 def test_a_group_of_several_tenants_commits_as_one_write_each_with_its_own_answer(
     runtime: Runtime, tenant: Tenant, other_tenant: Tenant
 ) -> None:
-    writer = _writer(runtime)
+    writer = library_writer(runtime)
     callers = [authenticate(runtime.log, t.admin.token) for t in (tenant, other_tenant)]
     schema, group = runtime.database.schema, runtime.log.group
     recorder = runtime.log.recorder
@@ -215,7 +204,7 @@ def test_a_citation_and_the_retraction_of_its_observation_never_commit_as_one_gr
     runtime: Runtime, tenant: Tenant, first_queued: str
 ) -> None:
     caller = authenticate(runtime.log, tenant.admin.token)
-    writer = _writer(runtime)
+    writer = library_writer(runtime)
     observation = uuid.UUID(
         writer.write(
             caller,
@@ -286,7 +275,7 @@ def test_a_write_built_on_a_version_this_process_committed_since_is_refused_befo
     runtime: Runtime, tenant: Tenant, neighbour: bool
 ) -> None:
     caller = authenticate(runtime.log, tenant.admin.token)
-    writer = _writer(runtime)
+    writer = library_writer(runtime)
     revised = uuid.UUID(
         writer.write(caller, [_note("The build takes 4 minutes")], batch=False).body["id"]
     )

@@ -3,7 +3,7 @@ before it reads or writes anything, whoever calls it (not only the HTTP API)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -22,7 +22,6 @@ from projections.commands.proposals import ProposalDecisionSpec, ProposeSpec
 from projections.commands.spec import WriteSpec
 from projections.commands.tokens import authenticate
 from projections.commands.writer import (
-    CapturePolicy,
     EdgeSpec,
     EraseSpec,
     EvidenceSpec,
@@ -34,10 +33,9 @@ from projections.commands.writer import (
     TenantDeletionSpec,
     VersionSpec,
     WithdrawSpec,
-    Writer,
 )
 from projections.runtime import Runtime
-from tests.conftest import Tenant
+from tests.conftest import Tenant, library_writer
 
 _SOME_ID = UUID("00000000-0000-4000-8000-000000000001")
 
@@ -80,14 +78,6 @@ def _all_specs(cls: type[WriteSpec] = WriteSpec) -> set[type[WriteSpec]]:
     return found
 
 
-def _writer(runtime: Runtime) -> Writer:
-    return Writer(
-        runtime.log,
-        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
-        lambda: datetime.now(UTC),
-    )
-
-
 def test_the_examples_cover_every_spec() -> None:
     assert {type(spec) for spec in EXAMPLES} == _all_specs()
 
@@ -127,7 +117,7 @@ def test_a_caller_below_the_specs_role_is_refused_and_nothing_is_written(
     before = snapshot()
     # When the command layer is called directly, with an idempotency key too
     with pytest.raises(PermissionDeniedError):
-        _writer(runtime).write(caller, [spec], batch=False, idempotency=("k-1", "sha256:x"))
+        library_writer(runtime).write(caller, [spec], batch=False, idempotency=("k-1", "sha256:x"))
     # Then nothing was recorded: no event, no row
     assert snapshot() == before
 
@@ -138,16 +128,16 @@ def test_one_refused_spec_refuses_the_whole_batch(
     caller = authenticate(runtime.log, tenant.token("writer"))
     before = snapshot()
     with pytest.raises(PermissionDeniedError):
-        _writer(runtime).write(caller, [EXAMPLES[0], RetentionSpec(24, None)], batch=True)
+        library_writer(runtime).write(caller, [EXAMPLES[0], RetentionSpec(24, None)], batch=True)
     assert snapshot() == before
 
 
 def test_a_caller_with_the_role_gets_past_the_check(runtime: Runtime, tenant: Tenant) -> None:
     writer = authenticate(runtime.log, tenant.token("writer"))
-    captured = _writer(runtime).write(writer, [EXAMPLES[0]], batch=False)
+    captured = library_writer(runtime).write(writer, [EXAMPLES[0]], batch=False)
     assert captured.status_code == 201
     admin = authenticate(runtime.log, tenant.admin.token)
-    retention = _writer(runtime).write(admin, [RetentionSpec(24, None)], batch=False)
+    retention = library_writer(runtime).write(admin, [RetentionSpec(24, None)], batch=False)
     assert retention.body["raw_hours"] == 24
 
 

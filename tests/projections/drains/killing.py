@@ -171,7 +171,9 @@ def kill_mid_write(
     """Start a drain (``start``, a subprocess in a session of its own) while the rows of
     ``hold`` are locked, wait until its write blocks on ``table`` inside its
     transaction, SIGKILL its process group there, release the rows, and return once
-    the killed write's backend is gone (its transaction rolled back).
+    the killed write's backend is gone (its transaction over: rolled back, or
+    committed whole when the process had sent its ``COMMIT`` with the rest, as a
+    pipelined transaction does: store/pipelined.py).
 
     With ``holds_events_lock``, the write must hold the events-table lock when it is
     killed (an event-log write, its events inserted).

@@ -4,7 +4,6 @@ tenant, and never changes when its caller changes what it loaded."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -15,24 +14,19 @@ from domain.errors import NotFoundError
 from domain.memory import Memory
 from projections.commands.caller import Caller
 from projections.commands.tokens import authenticate
-from projections.commands.writer import CapturePolicy, MemorySpec, VersionSpec, Writer
+from projections.commands.writer import MemorySpec, VersionSpec
 from projections.runtime import Runtime, start_runtime
 from projections.store.aggregate_cache import aggregate_cache
 from projections.store.aggregates import aggregates_at, aggregates_of, load_aggregate
 from projections.store.eventlog import SNAPSHOT_INTERVAL
 from projections.store.sql import schema_query
 from projections.store.tenancy import tenant_transaction
-from tests.conftest import RunDatabase, Tenant
-
-
-def _writer(runtime: Runtime) -> Writer:
-    policy = CapturePolicy(timedelta(days=30), timedelta(hours=1))
-    return Writer(runtime.log, policy, lambda: datetime.now(UTC))
+from tests.conftest import RunDatabase, Tenant, library_writer
 
 
 def _fact(runtime: Runtime, caller: Caller, text: str) -> UUID:
     body = (
-        _writer(runtime)
+        library_writer(runtime)
         .write(caller, [MemorySpec("fact", "user", None, None, text, (), None, 1.0)], batch=False)
         .body
     )
@@ -40,7 +34,8 @@ def _fact(runtime: Runtime, caller: Caller, text: str) -> UUID:
 
 
 def _revise(runtime: Runtime, caller: Caller, memory_id: UUID, text: str) -> None:
-    _writer(runtime).write(caller, [VersionSpec(memory_id, text, (), None, 1.0)], batch=False)
+    revised = VersionSpec(memory_id, text, (), None, 1.0)
+    library_writer(runtime).write(caller, [revised], batch=False)
 
 
 def _replayed(runtime: Runtime, tenant_id: UUID, memory_id: UUID, limit: int) -> Any:

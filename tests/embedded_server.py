@@ -1,8 +1,36 @@
-"""Stop and start a test's own embedded PostgreSQL with ``pg_ctl`` (an outage, a crash)."""
+"""A test's own embedded PostgreSQL, stopped and started with ``pg_ctl`` (an outage, a
+crash), and stopped at the end whoever started it last."""
 
 from __future__ import annotations
 
-from projections.runtime import Runtime
+import contextlib
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from domain.errors import PalimpsestError
+from projections.runtime import Runtime, start_runtime
+from projections.store.settings import DatabaseSettings
+
+
+@contextmanager
+def own_server(data_dir: Path, db_wait_s: float) -> Iterator[Runtime]:
+    """Yield a runtime on a new embedded PostgreSQL in ``data_dir`` (whatever
+    ``DATABASE_URL`` says); afterwards close it and stop the server: one that
+    :func:`start` started again is not pgserver's to stop."""
+    try:
+        runtime = start_runtime(DatabaseSettings(data_dir=data_dir, db_wait_s=db_wait_s))
+    except PalimpsestError as e:
+        pytest.fail(f"could not start an embedded PostgreSQL of its own: {e}")
+    try:
+        yield runtime
+    finally:
+        runtime.close()
+        with contextlib.suppress(subprocess.CalledProcessError):  # stopped already
+            stop(runtime)
 
 
 def pg_ctl(runtime: Runtime, *args: str) -> None:

@@ -20,13 +20,11 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import ApiSettings
-from domain.errors import PalimpsestError
 from projections.commands.tokens import create_tenant
-from projections.runtime import Runtime, start_runtime
+from projections.runtime import Runtime
 from projections.store.eventlog import WRITE_ATTEMPTS
-from projections.store.settings import DatabaseSettings
 from tests.api.helpers import problem_slug
-from tests.embedded_server import start, stop
+from tests.embedded_server import own_server, start, stop
 
 WAIT_S = 2
 """``PALIMPSEST_DB_WAIT_S`` for this test's service."""
@@ -36,12 +34,8 @@ BOUND_S = WRITE_ATTEMPTS * (WAIT_S + 1) + 2
 
 @pytest.fixture
 def own_runtime(tmp_path: Path) -> Iterator[Runtime]:
-    try:
-        runtime = start_runtime(DatabaseSettings(data_dir=tmp_path, db_wait_s=WAIT_S))
-    except PalimpsestError as e:
-        pytest.fail(f"could not start an embedded PostgreSQL of its own: {e}")
-    yield runtime
-    runtime.close()
+    with own_server(tmp_path, db_wait_s=WAIT_S) as runtime:
+        yield runtime
 
 
 class Load:

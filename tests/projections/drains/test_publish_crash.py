@@ -23,21 +23,16 @@ from eventsourcing.persistence import PersistenceError
 from domain.errors import PalimpsestError
 from projections.commands.tokens import authenticate, create_tenant
 from projections.commands.writer import MemorySpec, VersionSpec
-from projections.runtime import Runtime, start_runtime
-from projections.store.settings import DatabaseSettings
+from projections.runtime import Runtime
 from projections.views.current_beliefs import CurrentBelief, PendingBelief, current_belief
 from tests.conftest import drain_until_caught_up, library_writer
-from tests.embedded_server import start, stop
+from tests.embedded_server import own_server, start, stop
 
 
 @pytest.fixture
 def own_runtime(tmp_path: Path) -> Iterator[Runtime]:
-    try:
-        runtime = start_runtime(DatabaseSettings(data_dir=tmp_path, db_wait_s=2))
-    except PalimpsestError as e:
-        pytest.fail(f"could not start an embedded PostgreSQL of its own: {e}")
-    yield runtime
-    runtime.close()
+    with own_server(tmp_path, db_wait_s=2) as runtime:
+        yield runtime
 
 
 def _now() -> datetime:

@@ -41,6 +41,8 @@ Modules:
   transactions that enforce it.
 - :mod:`projections.store.transcodings`: How snapshot state that is not plain
   JSON is stored.
+- :mod:`projections.store.unknown_commits`: What became of a write whose
+  connection failed after its ``COMMIT`` was sent.
 - :mod:`projections.store.work_due`: Which tenants have background work due, so
   a sweep reads only those tenants.
 """
@@ -66,5 +68,6 @@ __all__ = [
     "storable",
     "tenancy",
     "transcodings",
+    "unknown_commits",
     "work_due",
 ]

@@ -44,15 +44,16 @@ from psycopg.types.json import Jsonb
 
 from domain.dependency import Dependencies, dependencies_of
 from domain.memory import Memory
-from projections.store.errors import StaleReadError
+from projections.store.errors import DatabaseUnavailableError, StaleReadError
 from projections.store.group_conflicts import conflicting
 from projections.store.lexeme_counts import counting
-from projections.store.pipelined import pipelined_transaction
+from projections.store.pipelined import CommitUnknownError, pipelined_transaction
 from projections.store.schema import SNAPSHOTS_TABLE
 from projections.store.sql import WRITE_POSITION_SETTING, Chain, schema_query
 from projections.store.storable import storable
 from projections.store.tenancy import current_tenant, set_tenant, tenant_transaction
 from projections.store.transcodings import SNAPSHOT_TRANSCODINGS
+from projections.store.unknown_commits import recorded_positions, transaction_ended
 from projections.store.work_due import mark_written
 
 SNAPSHOT_INTERVAL = 100
@@ -702,7 +703,12 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         transaction, where a few more round trips do not matter.
         """
         if 0 < len(stored_events) <= _PIPELINE_MAX_EVENTS:
-            return self._insert_pipelined(stored_events, **kwargs)
+            try:
+                return self._insert_pipelined(stored_events, **kwargs)
+            except OperationalError as e:
+                if not isinstance(e.__cause__, CommitUnknownError):
+                    raise
+                return self._settle(e.__cause__, [(stored_events, kwargs.get("write"))])[0]
         with (
             self.datastore.get_connection() as conn,
             conn.transaction(),
@@ -897,11 +903,43 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         """
         try:
             return self._insert_merged(members)
-        except (OperationalError, InterfaceError):
+        except OperationalError as e:
+            if not isinstance(e.__cause__, CommitUnknownError):
+                raise
+            return list(self._settle(e.__cause__, members))
+        except InterfaceError:
             raise
         except (DatabaseError, StaleReadError, _UnmergeableError):
             self.isolated_groups += 1
             return self._insert_isolated(members)
+
+    def _settle(
+        self,
+        error: CommitUnknownError,
+        members: Sequence[tuple[Sequence[StoredEvent], WriteContext | None]],
+    ) -> list[Sequence[int]]:
+        """Return the positions of ``members``' events (the writes of one transaction
+        whose connection failed after its ``COMMIT`` was sent) once that transaction
+        is over, if it committed (:mod:`projections.store.unknown_commits`).
+
+        Raises:
+            OperationalError: it did not commit (trying again is safe).
+            DatabaseUnavailableError: it was not over in time: nothing is tried again,
+                and the caller learns that the outcome is unknown.
+        """
+        datastore = self.datastore
+        if not transaction_ended(datastore, error.backend_pid, datastore.lock_timeout + 10.0):
+            msg = f"a write's outcome is unknown: {error}"
+            raise DatabaseUnavailableError(msg) from error
+        table = self.events_table_name
+        found = [
+            recorded_positions(datastore, table, write.tenant_id if write else None, stored)
+            for stored, write in members
+        ]
+        if any(positions is None for positions in found):
+            msg = f"a write did not commit before its connection failed: {error}"
+            raise OperationalError(msg) from error
+        return [positions for positions in found if positions is not None]
 
     def _insert_merged(
         self, members: Sequence[tuple[Sequence[StoredEvent], WriteContext]]

@@ -12,7 +12,24 @@ import psycopg
 if TYPE_CHECKING:
     from psycopg import Connection, Pipeline
 
-__all__ = ["pipelined_transaction"]
+__all__ = ["CommitUnknownError", "pipelined_transaction"]
+
+
+class CommitUnknownError(psycopg.OperationalError):
+    """The connection failed after the transaction's ``COMMIT`` was sent.
+
+    PostgreSQL may have committed it, or may still: a backend that received
+    the whole transaction runs it to the end even when the client is gone (one
+    waiting for a lock commits once it has it). Trying the transaction again
+    before it is over may record it twice. ``backend_pid`` is the backend that
+    received it. A subclass of psycopg's ``OperationalError``, so that callers
+    for which it changes nothing (a publish, which is idempotent) see the
+    error they saw before.
+    """
+
+    def __init__(self, message: str, backend_pid: int) -> None:
+        super().__init__(message)
+        self.backend_pid = backend_pid
 
 
 @contextmanager
@@ -24,22 +41,38 @@ def pipelined_transaction(conn: Connection[Any]) -> Iterator[Pipeline]:
     answers before it sends ``COMMIT``: a second round trip, with every lock
     the transaction took (the events table's, a belief's row) held while this
     process, maybe waiting for the interpreter, reads them. Here ``BEGIN`` and
-    ``COMMIT`` are statements of the pipeline: PostgreSQL runs the block and
-    commits without waiting for this process. A statement whose answer the
-    block reads (a ``fetch`` on its cursor, ``pipeline.sync()``) still waits for
-    it, inside the transaction.
+    ``COMMIT`` are statements of the pipeline: the locks are held while
+    PostgreSQL runs the statements and this process sends the last of them
+    (each goes out as it is executed), never while PostgreSQL waits for this
+    process to read answers. A statement whose answer the block reads (a
+    ``fetch`` on its cursor, ``pipeline.sync()``) still waits for it, inside
+    the transaction.
 
     A statement PostgreSQL refuses makes it skip the rest, ``COMMIT`` included;
     its error is raised at the next read, at the end of the block at the
     latest, once the transaction is rolled back (as it is for any exception of
     the block). ``conn`` must be in autocommit mode, as the pool's connections
     are: psycopg then sends no ``BEGIN`` of its own.
+
+    Raises:
+        CommitUnknownError: the connection failed once ``COMMIT`` was sent.
     """
+    assert conn.autocommit, "a pipelined transaction sends its own BEGIN"
+    backend_pid = conn.info.backend_pid
+    committing = False
     try:
         with conn.pipeline() as pipeline:
             conn.execute(b"BEGIN", prepare=False)
             yield pipeline
+            committing = True
             conn.execute(b"COMMIT", prepare=False)
+    except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+        if committing and conn.broken:
+            msg = f"the connection failed after COMMIT was sent: {e}"
+            raise CommitUnknownError(msg, backend_pid) from e
+        with contextlib.suppress(psycopg.Error):
+            conn.rollback()
+        raise
     except BaseException:
         with contextlib.suppress(psycopg.Error):
             # Ends a transaction left open or failed (nothing if it is over), and

@@ -97,7 +97,8 @@ def tenant_transaction(
     Without ``durable``, a transaction that commits returns before its record
     reaches the disk (``synchronous_commit`` off): for rows the drains derive
     from the log and would derive again if a crash lost them (a publish, a
-    claim), never for what a caller was told is done. A crash can lose only
+    claim), and tuning state whose loss costs a little ranking (reads' access
+    stamps); never for what a caller was told is done. A crash can lose only
     the last such commits, never part of one, and the first durable commit
     after them makes them durable too.
     """

@@ -62,11 +62,12 @@ def stamp_accesses(
     """Count one access to each memory at ``at`` (a read returned it)."""
     if not memory_ids:
         return
-    # One round trip: nothing in it waits for an answer.
-    with tenant_transaction(log.datastore, tenant_id, commit=True, pipelined=True) as cur:
-        # Tuning state: a crash may lose the last accesses, which only resets a
-        # little ranking, so the read does not wait for a disk flush.
-        cur.execute("SET LOCAL synchronous_commit = off")
+    # One round trip: nothing in it waits for an answer. Not durable: tuning state, of
+    # which a crash may lose the last accesses (a little ranking), so the read does not
+    # wait for a disk flush.
+    with tenant_transaction(
+        log.datastore, tenant_id, commit=True, pipelined=True, durable=False
+    ) as cur:
         cur.execute(
             schema_sql(
                 "INSERT INTO {schema}.memory_access (memory_id, accesses, last_access)"

@@ -131,7 +131,8 @@ def test_a_kill_mid_group_loses_no_acknowledged_write_and_leaves_none_half_writt
 
     first = answers.pop("first")
     assert isinstance(first, httpx2.Response) and first.status_code == 201, first
-    # None of the group was acknowledged: the server died before its commit.
+    # None of the group was acknowledged: the server died before the answers came
+    # (its COMMIT was sent; PostgreSQL ran it once the row was free).
     assert all(not isinstance(a, httpx2.Response) for a in answers.values()), answers
 
     # The group's transaction was sent whole, its COMMIT included (one round trip):

@@ -82,6 +82,11 @@ def test_a_crash_after_a_publish_loses_no_acknowledged_write_and_serves_nothing_
     assert drain_until_caught_up(runtime) == 1
     assert _version_of(runtime, tenant.tenant_id, memory_id) == corrected["version_id"]
 
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        unflushed = conn.execute(
+            "SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()"
+        ).fetchone()
+    assert unflushed == (True,), "the publish waited for the disk"
     stop(runtime, "immediate")
     start(runtime)
 

@@ -1,0 +1,166 @@
+"""A write whose connection fails after its ``COMMIT`` was sent is recorded once.
+
+The write waits for the events table's lock (the test holds it) with its whole
+transaction sent; the test then breaks the writer's end of the connection. The
+backend still holds the transaction: it commits once it has the lock, or, ended
+by the test, never. Either way the writer must find out which before trying
+again (a blind retry recorded the memory twice).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+
+from projections.commands.tokens import authenticate
+from projections.commands.writer import MemorySpec
+from projections.runtime import Runtime
+from projections.store import eventlog
+from projections.store.pipelined import pipelined_transaction
+from projections.store.schema import EVENTS_TABLE
+from tests.conftest import Tenant, count_events, library_writer
+
+
+@contextmanager
+def _events_table_held(runtime: Runtime) -> Iterator[psycopg.Connection[Any]]:
+    with runtime.database.owner_connection() as conn:
+        conn.execute(f'LOCK TABLE "{runtime.database.schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
+        yield conn
+
+
+def _waiting_writer(runtime: Runtime, timeout_s: float = 30) -> int:
+    """Return the backend of the write waiting for the events table's lock."""
+    deadline = time.monotonic() + timeout_s
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND usename = %s AND query LIKE 'LOCK TABLE%%'",
+                (runtime.database.app_user,),
+            ).fetchone()
+            if row:
+                return int(row[0])
+            time.sleep(0.05)
+    pytest.fail("the write never waited for the events table's lock")
+
+
+@pytest.mark.parametrize("outcome", ["committed", "ended-uncommitted"])
+def test_a_write_whose_connection_fails_after_commit_was_sent_is_recorded_once(
+    runtime: Runtime, tenant: Tenant, monkeypatch: pytest.MonkeyPatch, outcome: str
+) -> None:
+    sending: list[psycopg.Connection[Any]] = []
+
+    def recording(conn: psycopg.Connection[Any]) -> Any:
+        sending.append(conn)
+        return pipelined_transaction(conn)
+
+    monkeypatch.setattr(eventlog, "pipelined_transaction", recording)
+    caller = authenticate(runtime.log, tenant.admin.token)
+    answers: list[Any] = []
+
+    def write() -> None:
+        spec = MemorySpec("fact", "user", None, None, "the standup moved", (), None, 1.0)
+        try:
+            answers.append(library_writer(runtime).write(caller, [spec], batch=False).body)
+        except Exception as e:  # recorded, asserted below
+            answers.append(e)
+
+    with _events_table_held(runtime) as holder:
+        writer = threading.Thread(target=write)
+        writer.start()
+        orphan = _waiting_writer(runtime)
+        # The writer's end of its connection fails; the backend keeps what it received.
+        end = socket.socket(fileno=sending[-1].fileno())
+        end.shutdown(socket.SHUT_RDWR)
+        end.detach()
+        time.sleep(0.5)  # the writer notices, and waits for the transaction's end
+        if outcome == "ended-uncommitted":
+            with runtime.database.owner_connection(autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (orphan,))
+            time.sleep(0.5)  # the writer's retry now waits for the lock in its turn
+        holder.commit()
+        writer.join(60)
+
+    assert not writer.is_alive()
+    [answer] = answers
+    assert isinstance(answer, dict), answer
+    assert count_events(runtime, tenant, "MemoryCreated") == 1
+    with runtime.database.owner_connection() as conn:
+        row = conn.execute(
+            f'SELECT max(notification_id) FROM "{runtime.database.schema}".{EVENTS_TABLE}'
+            " WHERE originator_id = %s",
+            (answer["id"],),
+        ).fetchone()
+    assert row == (answer["position"],)
+
+
+def test_a_group_whose_connection_fails_after_commit_was_sent_is_recorded_once(
+    runtime: Runtime, tenant: Tenant, other_tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sending: list[psycopg.Connection[Any]] = []
+
+    def recording(conn: psycopg.Connection[Any]) -> Any:
+        sending.append(conn)
+        return pipelined_transaction(conn)
+
+    monkeypatch.setattr(eventlog, "pipelined_transaction", recording)
+    answers: dict[str, Any] = {}
+
+    def write(name: str, who: Tenant) -> threading.Thread:
+        caller = authenticate(runtime.log, who.admin.token)
+
+        def run() -> None:
+            spec = MemorySpec("fact", "user", None, None, f"written by {name}", (), None, 1.0)
+            try:
+                answers[name] = library_writer(runtime).write(caller, [spec], batch=False).body
+            except Exception as e:  # recorded, asserted below
+                answers[name] = e
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    schema = runtime.database.schema
+    with _events_table_held(runtime) as table, runtime.database.owner_connection() as row:
+        threads = [write("first", tenant)]
+        _waiting_writer(runtime)
+        threads += [write(f"group {i}", other_tenant) for i in range(3)]
+        time.sleep(1.0)  # built and queued behind the first
+        # The group will wait for the other tenant's row, its whole transaction sent.
+        row.execute(
+            f'SELECT 1 FROM "{schema}".revision_tenants WHERE tenant_id = %s FOR UPDATE',
+            (other_tenant.id,),
+        )
+        table.commit()
+        deadline = time.monotonic() + 30
+        while not ("first" in answers and len(sending) >= 2 and _waits_on_row(runtime)):
+            assert time.monotonic() < deadline, "the group never waited for the row"
+            time.sleep(0.05)
+        end = socket.socket(fileno=sending[-1].fileno())
+        end.shutdown(socket.SHUT_RDWR)
+        end.detach()
+        time.sleep(0.5)  # the group's leader notices, and waits for the transaction's end
+        row.rollback()
+        for thread in threads:
+            thread.join(60)
+
+    assert all(isinstance(answer, dict) for answer in answers.values()), answers
+    assert len(answers) == 4
+    assert count_events(runtime, other_tenant, "MemoryCreated") == 3
+
+
+def _waits_on_row(runtime: Runtime) -> bool:
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            " AND usename = %s AND query LIKE '%%revision_tenants%%'",
+            (runtime.database.app_user,),
+        ).fetchone()
+    return bool(row and row[0])

@@ -28,6 +28,19 @@ from projections.store.schema import EVENTS_TABLE
 from tests.conftest import Tenant, count_events, library_writer
 
 
+@pytest.fixture
+def sending(monkeypatch: pytest.MonkeyPatch) -> list[psycopg.Connection[Any]]:
+    """The connections of the event log's pipelined transactions, in the order sent."""
+    sent: list[psycopg.Connection[Any]] = []
+
+    def recording(conn: psycopg.Connection[Any]) -> Any:
+        sent.append(conn)
+        return pipelined_transaction(conn)
+
+    monkeypatch.setattr(eventlog, "pipelined_transaction", recording)
+    return sent
+
+
 @contextmanager
 def _events_table_held(runtime: Runtime) -> Iterator[psycopg.Connection[Any]]:
     with runtime.database.owner_connection() as conn:
@@ -53,15 +66,8 @@ def _waiting_writer(runtime: Runtime, timeout_s: float = 30) -> int:
 
 @pytest.mark.parametrize("outcome", ["committed", "ended-uncommitted"])
 def test_a_write_whose_connection_fails_after_commit_was_sent_is_recorded_once(
-    runtime: Runtime, tenant: Tenant, monkeypatch: pytest.MonkeyPatch, outcome: str
+    runtime: Runtime, tenant: Tenant, sending: list[psycopg.Connection[Any]], outcome: str
 ) -> None:
-    sending: list[psycopg.Connection[Any]] = []
-
-    def recording(conn: psycopg.Connection[Any]) -> Any:
-        sending.append(conn)
-        return pipelined_transaction(conn)
-
-    monkeypatch.setattr(eventlog, "pipelined_transaction", recording)
     caller = authenticate(runtime.log, tenant.admin.token)
     answers: list[Any] = []
 
@@ -102,15 +108,11 @@ def test_a_write_whose_connection_fails_after_commit_was_sent_is_recorded_once(
 
 
 def test_a_group_whose_connection_fails_after_commit_was_sent_is_recorded_once(
-    runtime: Runtime, tenant: Tenant, other_tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+    runtime: Runtime,
+    tenant: Tenant,
+    other_tenant: Tenant,
+    sending: list[psycopg.Connection[Any]],
 ) -> None:
-    sending: list[psycopg.Connection[Any]] = []
-
-    def recording(conn: psycopg.Connection[Any]) -> Any:
-        sending.append(conn)
-        return pipelined_transaction(conn)
-
-    monkeypatch.setattr(eventlog, "pipelined_transaction", recording)
     answers: dict[str, Any] = {}
 
     def write(name: str, who: Tenant) -> threading.Thread:

@@ -13,6 +13,7 @@ import httpx2
 import psutil
 
 from api.cli.exit_code import EXIT_USAGE
+from api.cli.serve import DRAIN_NICENESS
 from projections.runtime import Runtime
 from tests.api.cli.serving import free_port, published, serve_env, start_serve, until
 from tests.conftest import Tenant
@@ -37,6 +38,8 @@ def test_the_drains_run_apart_are_started_again_when_killed_and_end_with_serve(
         [owner] = drain_owners(runtime)
         assert owner in children() and owner != server.pid
         assert readiness() == "ok"
+        # Requests first: the drains yield the CPU to the serving processes.
+        assert psutil.Process(owner).nice() == psutil.Process(server.pid).nice() + DRAIN_NICENESS
         published(base, headers, "drained apart")
 
         os.kill(owner, signal.SIGKILL)

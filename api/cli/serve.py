@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING
 
 from api.cli.admin import admin_token_path
@@ -25,7 +26,7 @@ from projections.commands.writer import CapturePolicy, Writer
 from projections.drains.decay_cycle import ScheduledCycle
 from projections.drains.forgetting_pass import ScheduledPass
 from projections.drains.hints import broker_for, send_drain_hint
-from projections.drains.loop import DrainLoop, ElectedDrains, PeriodicJob
+from projections.drains.loop import DrainLoop, ElectedDrains, PeriodicJob, drains_elected
 from projections.drains.settings import DrainSettings, ForgettingPassSettings
 from projections.history.log_scan import log_head
 from projections.judgment.importance import configured_importance
@@ -172,9 +173,12 @@ class _Worker:
         if self.jobs is None:
             # The drain process hears each write through the log's NOTIFY: no hint to
             # send, but drains run, so a write may wait for its embedding. /readyz
-            # sees the process when this one watches it (``apart``), else not.
+            # sees the process when this one watches it (``apart``); an HTTP process
+            # of ``--workers N`` sees whether it holds the drains' lock.
             wake: Callable[[], None] = _no_hint
-            running = None if apart is None else (lambda: apart.running)
+            running: Callable[[], bool] | None = (
+                partial(drains_elected, runtime.log) if apart is None else lambda: apart.running
+            )
         else:
             wake, drains = self.jobs.wake, self.jobs.drains
             running = None if drains is None else (lambda: drains.running)

@@ -54,8 +54,7 @@ class Liveness(BaseModel):
 class Checks(BaseModel):
     """Each condition of readiness: ``ok``, ``missing`` (not yet, or no longer),
     ``unknown`` (not checked: the database does not answer) or, for the drains,
-    ``external`` (workers elsewhere, over a broker, or the drain process of a
-    ``serve --workers N``)."""
+    ``external`` (workers elsewhere, over a broker)."""
 
     database: Check
     migrations: Check
@@ -93,7 +92,9 @@ def healthz() -> Liveness:
 def readyz(request: Request, runtime: RuntimeDep) -> Any:
     """Readiness: 200 when the database answers, its schema is at this code's newest
     migration, the embedder has loaded (the first recall does not pay for it), and
-    the drain loop runs (when this process drains; `external` with a broker or a drain process).
+    the drains run (this process's, `serve`'s drain process, or, in an HTTP process of
+    `--workers N` with a drain process, whichever holds the drains' lock; `external` with a
+    broker).
     Otherwise 503 `not-ready`, naming what is missing. A load balancer routes by this."""
     drains: Callable[[], bool] | None = request.app.state.drains_running
     database = _database(runtime)

@@ -18,9 +18,10 @@ from projections.drains.revision import LEASE_SECONDS
 from projections.drains.stages import drain_stages, run_pass
 from projections.recall.embedders import Embedder
 from projections.store.eventlog import EventLog
+from projections.store.tenancy import read_transaction
 from projections.store.work_due import PassKind, due_work
 
-__all__ = ["DRAINS_LOCK_KEY", "DrainLoop", "ElectedDrains", "PeriodicJob"]
+__all__ = ["DRAINS_LOCK_KEY", "DrainLoop", "ElectedDrains", "PeriodicJob", "drains_elected"]
 
 _log = logging.getLogger(__name__)
 
@@ -183,6 +184,21 @@ class PeriodicJob:
 
 DRAINS_LOCK_KEY = 0x70616C647261696E
 """The advisory lock ("paldrain") whose holder runs a deployment's drain loop."""
+
+
+def drains_elected(log: EventLog, key: int = DRAINS_LOCK_KEY) -> bool:
+    """Return whether a session on this database holds the drains' advisory lock
+    (some process runs the elected drains: this one, or another, such as the drain
+    process of ``serve``)."""
+    with read_transaction(log.datastore) as cur:
+        cur.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
+            " WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()"
+            " AND l.classid = %s AND l.objid = %s) AS held",
+            (key >> 32, key & 0xFFFFFFFF),
+        )
+        row = cur.fetchone()
+    return bool(row and row["held"])
 
 
 class ElectedDrains:

@@ -106,3 +106,38 @@ def test_a_drain_process_setting_that_is_not_a_boolean_stops_serve_before_it_wri
     [line] = done.stderr.strip().splitlines()
     assert "PALIMPSEST_DRAIN_PROCESS" in line
     assert not store.exists()  # no database started, nothing written
+
+
+def test_the_http_processes_of_workers_n_see_whether_the_drain_process_runs(
+    runtime: Runtime,
+) -> None:
+    apart = {"PALIMPSEST_DRAIN_PROCESS": "1"}
+    server, base = start_serve(runtime, "--workers", "2", settings=apart)
+
+    def readiness() -> set[str]:
+        """The drains' check as several connections see it (spread over both processes)."""
+        return {
+            str(httpx2.get(f"{base}/readyz", timeout=5).json()["checks"]["drains"])
+            for _ in range(8)
+        }
+
+    try:
+        until(lambda: len(drain_owners(runtime)) == 1, 60, "a process drains")
+        assert readiness() == {"ok"}
+        # serve stopped (its HTTP processes go on), and its drain process killed: nobody
+        # holds the drains' lock, nobody starts them again.
+        [owner] = drain_owners(runtime)
+        os.kill(server.pid, signal.SIGSTOP)
+        os.kill(owner, signal.SIGKILL)
+        until(lambda: drain_owners(runtime) == [], 30, "nothing drains")
+        assert readiness() == {"missing"}
+        os.kill(server.pid, signal.SIGCONT)
+        until(lambda: readiness() == {"ok"}, 60, "the drains run again")
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(30)

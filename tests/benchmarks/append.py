@@ -70,6 +70,7 @@ from projections.runtime import Runtime, start_runtime
 from projections.store.schema import EVENTS_TABLE
 from projections.store.settings import DatabaseSettings
 from projections.views.revision_status import revision_totals
+from tests.api.cli.serving import stop_serve
 from tests.benchmarks.lean_http import KeepAliveClient
 
 EVENTS_PER_MEMORY = 2
@@ -249,15 +250,6 @@ def _serve(
     raise RuntimeError(msg)
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(30)
-
-
 def _concurrent_load(
     base: str, headers: dict[str, str], seconds: float, writers: int = 4, readers: int = 4
 ) -> str:
@@ -352,7 +344,7 @@ def _load_only(runtime: Runtime, args: argparse.Namespace) -> None:
             flush=True,
         )
     finally:
-        _stop(process)
+        stop_serve(process)
         runtime.close()
 
 
@@ -485,7 +477,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
             line = _concurrent_load(base, load_headers, args.load_seconds)
             print(f"concurrent load, {served}: {line}", flush=True)
         finally:
-            _stop(process)
+            stop_serve(process)
     for conn in raw_conns:
         conn.close()
     runtime.close()

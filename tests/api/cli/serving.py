@@ -94,3 +94,13 @@ def published(base: str, headers: dict[str, str], content: str) -> None:
         f"{base}/v1/memories/{written.json()['id']}?wait=20", headers=headers, timeout=30
     )
     assert read.json()["status"] == "current", read.text
+
+
+def stop_serve(server: subprocess.Popen[bytes]) -> None:
+    """Stop ``serve`` and its children (SIGTERM to its session, SIGKILL after 30 s)."""
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(30)

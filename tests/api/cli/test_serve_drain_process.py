@@ -15,7 +15,7 @@ import psutil
 from api.cli.exit_code import EXIT_USAGE
 from api.cli.serve import DRAIN_NICENESS
 from projections.runtime import Runtime
-from tests.api.cli.serving import free_port, published, serve_env, start_serve, until
+from tests.api.cli.serving import free_port, published, serve_env, start_serve, stop_serve, until
 from tests.conftest import Tenant
 from tests.projections.drains.killing import drain_owners
 
@@ -135,9 +135,4 @@ def test_the_http_processes_of_workers_n_see_whether_the_drain_process_runs(
         until(lambda: readiness() == {"ok"}, 60, "the drains run again")
     finally:
         os.kill(server.pid, signal.SIGCONT)
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(30)
+        stop_serve(server)

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 
 import psutil
 
 from projections.runtime import Runtime
-from tests.api.cli.serving import published, start_serve, until
+from tests.api.cli.serving import published, start_serve, stop_serve, until
 from tests.conftest import Tenant
 from tests.projections.drains.killing import drain_owners
 
@@ -46,9 +45,4 @@ def test_two_workers_serve_one_drains_and_another_takes_over_when_it_is_killed(
         # Whichever process serves it, a write is published by the new owner.
         published(base, headers, "drained by the new owner")
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(30)
+        stop_serve(server)

@@ -63,6 +63,18 @@ def test_the_drains_run_apart_are_started_again_when_killed_and_end_with_serve(
             server.wait(30)
 
 
+def _refused_serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``serve`` with ``env``, which it must refuse: return how it ended."""
+    return subprocess.run(
+        [sys.executable, "-m", "api.cli", "serve", "--port", str(free_port())],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_a_bad_setting_of_the_daily_jobs_stops_serve_before_any_drain_process(
     runtime: Runtime,
 ) -> None:
@@ -75,14 +87,7 @@ def test_a_bad_setting_of_the_daily_jobs_stops_serve_before_any_drain_process(
         },
     )
     # The drain process would read it; serve reads it first, and says so in one line.
-    done = subprocess.run(
-        [sys.executable, "-m", "api.cli", "serve", "--port", str(free_port())],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = _refused_serve(env)
     assert done.returncode == EXIT_USAGE, done.stderr
     assert "PALIMPSEST_FORGETTING_PASS_CRON" in done.stderr.strip().splitlines()[-1]
     assert drain_owners(runtime) == []
@@ -94,14 +99,7 @@ def test_a_drain_process_setting_that_is_not_a_boolean_stops_serve_before_it_wri
     store = tmp_path / "store"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PALIMPSEST_", "DATABASE_"))}
     env |= {"PALIMPSEST_DATA_DIR": str(store), "PALIMPSEST_DRAIN_PROCESS": "maybe"}
-    done = subprocess.run(
-        [sys.executable, "-m", "api.cli", "serve", "--port", str(free_port())],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = _refused_serve(env)
     assert done.returncode == EXIT_USAGE, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert "PALIMPSEST_DRAIN_PROCESS" in line

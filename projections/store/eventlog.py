@@ -32,6 +32,7 @@ from eventsourcing.persistence import (
     Mapper,
     Notification,
     OperationalError,
+    PersistenceError,
     ProgrammingError,
     Recording,
     StoredEvent,
@@ -924,18 +925,24 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
 
         Raises:
             OperationalError: it did not commit (trying again is safe).
-            DatabaseUnavailableError: it was not over in time: nothing is tried again,
-                and the caller learns that the outcome is unknown.
+            DatabaseUnavailableError: it was not over in time, or the database could not
+                be asked: nothing is tried again, and the caller learns that the
+                outcome is unknown.
         """
         datastore = self.datastore
-        if not transaction_ended(datastore, error.backend_pid, datastore.lock_timeout + 10.0):
-            msg = f"a write's outcome is unknown: {error}"
-            raise DatabaseUnavailableError(msg) from error
-        table = self.events_table_name
-        found = [
-            recorded_positions(datastore, table, write.tenant_id if write else None, stored)
-            for stored, write in members
-        ]
+        unknown = f"a write's outcome is unknown: {error}"
+        try:
+            # Not retried by this method's caller if it fails: only a write known not
+            # to have committed is tried again.
+            if not transaction_ended(datastore, error.backend_pid, datastore.lock_timeout + 10.0):
+                raise DatabaseUnavailableError(unknown) from error
+            table = self.events_table_name
+            found = [
+                recorded_positions(datastore, table, write.tenant_id if write else None, stored)
+                for stored, write in members
+            ]
+        except PersistenceError as e:
+            raise DatabaseUnavailableError(unknown) from e
         if any(positions is None for positions in found):
             msg = f"a write did not commit before its connection failed: {error}"
             raise OperationalError(msg) from error

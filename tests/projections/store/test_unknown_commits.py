@@ -12,17 +12,20 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import psycopg
 import pytest
+from eventsourcing.persistence import OperationalError
 
 from projections.commands.tokens import authenticate
 from projections.commands.writer import MemorySpec
 from projections.runtime import Runtime
 from projections.store import eventlog
+from projections.store.errors import DatabaseUnavailableError
 from projections.store.pipelined import pipelined_transaction
 from projections.store.schema import EVENTS_TABLE
 from tests.conftest import Tenant, count_events, library_writer
@@ -64,10 +67,15 @@ def _waiting_writer(runtime: Runtime, timeout_s: float = 30) -> int:
     pytest.fail("the write never waited for the events table's lock")
 
 
-@pytest.mark.parametrize("outcome", ["committed", "ended-uncommitted"])
-def test_a_write_whose_connection_fails_after_commit_was_sent_is_recorded_once(
-    runtime: Runtime, tenant: Tenant, sending: list[psycopg.Connection[Any]], outcome: str
-) -> None:
+def _cut_off_write(
+    runtime: Runtime,
+    tenant: Tenant,
+    sending: list[psycopg.Connection[Any]],
+    meanwhile: Callable[[int], None],
+) -> Any:
+    """Write a memory whose transaction waits for the events table's lock (held here),
+    shut the writer's end of its connection, run ``meanwhile`` with the backend's pid,
+    release the lock; return the write's answer (its body, or what it raised)."""
     caller = authenticate(runtime.log, tenant.admin.token)
     answers: list[Any] = []
 
@@ -75,7 +83,7 @@ def test_a_write_whose_connection_fails_after_commit_was_sent_is_recorded_once(
         spec = MemorySpec("fact", "user", None, None, "the standup moved", (), None, 1.0)
         try:
             answers.append(library_writer(runtime).write(caller, [spec], batch=False).body)
-        except Exception as e:  # recorded, asserted below
+        except Exception as e:  # recorded, asserted by the caller
             answers.append(e)
 
     with _events_table_held(runtime) as holder:
@@ -87,15 +95,30 @@ def test_a_write_whose_connection_fails_after_commit_was_sent_is_recorded_once(
         end.shutdown(socket.SHUT_RDWR)
         end.detach()
         time.sleep(0.5)  # the writer notices, and waits for the transaction's end
-        if outcome == "ended-uncommitted":
-            with runtime.database.owner_connection(autocommit=True) as admin:
-                admin.execute("SELECT pg_terminate_backend(%s)", (orphan,))
-            time.sleep(0.5)  # the writer's retry now waits for the lock in its turn
+        meanwhile(orphan)
         holder.commit()
         writer.join(60)
-
     assert not writer.is_alive()
     [answer] = answers
+    return answer
+
+
+def _no_more(orphan: int) -> None:
+    """Leave the backend alone: it commits once it has the lock."""
+
+
+def _terminate(runtime: Runtime, orphan: int) -> None:
+    with runtime.database.owner_connection(autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (orphan,))
+    time.sleep(0.5)  # the writer's retry now waits for the lock in its turn
+
+
+@pytest.mark.parametrize("outcome", ["committed", "ended-uncommitted"])
+def test_a_write_whose_connection_fails_after_commit_was_sent_is_recorded_once(
+    runtime: Runtime, tenant: Tenant, sending: list[psycopg.Connection[Any]], outcome: str
+) -> None:
+    meanwhile = partial(_terminate, runtime) if outcome == "ended-uncommitted" else _no_more
+    answer = _cut_off_write(runtime, tenant, sending, meanwhile)
     assert isinstance(answer, dict), answer
     assert count_events(runtime, tenant, "MemoryCreated") == 1
     with runtime.database.owner_connection() as conn:
@@ -105,6 +128,23 @@ def test_a_write_whose_connection_fails_after_commit_was_sent_is_recorded_once(
             (answer["id"],),
         ).fetchone()
     assert row == (answer["position"],)
+
+
+def test_a_write_whose_outcome_cannot_be_learnt_answers_unavailable_and_is_not_tried_again(
+    runtime: Runtime,
+    tenant: Tenant,
+    sending: list[psycopg.Connection[Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unreachable(*_: object) -> bool:
+        msg = "the database does not answer"
+        raise OperationalError(msg)
+
+    monkeypatch.setattr(eventlog, "transaction_ended", unreachable)
+    answer = _cut_off_write(runtime, tenant, sending, _no_more)
+    assert isinstance(answer, DatabaseUnavailableError), answer
+    # The backend committed it once it had the lock; nothing tried it again.
+    assert count_events(runtime, tenant, "MemoryCreated") == 1
 
 
 def test_a_group_whose_connection_fails_after_commit_was_sent_is_recorded_once(

@@ -66,24 +66,28 @@ _LOAD = (
     # known one from the event at its known version (its anchor, sent without its
     # state: present and visible to this tenant, or the known copy is not used);
     # then the events after. Each aggregate is read by its own index lookups
-    # (LATERAL), whatever the planner's estimates: the cost follows the events
-    # since, not the history, nor the table.
+    # (LATERAL): the cost follows the events since, not the history, nor the table.
+    # The first version to read is computed apart (``since``, materialised) so that
+    # the events' lookup compares columns with plain values: with the expression in
+    # it (``greatest(...) + 1``), the planner bounded the lookup by the aggregate's
+    # id alone and filtered its whole history row by row, every load.
     "WITH wanted AS (SELECT * FROM unnest(%(ids)s::uuid[], %(after)s::bigint[]) AS w(id, after)),"
     " snap AS (SELECT w.id, s.originator_version, s.topic, s.state FROM wanted w"
     "  CROSS JOIN LATERAL (SELECT s.originator_version, s.topic, s.state"
     "   FROM {schema}.{snapshots} s WHERE s.originator_id = w.id AND w.after = 0"
     "   AND EXISTS (SELECT 1 FROM {schema}.{events} e WHERE e.originator_id = s.originator_id"
     "    AND e.originator_version = s.originator_version AND e.notification_id <= %(limit)s)"
-    "   ORDER BY s.originator_version DESC LIMIT 1) s)"
+    "   ORDER BY s.originator_version DESC LIMIT 1) s),"
+    " since AS MATERIALIZED (SELECT w.id, w.after,"
+    "  greatest(w.after, coalesce(snap.originator_version, 0) + 1) AS version"
+    "  FROM wanted w LEFT JOIN snap ON snap.id = w.id)"
     " SELECT id AS originator_id, originator_version, topic, state, 0 AS kind FROM snap"
     " UNION ALL"
     " SELECT e.originator_id, e.originator_version, e.topic,"
-    "  CASE WHEN e.originator_version > w.after THEN e.state END, 1"
-    " FROM wanted w LEFT JOIN snap ON snap.id = w.id"
-    " CROSS JOIN LATERAL (SELECT e.originator_id, e.originator_version, e.topic, e.state"
-    "  FROM {schema}.{events} e WHERE e.originator_id = w.id"
-    "  AND e.originator_version >= greatest(w.after, coalesce(snap.originator_version, 0) + 1)"
-    "  AND e.notification_id <= %(limit)s) e"
+    "  CASE WHEN e.originator_version > since.after THEN e.state END, 1"
+    " FROM since CROSS JOIN LATERAL (SELECT e.originator_id, e.originator_version, e.topic, e.state"
+    "  FROM {schema}.{events} e WHERE e.originator_id = since.id"
+    "  AND e.originator_version >= since.version AND e.notification_id <= %(limit)s) e"
     " ORDER BY 1, 5, 2"
 )
 

@@ -55,7 +55,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx2
@@ -65,13 +65,14 @@ from psycopg.conninfo import make_conninfo
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import CapturePolicy, MemorySpec, Writer
+from projections.commands.writer import MemorySpec
 from projections.runtime import Runtime, start_runtime
 from projections.store.schema import EVENTS_TABLE
 from projections.store.settings import DatabaseSettings
 from projections.views.revision_status import revision_totals
 from tests.api.cli.serving import stop_serve
 from tests.benchmarks.lean_http import KeepAliveClient
+from tests.conftest import library_writer
 
 EVENTS_PER_MEMORY = 2
 STATE = json.dumps(
@@ -374,11 +375,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
     _raw_setup(runtime)
     issued = create_tenant(runtime.log, "bench")
     caller = authenticate(runtime.log, issued.token)
-    writer = Writer(
-        runtime.log,
-        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
-        lambda: datetime.now(UTC),
-    )
+    writer = library_writer(runtime)
 
     def spec(i: int) -> MemorySpec:
         return MemorySpec("note", "bench", None, None, f"note {i} {uuid.uuid4()}", (), None, 1.0)

@@ -21,7 +21,6 @@ import tempfile
 import threading
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import projections.drains.revision as drain_module
 from projections.commands.caller import Caller
 from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import CapturePolicy, MemorySpec, Writer
+from projections.commands.writer import MemorySpec, Writer
 from projections.drains.loop import DrainLoop
 from projections.drains.revision import drain_revisions
 from projections.runtime import Runtime, start_runtime
 from projections.store.settings import DatabaseSettings
+from tests.conftest import library_writer
 
 
 def _instrument_publish() -> dict[Any, float]:
@@ -151,11 +151,7 @@ def main() -> None:
     runtime = start_runtime(DatabaseSettings(data_dir=Path(tempfile.mkdtemp(prefix="pal-lag-"))))
     issued = create_tenant(runtime.log, "lag")
     caller = authenticate(runtime.log, issued.token)
-    writer = Writer(
-        runtime.log,
-        CapturePolicy(timedelta(days=30), timedelta(hours=1)),
-        lambda: datetime.now(UTC),
-    )
+    writer = library_writer(runtime)
     done = _instrument_publish()
     loop = DrainLoop(runtime.log, sweep_s=1.0, batch=100)
     loop.start()

@@ -155,3 +155,46 @@ def test_loads_from_copies_and_snapshots_equal_a_replay_of_every_event(
         expected = _replayed(runtime, tenant.id, memory_id, positions[index])
         assert found[memory_id].version == index + 1
         assert _state(found[memory_id]) == _state(expected)
+
+
+def _events_read(cur: Any, schema: str) -> int:
+    """Rows of the events table this transaction has read so far (index entries and
+    heap rows, whatever the plan: ``pg_stat_get_xact_*``, counted before any filter)."""
+    cur.execute(
+        schema_query(
+            "SELECT pg_stat_get_xact_tuples_returned(r) + pg_stat_get_xact_tuples_fetched(r)"
+            " AS n FROM (SELECT '{schema}.{events}'::regclass AS r) AS t",
+            schema,
+        )
+    )
+    return int(cur.fetchone()["n"])
+
+
+def test_a_known_copy_is_brought_up_to_date_by_reading_only_the_events_since(
+    runtime: Runtime, tenant: Tenant, second_process: Runtime
+) -> None:
+    # Given a memory with a long history, this process's copy of it, and one version
+    # recorded since by another process; the table's statistics up to date (a planner
+    # that knows the table).
+    caller = authenticate(runtime.log, tenant.admin.token)
+    memory_id = _fact(runtime, caller, "v0")
+    for i in range(80):
+        _revise(runtime, caller, memory_id, f"v{i + 1}")
+    version = load_aggregate(runtime.log, tenant.id, memory_id, Memory, "memory").version
+    _revise(second_process, caller, memory_id, "the newest")
+    schema = runtime.log.datastore.schema
+    with runtime.database.owner_connection() as owner:
+        owner.execute(schema_query("ANALYZE {schema}.{events}", schema))
+
+    # When this process loads it again, with a planner that looks rows up by index
+    # (as a large table makes it; this one is small).
+    with tenant_transaction(runtime.log.datastore, tenant.id, commit=False) as cur:
+        cur.execute("SET LOCAL enable_seqscan = off")
+        before = _events_read(cur, schema)
+        loaded = aggregates_at(cur, runtime.log, tenant.id, [memory_id])[memory_id]
+        read = _events_read(cur, schema) - before
+
+    # Then it has the newest version, read from its copy's last event and the one
+    # since, not from the memory's history (81 versions: 82 events).
+    assert loaded.version == version + 1
+    assert read <= 2 * 2, f"{read} rows of the events table read"

@@ -67,10 +67,12 @@ _LOAD = (
     # state: present and visible to this tenant, or the known copy is not used);
     # then the events after. Each aggregate is read by its own index lookups
     # (LATERAL): the cost follows the events since, not the history, nor the table.
-    # The first version to read is computed apart (``since``, materialised) so that
-    # the events' lookup compares columns with plain values: with the expression in
-    # it (``greatest(...) + 1``), the planner bounded the lookup by the aggregate's
-    # id alone and filtered its whole history row by row, every load.
+    # The first version to read is computed apart (``since``, and MATERIALIZED, so
+    # that it is never inlined back) and the events' lookup compares a column with
+    # it: under row-level security only leakproof conditions can bound an index
+    # scan, and ``+`` (int8pl) is not one. With ``greatest(..., coalesce(...) + 1)``
+    # in the lookup, every load read the aggregate's whole history by its id and
+    # filtered it row by row.
     "WITH wanted AS (SELECT * FROM unnest(%(ids)s::uuid[], %(after)s::bigint[]) AS w(id, after)),"
     " snap AS (SELECT w.id, s.originator_version, s.topic, s.state FROM wanted w"
     "  CROSS JOIN LATERAL (SELECT s.originator_version, s.topic, s.state"

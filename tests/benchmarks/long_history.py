@@ -5,8 +5,8 @@ Usage: python tests/benchmarks/long_history.py [--history N] [--revisions N]
 Starts a fresh embedded PostgreSQL in a temporary directory (or uses
 DATABASE_URL), gives one ``fact`` a history of ``--history`` versions, then
 times ``--revisions`` revisions of it through the library path, each followed
-by the drains' pass that publishes it, alternated with the same revisions of a
-fact of one version (the baseline). An agent revises a user's preference for
+by the drains' pass that publishes it (the two timed apart), alternated with
+the same revisions of a fact of one version (the baseline). An agent revises a user's preference for
 months: what a revision costs must not grow with the versions before it.
 
 The statistics of the events table are refreshed first (as autovacuum does on a

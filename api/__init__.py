@@ -22,6 +22,8 @@ Modules:
   stdio.
 - :mod:`api.metrics`: Prometheus metrics of one app instance, and the
   middleware that records them.
+- :mod:`api.plain_writes`: Plain writes answered without FastAPI's dependency
+  solving.
 - :mod:`api.problems`: RFC 9457 problem details: one mapping from error class
   to type and status.
 - :mod:`api.query_params`: Unknown query parameters: refused with 400
@@ -51,6 +53,7 @@ __all__ = [
     "logformat",
     "mcp",
     "metrics",
+    "plain_writes",
     "problems",
     "query_params",
     "routers",

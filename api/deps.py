@@ -46,6 +46,8 @@ __all__ = [
     "get_unkeyed_write",
     "get_write",
     "get_writer",
+    "recently_verified",
+    "write_request",
 ]
 
 _bearer = HTTPBearer(auto_error=False, description="A token from `palimpsest token create`.")
@@ -89,14 +91,24 @@ async def get_any_caller(
     # request. Only a token this process has not verified lately asks the database.
     # The runtime is read off the app, not taken as a dependency: every request
     # solves this one, and each dependency costs FastAPI its own resolution.
-    max_age_s: float = request.app.state.token_cache_s
-    caller = verified_caller(credentials.credentials, max_age_s=max_age_s)
+    caller = recently_verified(request, credentials.credentials)
     if caller is None:
         runtime: Runtime = request.app.state.runtime
+        max_age_s: float = request.app.state.token_cache_s
         caller = await run_in_threadpool(
             authenticate, runtime.log, credentials.credentials, max_age_s=max_age_s
         )
-    request.state.tenant_id = str(caller.tenant_id)
+        request.state.tenant_id = str(caller.tenant_id)
+    return caller
+
+
+def recently_verified(request: Request, token: str) -> Caller | None:
+    """Return the caller of ``token`` if this process verified it within the app's
+    ``token_cache_s`` (no I/O), noting its tenant for the request's log line; None
+    when the database must be asked."""
+    caller = verified_caller(token, max_age_s=request.app.state.token_cache_s)
+    if caller is not None:
+        request.state.tenant_id = str(caller.tenant_id)
     return caller
 
 
@@ -256,9 +268,10 @@ class WriteRequest:
         return outcome.body
 
 
-def _write_request(
+def write_request(
     request: Request, response: Response, caller: Caller, key: str | None
 ) -> WriteRequest:
+    """Return the write a route performs for ``caller``, shaping ``response``."""
     state = request.app.state
     return WriteRequest(
         caller=caller,
@@ -278,7 +291,7 @@ async def get_write(
     request: Request, response: Response, caller: CallerDep, key: IdempotencyKeyDep
 ) -> WriteRequest:
     """Return the write a route performs, with its ``Idempotency-Key`` if given."""
-    return _write_request(request, response, caller, key)
+    return write_request(request, response, caller, key)
 
 
 async def get_unkeyed_write(
@@ -286,7 +299,7 @@ async def get_unkeyed_write(
 ) -> WriteRequest:
     """Return a write that takes no ``Idempotency-Key`` (a confirmation token, or
     the state it leaves, makes repeating it safe)."""
-    return _write_request(request, response, caller, None)
+    return write_request(request, response, caller, None)
 
 
 WriteDep = Annotated[WriteRequest, Depends(get_write)]

@@ -8,7 +8,7 @@ applies itself (:mod:`projections.commands.spec`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from projections.commands.decisions import LabelOp
 
 __all__ = [
+    "RoleCheck",
     "batch_specs",
     "contributions_spec",
     "edge_retract_spec",
@@ -71,19 +72,32 @@ __all__ = [
 ]
 
 
-def requires(*kinds: type[WriteSpec]) -> Callable[[Caller], Awaitable[None]]:
-    """Return a route dependency that refuses a caller whose role cannot perform
-    ``kinds`` (the writer checks it again).
+class RoleCheck:
+    """A route dependency that refuses a caller whose role cannot perform its
+    ``kinds`` of write (the writer checks it again).
 
     Declared on the route, it runs before the body is validated: a caller who may
     not write gets 403 and learns nothing about the body's rules (a 422 would).
+    A class, not a closure, so that :mod:`api.plain_writes` can ask it the same
+    question without FastAPI.
     """
 
-    async def check_role(caller: CallerDep) -> None:
-        for kind in kinds:
+    def __init__(self, kinds: tuple[type[WriteSpec], ...]) -> None:
+        self.kinds = kinds
+
+    def check(self, caller: Caller) -> None:
+        """Raise ``PermissionDeniedError`` unless ``caller`` may perform every kind."""
+        for kind in self.kinds:
             caller.require(kind.role, kind.action)
 
-    return check_role
+    async def __call__(self, caller: CallerDep) -> None:
+        self.check(caller)
+
+
+def requires(*kinds: type[WriteSpec]) -> RoleCheck:
+    """Return a route dependency that refuses a caller whose role cannot perform
+    ``kinds`` (:class:`RoleCheck`)."""
+    return RoleCheck(kinds)
 
 
 def _id(value: UUID | str) -> UUID | Ref:

@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from api.admission import OVER_CAP, Holder, HolderDep
 from api.cursor import decode_cursor, encode_cursor
 from api.deps import CallerDep, ClockDep, RuntimeDep, WriteDep, WriteRequest
+from api.plain_writes import plain_write_post
 from api.schemas import (
     BeliefPublic,
     CandidatesPublic,
@@ -89,7 +90,8 @@ _CandidatesWait = Annotated[
 ]
 
 
-@router.post(
+@plain_write_post(
+    router,
     "",
     status_code=201,
     response_model=MemoryCreated,
@@ -120,7 +122,8 @@ async def create_memory(
     return await _with_candidates(write, result, memory_id, found, holder, budget_s, candidates)
 
 
-@router.post(
+@plain_write_post(
+    router,
     "/{memory_id}/versions",
     status_code=201,
     response_model=VersionCreated,

@@ -22,8 +22,8 @@ Modules:
   stdio.
 - :mod:`api.metrics`: Prometheus metrics of one app instance, and the
   middleware that records them.
-- :mod:`api.plain_writes`: Plain writes answered without FastAPI's dependency
-  solving.
+- :mod:`api.plain_requests`: Plain requests answered without FastAPI's
+  dependency solving.
 - :mod:`api.problems`: RFC 9457 problem details: one mapping from error class
   to type and status.
 - :mod:`api.query_params`: Unknown query parameters: refused with 400
@@ -53,7 +53,7 @@ __all__ = [
     "logformat",
     "mcp",
     "metrics",
-    "plain_writes",
+    "plain_requests",
     "problems",
     "query_params",
     "routers",

@@ -42,6 +42,7 @@ __all__ = [
     "get_caller",
     "get_clock",
     "get_idempotency_key",
+    "get_open_caller",
     "get_runtime",
     "get_unkeyed_write",
     "get_write",
@@ -168,16 +169,21 @@ ClockDep = Annotated[Callable[[], datetime], Depends(get_clock)]
 WriterDep = Annotated[Writer, Depends(get_writer)]
 
 
-async def _get_open_caller(
+async def get_open_caller(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Caller:
+    """Authenticate the bearer token of a tenant that is open (``CallerDep``).
+
+    Raises:
+        AuthenticationError, TenantClosedError: as :func:`get_caller`.
+    """
     # get_any_caller called, not depended on: one dependency fewer for FastAPI to
     # solve on every request.
     return get_caller(await get_any_caller(request, credentials))
 
 
-CallerDep = Annotated[Caller, Depends(_get_open_caller)]
+CallerDep = Annotated[Caller, Depends(get_open_caller)]
 AnyCallerDep = Annotated[Caller, Depends(get_any_caller)]
 IdempotencyKeyDep = Annotated[str | None, Depends(get_idempotency_key)]
 

@@ -78,7 +78,7 @@ class RoleCheck:
 
     Declared on the route, it runs before the body is validated: a caller who may
     not write gets 403 and learns nothing about the body's rules (a 422 would).
-    A class, not a closure, so that :mod:`api.plain_writes` can ask it the same
+    A class, not a closure, so that :mod:`api.plain_requests` can ask it the same
     question without FastAPI.
     """
 

@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from api.admission import OVER_CAP, Holder, HolderDep
 from api.cursor import decode_cursor, encode_cursor
 from api.deps import CallerDep, ClockDep, RuntimeDep, WriteDep, WriteRequest
-from api.plain_writes import plain_write_post
+from api.plain_requests import plain_route
 from api.schemas import (
     BeliefPublic,
     CandidatesPublic,
@@ -90,8 +90,9 @@ _CandidatesWait = Annotated[
 ]
 
 
-@plain_write_post(
+@plain_route(
     router,
+    "POST",
     "",
     status_code=201,
     response_model=MemoryCreated,
@@ -122,8 +123,9 @@ async def create_memory(
     return await _with_candidates(write, result, memory_id, found, holder, budget_s, candidates)
 
 
-@plain_write_post(
+@plain_route(
     router,
+    "POST",
     "/{memory_id}/versions",
     status_code=201,
     response_model=VersionCreated,
@@ -413,7 +415,7 @@ def read_history(memory_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> Mem
     return memory_history(runtime.log, caller.tenant_id, memory_id)
 
 
-@router.get("/{memory_id}", response_model=BeliefPublic, responses=OVER_CAP)
+@plain_route(router, "GET", "/{memory_id}", response_model=BeliefPublic, responses=OVER_CAP)
 async def read_memory(
     memory_id: UUID,
     response: Response,

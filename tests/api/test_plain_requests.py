@@ -1,10 +1,10 @@
-"""A plain write (api/plain_writes.py) is answered as FastAPI's handler answers it.
+"""A plain request (api/plain_requests.py) is answered as FastAPI's handler answers it.
 
-The same request is sent plain and again with ``charset=utf-8`` on its
-``Content-Type``, which FastAPI reads alike and the plain path leaves to FastAPI.
-A spy on FastAPI's dependency solving (it changes nothing) shows which path
-answered each request, so that these tests compare the two paths and not one
-with itself.
+The same request is sent plain and again in a form FastAPI reads alike and the
+plain path leaves to FastAPI: a write with ``charset=utf-8`` on its
+``Content-Type``, a read with ``?wait=0`` (the default). A spy on FastAPI's
+dependency solving (it changes nothing) shows which path answered each
+request, so that these tests compare the two paths and not one with itself.
 """
 
 from __future__ import annotations
@@ -15,21 +15,21 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import pytest
-from fastapi import APIRouter, Body, Depends, Request
+from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.dependencies.utils import solve_dependencies
 from fastapi.testclient import TestClient
 
 from api.admission import HolderDep
 from api.app import create_app
-from api.deps import WriteDep, get_runtime
-from api.plain_writes import plain_write_post
+from api.deps import CallerDep, WriteDep, get_runtime
+from api.plain_requests import plain_route
 from api.routers import memories
 from api.schemas import MemoryCreate, MemoryCreated
 from api.settings import ApiSettings
 from projections.drains.tenant_erasure import erase_deleted_tenants
 from projections.runtime import Runtime
 from tests.api.helpers import problem_slug, remember
-from tests.conftest import Tenant
+from tests.conftest import Tenant, drain_until_caught_up
 
 PLAIN = "application/json"
 FULL = "application/json; charset=utf-8"
@@ -94,15 +94,53 @@ def _general(answer: dict[str, Any]) -> Any:
     return json.loads(text)
 
 
+def _headers(answer: Any) -> list[tuple[str, str]]:
+    """Return an answer's headers but its length (ids and positions differ)."""
+    return sorted((k, v) for k, v in answer.headers.items() if k != "content-length")
+
+
 def _alike(plain: Any, full: Any) -> None:
     assert plain.status_code == full.status_code, (plain.text, full.text)
-    assert plain.headers["content-type"] == full.headers["content-type"]
-    assert plain.headers.get("idempotent-replayed") == full.headers.get("idempotent-replayed")
+    assert _headers(plain) == _headers(full)
     assert plain.headers["x-content-type-options"] == "nosniff"
     if plain.status_code >= 400:
         assert plain.json() == full.json()
         return
     assert _general(plain.json()) == _general(full.json())
+
+
+def _read_both(
+    client: TestClient, solved: list[str], path: str, headers: dict[str, str]
+) -> tuple[Any, Any]:
+    """Read ``path`` plain, then through FastAPI's handler (``?wait=0``, the default)."""
+    _verified(client, headers, solved)
+    plain = client.get(path, headers=headers)
+    assert solved == [], "the plain read went through FastAPI's handler"
+    full = client.get(f"{path}?wait=0", headers=headers)
+    assert solved == [path], "the read with a query did not go through FastAPI's handler"
+    solved.clear()
+    return plain, full
+
+
+def test_a_read_is_answered_alike_on_both_paths_pending_current_or_missing(
+    client: TestClient, tenant: Tenant, solved: list[str], runtime: Runtime
+) -> None:
+    headers = tenant.headers("reader")
+    created = remember(client, tenant.headers())
+    path = f"/v1/memories/{created['id']}"
+    plain, full = _read_both(client, solved, path, headers)  # no drain has run yet
+    assert plain.json()["status"] == "pending" and plain.headers["retry-after"] == "1"
+    _alike(plain, full)
+    drain_until_caught_up(runtime)
+    plain, full = _read_both(client, solved, path, headers)
+    assert plain.json()["status"] == "current"
+    # Each current read is an access, and raises the memory's salience.
+    assert plain.json().pop("salience") < full.json().pop("salience")
+    assert _headers(plain) == _headers(full)
+    assert {**plain.json(), "salience": 0} == {**full.json(), "salience": 0}
+    plain, full = _read_both(client, solved, f"/v1/memories/{uuid.uuid4()}", headers)
+    assert problem_slug(plain) == "not-found"
+    _alike(plain, full)
 
 
 @pytest.mark.parametrize(
@@ -223,6 +261,35 @@ def test_a_request_that_is_not_plain_is_refused_by_fastapi_and_writes_nothing(
     assert snapshot() == before
 
 
+@pytest.mark.parametrize(
+    ("path", "headers", "slug"),
+    [
+        ("/v1/memories/{id}", [("Authorization", "Bearer {unknown}")], "unauthenticated"),
+        ("/v1/memories/{id}", [_ADMIN, _ADMIN], "repeated-header"),
+        ("/v1/memories/not-a-uuid", [_ADMIN], "validation-error"),
+        ("/v1/memories/{id}?nope=1", [_ADMIN], "unknown-query-parameter"),
+    ],
+    ids=["unknown-token", "two-tokens", "not-a-uuid", "query"],
+)
+def test_a_read_that_is_not_plain_is_refused_by_fastapi(
+    client: TestClient,
+    tenant: Tenant,
+    solved: list[str],
+    path: str,
+    headers: list[tuple[str, str]],
+    slug: str,
+) -> None:
+    created = remember(client, tenant.headers())
+    tokens = {"admin": tenant.admin.token, "unknown": f"pal_{tenant.id.hex}_{'x' * 43}"}
+    _verified(client, tenant.headers(), solved)
+    answer = client.get(
+        path.format(id=created["id"]),
+        headers=[(name, value.format(**tokens)) for name, value in headers],
+    )
+    assert problem_slug(answer) == slug
+    assert solved, "FastAPI's handler did not answer it"
+
+
 def test_a_write_of_a_deleted_tenant_is_refused_by_fastapi_and_writes_nothing(
     client: TestClient,
     tenant: Tenant,
@@ -272,8 +339,8 @@ def test_a_write_route_with_a_dependency_the_plain_path_would_skip_is_not_built(
     router = APIRouter()
     with pytest.raises(TypeError, match="cannot answer without"):
 
-        @plain_write_post(
-            router, "/x", response_model=MemoryCreated, dependencies=[Depends(_extra)]
+        @plain_route(
+            router, "POST", "/x", response_model=MemoryCreated, dependencies=[Depends(_extra)]
         )
         async def endpoint(body: MemoryCreate, write: WriteDep, holder: HolderDep) -> Any:
             return None
@@ -283,7 +350,7 @@ def test_a_write_route_whose_endpoint_takes_what_a_plain_request_lacks_is_not_bu
     router = APIRouter()
     with pytest.raises(TypeError, match="cannot supply"):
 
-        @plain_write_post(router, "/x", response_model=MemoryCreated)
+        @plain_route(router, "POST", "/x", response_model=MemoryCreated)
         async def takes_the_request(
             body: MemoryCreate, write: WriteDep, holder: HolderDep, request: Request
         ) -> Any:
@@ -291,9 +358,25 @@ def test_a_write_route_whose_endpoint_takes_what_a_plain_request_lacks_is_not_bu
 
     with pytest.raises(TypeError, match="not embedded"):
 
-        @plain_write_post(router, "/y", response_model=MemoryCreated)
+        @plain_route(router, "POST", "/y", response_model=MemoryCreated)
         async def embedded(
             body: Annotated[MemoryCreate, Body(embed=True)], write: WriteDep, holder: HolderDep
+        ) -> Any:
+            return None
+
+    with pytest.raises(TypeError, match="plain default"):
+
+        @plain_route(router, "GET", "/z", response_model=MemoryCreated)
+        async def computed(
+            caller: CallerDep, n: Annotated[int, Query(default_factory=lambda: 1)]
+        ) -> Any:
+            return None
+
+    with pytest.raises(TypeError, match="that way"):
+
+        @plain_route(router, "GET", "/w", response_model=MemoryCreated)
+        async def uncached(
+            caller: CallerDep, runtime: Annotated[Runtime, Depends(get_runtime, use_cache=False)]
         ) -> Any:
             return None
 

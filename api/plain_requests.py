@@ -105,9 +105,10 @@ class PlainRoute(APIRoute):
 
     The endpoint must be async and take nothing but: path ids typed ``UUID``; at
     most one body, a pydantic model, not embedded; the response (``Response``);
-    dependencies of :data:`SUPPLIED`, among them the caller; and query
-    parameters with defaults. The route, its routers and the app may add role
-    checks (:func:`api.specs.requires`) and
+    dependencies of :data:`SUPPLIED`, at least one that needs the caller; and
+    query parameters whose defaults are neither computed nor validated. The
+    route, its routers and the app may add role checks
+    (:func:`api.specs.requires`) and
     :func:`~api.query_params.refuse_unknown_query`. Anything else raises
     ``TypeError`` where FastAPI builds the handler (for the route's own, when it
     is declared; for what an ``include_router`` or the app adds, when FastAPI

@@ -48,7 +48,6 @@ __all__ = [
     "get_write",
     "get_writer",
     "recently_verified",
-    "write_request",
 ]
 
 _bearer = HTTPBearer(auto_error=False, description="A token from `palimpsest token create`.")
@@ -274,10 +273,9 @@ class WriteRequest:
         return outcome.body
 
 
-def write_request(
+def _write_request(
     request: Request, response: Response, caller: Caller, key: str | None
 ) -> WriteRequest:
-    """Return the write a route performs for ``caller``, shaping ``response``."""
     state = request.app.state
     return WriteRequest(
         caller=caller,
@@ -297,7 +295,7 @@ async def get_write(
     request: Request, response: Response, caller: CallerDep, key: IdempotencyKeyDep
 ) -> WriteRequest:
     """Return the write a route performs, with its ``Idempotency-Key`` if given."""
-    return write_request(request, response, caller, key)
+    return _write_request(request, response, caller, key)
 
 
 async def get_unkeyed_write(
@@ -305,7 +303,7 @@ async def get_unkeyed_write(
 ) -> WriteRequest:
     """Return a write that takes no ``Idempotency-Key`` (a confirmation token, or
     the state it leaves, makes repeating it safe)."""
-    return write_request(request, response, caller, None)
+    return _write_request(request, response, caller, None)
 
 
 WriteDep = Annotated[WriteRequest, Depends(get_write)]

@@ -1100,15 +1100,26 @@ _COMMITTED_ENTRIES = 10_000
 megabyte): enough for the aggregates written within a retry's time."""
 
 
+def _held_lock() -> threading.Lock:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
 @dataclass
 class _Member:
-    """One write waiting in a group commit, and, once done, its outcome."""
+    """One write waiting in a group commit, and, once done, its outcome.
+
+    ``wake`` is held from the start; releasing it wakes this write's thread, once:
+    when its group has committed, or when it is to lead the next group.
+    """
 
     stored: Sequence[StoredEvent]
     write: WriteContext
     ids: Sequence[int] = ()
     error: BaseException | None = None
     done: bool = False
+    wake: threading.Lock = field(default_factory=_held_lock)
 
 
 class GroupCommit:
@@ -1132,9 +1143,10 @@ class GroupCommit:
         self.window_s = window_s
         self.sizes: collections.deque[int] = collections.deque(maxlen=1000)
         """Writes in each recent transaction of more than one (for tests and figures)."""
-        self._cv = threading.Condition()
-        self._queue: list[_Member] = []
-        self._leading = False
+        self._mutex = threading.Lock()
+        self._queue: collections.deque[_Member] = collections.deque()
+        self._leader: _Member | None = None
+        """The write whose thread commits the next group (None: no group is committing)."""
         self._building = 0
         self._committed: dict[UUID, int] = {}
         """The last version of recently written aggregates, by the writes of this
@@ -1143,7 +1155,7 @@ class GroupCommit:
     @property
     def queued(self) -> int:
         """Writes waiting for the next group (for tests)."""
-        with self._cv:
+        with self._mutex:
             return len(self._queue)
 
     def building(self) -> _Building:
@@ -1160,35 +1172,70 @@ class GroupCommit:
             OperationalError, InterfaceError: the database could not be written.
         """
         member = _Member(stored, write)
-        with self._cv:
+        with self._mutex:
             self._queue.append(member)
-            while not member.done:
-                if self._leading:
-                    self._cv.wait()
-                    continue
-                self._leading = True
-                self._cv.release()
-                try:
-                    self._lead()
-                finally:
-                    self._cv.acquire()
-                    self._leading = False
-                    self._cv.notify_all()
+            leads = self._leader is None
+            if leads:
+                self._leader = member
+        if not leads:
+            # Woken once: its group committed, or it is first in the queue and leads.
+            # (One lock per writer, not a shared condition: a shared one wakes every
+            # waiting writer at each commit, to find most of them not done.)
+            try:
+                member.wake.acquire()
+            except BaseException:
+                self._withdraw(member)
+                raise
+        if not member.done:
+            self._lead_then_hand_over(member)
         if member.error is not None:
             raise member.error
         return member.ids
 
-    def _lead(self) -> None:
+    def _lead_then_hand_over(self, leader: _Member) -> None:
+        """Commit a group (``leader``'s own write is first in the queue, so in it), wake
+        its other writers, then wake the next in the queue to lead, or stop leading."""
+        group: list[_Member] = []
+        try:
+            group = self._lead()
+        finally:
+            if not leader.done:
+                # Interrupted before its group formed: it is not written, and must not
+                # be later, since its caller is answered with the exception.
+                self._withdraw(leader)
+            else:
+                self._hand_over()
+            for member in group:
+                if member is not leader:
+                    member.wake.release()
+
+    def _hand_over(self) -> None:
+        """Make the first queued write the leader and wake it (or stop leading)."""
+        with self._mutex:
+            following = self._leader = self._queue[0] if self._queue else None
+        if following is not None:
+            following.wake.release()
+
+    def _withdraw(self, member: _Member) -> None:
+        """Take out of the queue a write whose thread was interrupted, handing the lead on
+        if it had it. (One already in a committing group stays in it.)"""
+        with self._mutex:
+            self._queue = collections.deque(m for m in self._queue if m is not member)
+            led = self._leader is member
+        if led:
+            self._hand_over()
+
+    def _lead(self) -> list[_Member]:
         deadline = time.monotonic() + self.window_s
         while self._building and time.monotonic() < deadline:
             time.sleep(self.window_s / 5)
-        with self._cv:
+        with self._mutex:
             group: list[_Member] = []
             events = 0
             while self._queue and (
                 not group or events + len(self._queue[0].stored) <= GROUP_MAX_EVENTS
             ):
-                member = self._queue.pop(0)
+                member = self._queue.popleft()
                 group.append(member)
                 events += len(member.stored)
         live = group  # the writes the transaction holds (all, until some are refused)
@@ -1216,6 +1263,7 @@ class GroupCommit:
         finally:
             for member in group:
                 member.done = True
+        return group
 
     def _remember(self, committed: list[_Member]) -> None:
         """Note the last version of each aggregate the committed members recorded (the
@@ -1234,11 +1282,11 @@ class _Building:
         self.group = group
 
     def __enter__(self) -> None:
-        with self.group._cv:
+        with self.group._mutex:
             self.group._building += 1
 
     def __exit__(self, *_: object) -> None:
-        with self.group._cv:
+        with self.group._mutex:
             self.group._building -= 1
 
 

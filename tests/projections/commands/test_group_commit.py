@@ -3,6 +3,7 @@ write that is invalid, or that the database refuses, fails alone."""
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 import uuid
@@ -312,3 +313,50 @@ def test_a_write_built_on_a_version_this_process_committed_since_is_refused_befo
     # inserted again one savepoint per write, and a group left empty ran none.
     assert recorder.isolated_groups == isolated_before  # type: ignore[attr-defined]
     assert list(group.sizes) == []
+
+
+def test_a_write_interrupted_while_it_waits_is_not_written_and_strands_no_one(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    """Ctrl-C in a command-line import that waits for its group: the caller is told
+    it was interrupted, its write is not committed behind its back, and the writes
+    queued after it still commit (the next group's lead is not lost with it)."""
+    caller = authenticate(runtime.log, tenant.admin.token)
+    writer = library_writer(runtime)
+    schema, group = runtime.database.schema, runtime.log.group
+    created_before = count_events(runtime, tenant, "MemoryCreated")
+    outcomes: dict[str, Any] = {}
+
+    def write(name: str) -> threading.Thread:
+        spec = _note(f"written by {name}")
+        return _started(outcomes, name, lambda: writer.write(caller, [spec], batch=False))
+
+    main = threading.main_thread().ident
+    assert main == threading.get_ident()
+    with runtime.database.owner_connection() as holder:
+        holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
+        threads = [write("first")]
+        _until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
+
+        def interrupt_when_queued() -> None:
+            _until(lambda: group.queued == 1, 20, "the interrupted write queues")
+            threads.append(write("after"))
+            _until(lambda: group.queued == 2, 20, "a write queues after it")
+            assert main is not None
+            signal.pthread_kill(main, signal.SIGINT)
+
+        interrupter = threading.Thread(target=interrupt_when_queued)
+        interrupter.start()
+        with pytest.raises(KeyboardInterrupt):
+            writer.write(caller, [_note("written by the interrupted")], batch=False)
+        interrupter.join(30)
+        assert group.queued == 1
+        holder.commit()
+    for thread in threads:
+        thread.join(30)
+
+    assert outcomes["first"].status_code == 201
+    assert outcomes["after"].status_code == 201
+    assert count_events(runtime, tenant, "MemoryCreated") == created_before + 2
+    # The lead passes on as before: the next write commits at once.
+    assert writer.write(caller, [_note("written next")], batch=False).status_code == 201

@@ -1,0 +1,99 @@
+"""What a read model stores: every string PostgreSQL cannot hold replaced, and
+nothing else changed (every write's dependency rows pass through :func:`storable`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC
+from enum import StrEnum
+from typing import Any, NamedTuple
+from uuid import UUID
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from projections.store.storable import storable, storable_text
+
+_UNSTORABLE = {"\x00", *map(chr, range(0xD800, 0xE000))}
+
+
+class Pair(NamedTuple):
+    left: Any
+    right: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    name: Any
+    items: Any
+
+
+class Kind(StrEnum):
+    NOTE = "note"
+
+
+def _reference(value: Any) -> Any:
+    """The contract, written plainly: each string mapped, containers rebuilt."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, Pair):
+        return Pair(_reference(value.left), _reference(value.right))
+    if isinstance(value, tuple):
+        return tuple(_reference(v) for v in value)
+    if isinstance(value, list):
+        return [_reference(v) for v in value]
+    if isinstance(value, frozenset):
+        return frozenset(_reference(v) for v in value)
+    if isinstance(value, dict):
+        return {_reference(k): _reference(v) for k, v in value.items()}
+    if isinstance(value, Row):
+        return Row(_reference(value.name), _reference(value.items))
+    return value
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _strings(k) + _strings(v)]
+    if isinstance(value, tuple | list | frozenset):
+        return [s for v in value for s in _strings(v)]
+    if isinstance(value, Row):
+        return _strings(value.name) + _strings(value.items)
+    return []
+
+
+_text = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=6)
+_scalars = st.one_of(
+    _text, st.uuids(), st.integers(), st.none(), st.datetimes(timezones=st.just(UTC))
+)
+_hashable = st.recursive(
+    _scalars, lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=3), max_leaves=6
+)
+_values = st.recursive(
+    _hashable,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.tuples(inner, inner),
+        st.builds(Pair, inner, inner),
+        st.builds(Row, inner, inner),
+        st.dictionaries(_hashable, inner, max_size=3),
+        st.frozensets(_hashable, max_size=3),
+    ),
+    max_leaves=12,
+)
+
+
+@given(_values)
+def test_every_unstorable_character_is_replaced_and_nothing_else_changes(value: Any) -> None:
+    stored = storable(value)
+    assert stored == _reference(value)
+    assert type(stored) is type(value)
+    assert not any(set(s) & _UNSTORABLE for s in _strings(stored))
+
+
+def test_a_string_enum_is_stored_as_its_text() -> None:
+    # psycopg dumps an Enum by its name: a read model must get the value's text.
+    stored = storable([Kind.NOTE, UUID(int=1)])
+    assert stored == ["note", UUID(int=1)]
+    assert type(stored[0]) is str

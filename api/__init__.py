@@ -37,6 +37,8 @@ Modules:
 - :mod:`api.specs`: Translation of validated request bodies into write specs.
 - :mod:`api.waiting`: Waiting for the drains, and for new events, from async
   routes, holding no thread while waiting.
+- :mod:`api.worker_threads`: The hop from the event loop to a worker thread, for
+  every blocking call of ``api/``.
 """
 
 from __future__ import annotations
@@ -62,4 +64,5 @@ __all__ = [
     "settings",
     "specs",
     "waiting",
+    "worker_threads",
 ]

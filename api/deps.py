@@ -13,9 +13,9 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
-from starlette.concurrency import run_in_threadpool
 
 from api.candidate_budget import CandidateBudget
+from api.worker_threads import in_thread
 from domain.errors import AuthenticationError, InvalidInputError, TenantClosedError
 from domain.limits import MAX_IDEMPOTENCY_KEY_CHARS
 from projections.commands.caller import Caller
@@ -95,7 +95,7 @@ async def get_any_caller(
     if caller is None:
         runtime: Runtime = request.app.state.runtime
         max_age_s: float = request.app.state.token_cache_s
-        caller = await run_in_threadpool(
+        caller = await in_thread(
             authenticate, runtime.log, credentials.credentials, max_age_s=max_age_s
         )
         request.state.tenant_id = str(caller.tenant_id)

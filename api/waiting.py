@@ -25,9 +25,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeVar
 from uuid import UUID
 
-from starlette.concurrency import run_in_threadpool
-
 from api.admission import ConcurrencyLimitError
+from api.worker_threads import in_thread
 from projections.runtime import Runtime
 from projections.views.publications import TenantWakers
 
@@ -97,7 +96,7 @@ async def await_drains(
             while True:
                 if first is None:
                     noticed.clear()  # before the check: a notice after it is never lost
-                    answer = await run_in_threadpool(check)
+                    answer = await in_thread(check)
                 else:
                     # Checked before subscribing: a notice in between is missed, which
                     # costs at most a wait (the next check is at most RECHECK_S away).

@@ -6,10 +6,10 @@ from typing import Any
 from uuid import UUID
 
 from fastapi import APIRouter, Request
-from starlette.concurrency import run_in_threadpool
 
 from api.deps import AdminDep, CallerDep, ClockDep, RuntimeDep
 from api.schemas.cycles import CycleCreate, CyclePublic
+from api.worker_threads import in_thread
 from domain.errors import NotFoundError
 from projections.drains.decay_cycle import run_cycle
 from projections.views.cycles import cycle_report
@@ -30,7 +30,7 @@ async def run_decay_cycle(
     where the policy's `auto_archive_decayed` is on; then the survivors consolidated.
     Recorded as `CycleCompleted` (read it back at `GET /v1/cycles/{id}`). `dry_run`
     returns the report with every memory's score and writes nothing."""
-    report = await run_in_threadpool(
+    report = await in_thread(
         run_cycle,
         runtime.log,
         request.app.state.writer,

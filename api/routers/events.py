@@ -11,13 +11,13 @@ from uuid import UUID
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
-from starlette.concurrency import run_in_threadpool
 
 from api.admission import OVER_CAP, HolderDep, Slot
 from api.deps import CallerDep, RuntimeDep
 from api.schemas import EventPagePublic
 from api.schemas.common import MAX_POSITION
 from api.waiting import jittered
+from api.worker_threads import in_thread
 from projections.runtime import Runtime
 from projections.views.publications import TenantWakers
 from projections.views.timeline import event_feed
@@ -99,7 +99,7 @@ async def _lines(
         while limit is None or sent < limit:
             woken.clear()  # before the read: a write committed after it wakes the next wait
             batch = _BATCH if limit is None else min(_BATCH, limit - sent)
-            events, position = await run_in_threadpool(
+            events, position = await in_thread(
                 event_feed, runtime.log, tenant_id, after=position, limit=batch
             )
             for event in events:

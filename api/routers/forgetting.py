@@ -7,7 +7,6 @@ from typing import Any
 from uuid import uuid4
 
 from fastapi import APIRouter, Depends, Request
-from starlette.concurrency import run_in_threadpool
 
 from api.deps import AdminDep, CallerDep, ClockDep, RuntimeDep, WriteDep
 from api.schemas import (
@@ -18,6 +17,7 @@ from api.schemas import (
     VerdictsRecorded,
 )
 from api.specs import requires
+from api.worker_threads import in_thread
 from domain.errors import PassDisabledError
 from domain.judge_state import render_state
 from domain.proposal import dismissed
@@ -122,7 +122,7 @@ async def run_forgetting_pass(
     deployment runs no pass (off, or no judge). Can take minutes with a real model."""
     judge = _judge(request)
     writer = request.app.state.writer
-    report = await run_in_threadpool(
+    report = await in_thread(
         run_pass,
         runtime.log,
         writer,

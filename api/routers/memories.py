@@ -7,7 +7,6 @@ from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
-from starlette.concurrency import run_in_threadpool
 
 from api.admission import OVER_CAP, Holder, HolderDep
 from api.cursor import decode_cursor, encode_cursor
@@ -33,6 +32,7 @@ from api.schemas.common import MAX_POSITION, Cursor, Label, QueryFlag, Rfc3339
 from api.schemas.memories import MAX_IDS, MemoryBatchPublic
 from api.specs import edge_spec, label_spec, memory_spec, requires, version_spec
 from api.waiting import await_drains
+from api.worker_threads import in_thread
 from domain.errors import ContentErasedError
 from domain.memory import MemoryType
 from projections.commands.caller import Caller
@@ -112,11 +112,11 @@ async def create_memory(
     few milliseconds (`PALIMPSEST_CANDIDATE_BUDGET_MS`): the candidates never hold up
     a write. `?candidates=wait` waits for them up to `PALIMPSEST_CANDIDATE_WAIT_S`."""
     if body.type not in PAIRED_TYPES:
-        result = await run_in_threadpool(write.perform, body, memory_spec(body))
+        result = await in_thread(write.perform, body, memory_spec(body))
         never = never_paired(body.type, write.runtime.embedding.conflict_floor)
         return {**result, "potential_contradictions": never}
     budget_s = _budget(write, candidates == "wait")
-    result, found = await run_in_threadpool(
+    result, found = await in_thread(
         _write_and_look, write, body, memory_spec(body), None, budget_s > 0
     )
     memory_id = UUID(str(result["id"]))
@@ -143,9 +143,7 @@ async def create_version(
     `potential_contradictions` as for a new memory (`?candidates=wait` likewise)."""
     spec = version_spec(memory_id, body)
     budget_s = _budget(write, candidates == "wait")
-    result, found = await run_in_threadpool(
-        _write_and_look, write, body, spec, memory_id, budget_s > 0
-    )
+    result, found = await in_thread(_write_and_look, write, body, spec, memory_id, budget_s > 0)
     return await _with_candidates(write, result, memory_id, found, holder, budget_s, candidates)
 
 
@@ -441,7 +439,7 @@ async def read_memory(
     by the same projection function from the log up to that position; given both, the
     earlier of the two positions). It is never pending."""
     if at_position is not None or as_of is not None:
-        return await run_in_threadpool(_read_as_of, runtime, caller, memory_id, at_position, as_of)
+        return await in_thread(_read_as_of, runtime, caller, memory_id, at_position, as_of)
 
     def check() -> CurrentBelief | PendingBelief | UnprojectableBelief | ErasedBelief:
         at = clock()

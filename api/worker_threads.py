@@ -13,18 +13,24 @@ executor and keeps the parts of anyio's contract this service relies on:
 - **Context variables go along** (the tenant in ``projections/store/tenancy.py``).
 - **A cancelled caller is not abandoned mid-call.** It waits for the call to
   finish (a write commits or not, never in the background), and is then cancelled.
+
+What it does not give a call: anyio's worker-thread state. Code run through it
+must not call ``anyio.from_thread`` (none does: the calls are the service's
+synchronous reads and writes).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
+import anyio.lowlevel
 import anyio.to_thread
 from anyio import WouldBlock
 
@@ -54,10 +60,15 @@ async def in_thread(func: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwar
     """Return ``func(*args, **kwargs)``, run on a worker thread with this task's context
     variables, holding a token of anyio's default thread limiter while it runs.
 
+    A caller already cancelled by an anyio cancel scope (a request whose client
+    left) is cancelled before ``func`` starts.
+
     Raises:
-        Whatever ``func`` raises; ``asyncio.CancelledError`` if the caller was
-        cancelled (only once ``func`` has returned or raised).
+        Whatever ``func`` raises (``StopIteration`` as ``RuntimeError``, as anyio
+        does: asyncio cannot hand it over); ``asyncio.CancelledError`` if the
+        caller was cancelled (only once ``func`` has returned or raised).
     """
+    await anyio.lowlevel.checkpoint_if_cancelled()
     limiter = anyio.to_thread.current_default_thread_limiter()
     borrower = object()  # a token per call: one task may hop from two coroutines
     try:
@@ -65,19 +76,35 @@ async def in_thread(func: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwar
     except WouldBlock:
         await limiter.acquire_on_behalf_of(borrower)
     try:
-        call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
+        call = functools.partial(contextvars.copy_context().run, _called, func, args, kwargs)
         future = asyncio.get_running_loop().run_in_executor(_pool(), call)
-        cancelled: asyncio.CancelledError | None = None
-        while True:
-            try:
-                result = await asyncio.shield(future)
-            except asyncio.CancelledError as e:
-                if future.done() and not future.cancelled():
-                    raise  # the call is over (or itself raised CancelledError)
-                cancelled = e  # wait for the call to finish, then be cancelled
-                continue
-            if cancelled is not None:
-                raise cancelled
-            return result
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if not future.done():
+                await _outlast(future)
+            raise
     finally:
         limiter.release_on_behalf_of(borrower)
+
+
+def _called(func: Callable[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> _T:
+    try:
+        return func(*args, **kwargs)
+    except StopIteration as e:
+        # Set on an asyncio future, it would never complete: the caller would hang.
+        msg = f"{getattr(func, '__name__', func)!r} raised StopIteration"
+        raise RuntimeError(msg) from e
+
+
+async def _outlast(future: asyncio.Future[Any]) -> None:
+    """Wait until ``future`` is done, whatever cancellation arrives meanwhile.
+
+    Shielded, so that a cancelled anyio scope does not cancel this task again at
+    every turn of the loop (a spinning core); a plain ``Task.cancel()`` still
+    interrupts the wait once per call, and the wait resumes.
+    """
+    with anyio.CancelScope(shield=True):
+        while not future.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait([future])

@@ -1177,17 +1177,19 @@ class GroupCommit:
             leads = self._leader is None
             if leads:
                 self._leader = member
-        if not leads:
-            # Woken once: its group committed, or it is first in the queue and leads.
-            # (One lock per writer, not a shared condition: a shared one wakes every
-            # waiting writer at each commit, to find most of them not done.)
-            try:
+        try:
+            if not leads:
+                # Woken once: its group committed, or it is first in the queue and
+                # leads. (One lock per writer, not a shared condition: a shared one
+                # wakes every waiting writer at each commit, to find most not done.)
                 member.wake.acquire()
-            except BaseException:
-                self._withdraw(member)
-                raise
-        if not member.done:
-            self._lead_then_hand_over(member)
+            if not member.done:
+                self._lead_then_hand_over(member)
+        except BaseException:
+            # Interrupted (Ctrl-C in an import) while it waited or was about to lead:
+            # not written if no group took it yet, and the lead is never lost with it.
+            self._withdraw(member)
+            raise
         if member.error is not None:
             raise member.error
         return member.ids
@@ -1197,14 +1199,23 @@ class GroupCommit:
         its other writers, then wake the next in the queue to lead, or stop leading."""
         group: list[_Member] = []
         try:
-            group = self._lead()
+            self._lead(group)
         finally:
-            if not leader.done:
-                # Interrupted before its group formed: it is not written, and must not
-                # be later, since its caller is answered with the exception.
-                self._withdraw(leader)
-            else:
+            unwritten = [m for m in group if not m.done]
+            if unwritten:  # taken from the queue, then the leader was interrupted
+                taken = {id(m) for m in unwritten}
+                with self._mutex:
+                    self._queue = collections.deque(m for m in self._queue if id(m) not in taken)
+                for member in unwritten:
+                    member.error = OperationalError(
+                        "the write's group commit was interrupted before its insert:"
+                        " nothing of it was written"
+                    )
+                    member.done = True
+            if leader.done:
                 self._hand_over()
+            else:
+                self._withdraw(leader)  # interrupted before it took its own write
             for member in group:
                 if member is not leader:
                     member.wake.release()
@@ -1218,26 +1229,27 @@ class GroupCommit:
 
     def _withdraw(self, member: _Member) -> None:
         """Take out of the queue a write whose thread was interrupted, handing the lead on
-        if it had it. (One already in a committing group stays in it.)"""
+        if it had it (a write a group already took stays in it). Safe to repeat."""
         with self._mutex:
             self._queue = collections.deque(m for m in self._queue if m is not member)
             led = self._leader is member
         if led:
             self._hand_over()
 
-    def _lead(self) -> list[_Member]:
+    def _lead(self, group: list[_Member]) -> None:
+        """Take the next group from the queue into ``group`` (as it goes, so that the
+        caller answers every write taken, even if this is interrupted), and commit it."""
         deadline = time.monotonic() + self.window_s
         while self._building and time.monotonic() < deadline:
             time.sleep(self.window_s / 5)
         with self._mutex:
-            group: list[_Member] = []
             events = 0
             while self._queue and (
                 not group or events + len(self._queue[0].stored) <= GROUP_MAX_EVENTS
             ):
-                member = self._queue.popleft()
-                group.append(member)
-                events += len(member.stored)
+                group.append(self._queue[0])
+                self._queue.popleft()
+                events += len(group[-1].stored)
         live = group  # the writes the transaction holds (all, until some are refused)
         try:
             reads = [(m.stored, m.write.read_versions) for m in group]
@@ -1263,7 +1275,6 @@ class GroupCommit:
         finally:
             for member in group:
                 member.done = True
-        return group
 
     def _remember(self, committed: list[_Member]) -> None:
         """Note the last version of each aggregate the committed members recorded (the

@@ -118,3 +118,55 @@ def test_what_the_call_raises_reaches_the_caller_and_its_token_comes_back() -> N
         assert anyio.to_thread.current_default_thread_limiter().borrowed_tokens == 0
 
     asyncio.run(main())
+
+
+def test_a_caller_cancelled_by_its_scope_waits_without_spinning() -> None:
+    """Starlette runs a streaming answer in an anyio task group: when its client
+    leaves, the scope is cancelled, and anyio cancels the task again at every turn
+    of the loop. Waiting for the call must not spin a core meanwhile."""
+    finished: list[str] = []
+
+    def call() -> None:
+        time.sleep(0.5)
+        finished.append("read")
+
+    async def main() -> float:
+        async with anyio.create_task_group() as group:
+            group.start_soon(in_thread, call)
+            await asyncio.sleep(0.05)
+            group.cancel_scope.cancel()
+            started = time.process_time()
+        assert finished == ["read"]  # the group ended only once the call was over
+        return time.process_time() - started
+
+    cpu_s = asyncio.run(main())
+    assert cpu_s < 0.1, f"{cpu_s:.2f} s of CPU while a 0.5 s call ran"
+
+
+def test_a_caller_already_cancelled_does_not_start_its_call() -> None:
+    ran: list[str] = []
+
+    async def main() -> None:
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await in_thread(ran.append, "a write for a client that left")
+        assert scope.cancelled_caught
+        assert anyio.to_thread.current_default_thread_limiter().borrowed_tokens == 0
+
+    asyncio.run(main())
+    assert ran == []
+
+
+def test_a_call_raising_stop_iteration_reaches_the_caller_as_an_error() -> None:
+    """asyncio cannot set StopIteration on a future: handed over as it is, the
+    caller would wait forever, holding its token."""
+
+    def call() -> None:
+        next(iter(()))
+
+    async def main() -> None:
+        with pytest.raises(RuntimeError):
+            await asyncio.wait_for(in_thread(call), 10)
+        assert anyio.to_thread.current_default_thread_limiter().borrowed_tokens == 0
+
+    asyncio.run(main())

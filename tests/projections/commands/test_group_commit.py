@@ -339,11 +339,13 @@ def test_a_write_interrupted_while_it_waits_is_not_written_and_strands_no_one(
         _until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
 
         def interrupt_when_queued() -> None:
-            _until(lambda: group.queued == 1, 20, "the interrupted write queues")
-            threads.append(write("after"))
-            _until(lambda: group.queued == 2, 20, "a write queues after it")
-            assert main is not None
-            signal.pthread_kill(main, signal.SIGINT)
+            try:
+                _until(lambda: group.queued == 1, 20, "the interrupted write queues")
+                threads.append(write("after"))
+                _until(lambda: group.queued == 2, 20, "a write queues after it")
+            finally:  # whatever happened, the main thread is not left waiting
+                assert main is not None
+                signal.pthread_kill(main, signal.SIGINT)
 
         interrupter = threading.Thread(target=interrupt_when_queued)
         interrupter.start()

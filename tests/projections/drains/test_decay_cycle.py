@@ -200,13 +200,16 @@ def test_the_collapse_guard_turns_archivals_past_it_into_proposals(
     ]
     set_policy(client, tenant, prune_below=0.3, auto_archive_decayed=True)
     guard = ProposalSettings(collapse_share=0.0, collapse_minimum=3)
+    # Noon, so that an hour later is the same day whenever the test runs (from
+    # 23:00 UTC, NOW plus an hour was the next day, with its archivals unspent).
+    noon = (NOW + timedelta(days=400)).replace(hour=12, minute=0, second=0)
 
-    report = cycle(client, runtime, tenant, NOW + timedelta(days=400), guard=guard)
+    report = cycle(client, runtime, tenant, noon, guard=guard)
 
     assert len(report.archived) == 3 and report.held_back == 2
     assert len(report.proposals) == 2
     assert set(report.archived) | set(notes) == set(notes)
-    later = cycle(client, runtime, tenant, NOW + timedelta(days=400, hours=1), guard=guard)
+    later = cycle(client, runtime, tenant, noon + timedelta(hours=1), guard=guard)
     assert later.archived == []  # the day's archivals are spent
 
 

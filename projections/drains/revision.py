@@ -75,6 +75,21 @@ class DrainReport:
     left dirty only by other drains' leases or quarantined memories)."""
 
 
+NOTE_CLEAN = (
+    "UPDATE {schema}.revision_tenants SET drained_position ="
+    " greatest(drained_position, %s) WHERE tenant_id = %s"
+    # Not ``NOT EXISTS (SELECT 1 ... WHERE published < requested)``: PostgreSQL
+    # guesses a third of the rows dirty, so it scanned the whole table to find
+    # none (12-15 ms at 200,000 revisions, every pass). First by ``requested``,
+    # the dirty ones come from their partial index (``revisions_dirty``), as the
+    # claim's do; ``requested`` is never NULL, so NULL means none is dirty.
+    " AND (SELECT requested FROM {schema}.revisions WHERE published < requested"
+    " ORDER BY requested LIMIT 1) IS NULL"
+)
+"""Record a tenant clean as of a mark, if none of its memories is dirty (run as the
+tenant: row-level security keeps the check to its revisions)."""
+
+
 def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
     """Record the tenant clean as of mark ``seen`` if it has no dirty memory now (one
     statement).
@@ -87,35 +102,31 @@ def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
     and ``/metrics`` keeps counting them (it reads due tenants only).
     """
     with tenant_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
-        cur.execute(
-            schema_sql(
-                "UPDATE {schema}.revision_tenants SET drained_position ="
-                " greatest(drained_position, %s) WHERE tenant_id = %s"
-                " AND NOT EXISTS (SELECT 1 FROM {schema}.revisions WHERE published < requested)",
-                log.datastore.schema,
-            ),
-            (seen, tenant_id),
-        )
+        cur.execute(schema_sql(NOTE_CLEAN, log.datastore.schema), (seen, tenant_id))
+
+
+CLAIM = (
+    "UPDATE {schema}.revisions r SET claimed_until = clock_timestamp()"
+    " + make_interval(secs => %s)"
+    # The claimed ids as an array, not a subquery joined: prepared, its LIMIT a
+    # parameter, the join was planned as a hash join over a scan of the whole
+    # table (8 ms at 20,000 memories, every pass).
+    " WHERE r.tenant_id = {schema}.current_tenant() AND r.memory_id = ANY(ARRAY("
+    "  SELECT memory_id FROM {schema}.revisions"
+    "  WHERE published < requested"
+    "  AND unprojectable_at IS DISTINCT FROM requested"
+    "  AND (claimed_until IS NULL OR claimed_until < clock_timestamp())"
+    "  ORDER BY requested LIMIT %s FOR UPDATE SKIP LOCKED))"
+    " RETURNING r.memory_id, r.requested"
+)
+"""Lease up to a number of the tenant's dirty memories, oldest request first, for
+some seconds (run as the tenant)."""
 
 
 def _claim(log: EventLog, tenant_id: UUID, limit: int, lease_s: float) -> list[tuple[UUID, int]]:
     schema = log.datastore.schema
     with tenant_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
-        cur.execute(
-            schema_sql(
-                "UPDATE {schema}.revisions r SET claimed_until = clock_timestamp() "
-                "+ make_interval(secs => %s) FROM ("
-                "  SELECT memory_id FROM {schema}.revisions"
-                "  WHERE published < requested"
-                "  AND unprojectable_at IS DISTINCT FROM requested"
-                "  AND (claimed_until IS NULL OR claimed_until < clock_timestamp())"
-                "  ORDER BY requested LIMIT %s FOR UPDATE SKIP LOCKED) c "
-                "WHERE r.tenant_id = {schema}.current_tenant() AND r.memory_id = c.memory_id "
-                "RETURNING r.memory_id, r.requested",
-                schema,
-            ),
-            (lease_s, limit),
-        )
+        cur.execute(schema_sql(CLAIM, schema), (lease_s, limit))
         return [(row["memory_id"], row["requested"]) for row in cur]
 
 

@@ -101,7 +101,9 @@ def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
     quarantined memories: each pass costs such a tenant one indexed query,
     and ``/metrics`` keeps counting them (it reads due tenants only).
     """
-    with tenant_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
+    with tenant_transaction(
+        log.datastore, tenant_id, commit=True, durable=False, planned_for_tenant=True
+    ) as cur:
         cur.execute(schema_sql(NOTE_CLEAN, log.datastore.schema), (seen, tenant_id))
 
 
@@ -125,7 +127,9 @@ some seconds (run as the tenant)."""
 
 def _claim(log: EventLog, tenant_id: UUID, limit: int, lease_s: float) -> list[tuple[UUID, int]]:
     schema = log.datastore.schema
-    with tenant_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
+    with tenant_transaction(
+        log.datastore, tenant_id, commit=True, durable=False, planned_for_tenant=True
+    ) as cur:
         cur.execute(schema_sql(CLAIM, schema), (lease_s, limit))
         return [(row["memory_id"], row["requested"]) for row in cur]
 
@@ -179,7 +183,12 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
     # One round trip: the memories' revision rows (which their writers upsert, holding
     # the events table's lock) stay locked only while PostgreSQL runs the statements.
     with tenant_transaction(
-        log.datastore, tenant_id, commit=True, pipelined=True, durable=False
+        log.datastore,
+        tenant_id,
+        commit=True,
+        pipelined=True,
+        durable=False,
+        planned_for_tenant=True,
     ) as cur:
         cur.execute(
             schema_sql(
@@ -273,7 +282,9 @@ def _quarantine(log: EventLog, tenant_id: UUID, failed: list[tuple[UUID, int, Ex
     if not failed:
         return
     errors = [projection_error(error) for _, _, error in failed]
-    with tenant_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
+    with tenant_transaction(
+        log.datastore, tenant_id, commit=True, durable=False, planned_for_tenant=True
+    ) as cur:
         cur.execute(
             schema_sql(
                 "UPDATE {schema}.revisions r SET unprojectable_at = u.revision,"

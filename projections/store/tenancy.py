@@ -45,6 +45,12 @@ _DERIVED_TENANT_SQL = (
     " set_config('synchronous_commit', 'off', true)"
 )
 
+_DRAINING_TENANT_SQL = (
+    "SELECT set_config('palimpsest.tenant_id', %s, true),"
+    " set_config('synchronous_commit', 'off', true),"
+    " set_config('plan_cache_mode', 'force_custom_plan', true)"
+)
+
 
 @contextmanager
 def tenant_scope(tenant_id: UUID) -> Iterator[None]:
@@ -74,6 +80,7 @@ def tenant_transaction(
     commit: bool,
     pipelined: bool = False,
     durable: bool = True,
+    planned_for_tenant: bool = False,
 ) -> Iterator[Cursor[Any]]:
     """Yield a cursor in a transaction that sees only ``tenant_id``'s rows (none
     when None).
@@ -101,6 +108,13 @@ def tenant_transaction(
     stamps); never for what a caller was told is done. A crash can lose only
     the last such commits, never part of one, and the first durable commit
     after them makes them durable too.
+
+    With ``planned_for_tenant`` (and without ``durable``: the drains' claims and
+    publishes), each statement is planned for this tenant, never from a plan
+    kept for all: one tenant holding most of ``revisions`` made the kept plans
+    of the drain's statements cost 2-5 ms each there, against 0.1 ms planned
+    for it (a pass after one write: 10.2-10.6 ms against 2.6-3.0 ms at 20,000
+    memories; docs/benchmarks.md).
     """
     with (
         datastore.get_connection() as conn,
@@ -111,7 +125,13 @@ def tenant_transaction(
         if not commit:
             setting = _READ_ONLY_TENANT_SQL
         else:
-            setting = SET_TENANT_SQL if durable else _DERIVED_TENANT_SQL
+            setting = (
+                SET_TENANT_SQL
+                if durable
+                else _DRAINING_TENANT_SQL
+                if planned_for_tenant
+                else _DERIVED_TENANT_SQL
+            )
         if pipelined:
             run_unread(curs, setting, (tenant,))
         else:  # answered before the caller's first statement is sent

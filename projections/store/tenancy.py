@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -35,21 +36,19 @@ _current_tenant: ContextVar[UUID | None] = ContextVar("palimpsest_tenant", defau
 
 SET_TENANT_SQL = "SELECT set_config('palimpsest.tenant_id', %s, true)"
 
-_READ_ONLY_TENANT_SQL = (
-    "SELECT set_config('palimpsest.tenant_id', %s, true),"
-    " set_config('transaction_read_only', 'on', true)"
-)
 
-_DERIVED_TENANT_SQL = (
-    "SELECT set_config('palimpsest.tenant_id', %s, true),"
-    " set_config('synchronous_commit', 'off', true)"
-)
-
-_DRAINING_TENANT_SQL = (
-    "SELECT set_config('palimpsest.tenant_id', %s, true),"
-    " set_config('synchronous_commit', 'off', true),"
-    " set_config('plan_cache_mode', 'force_custom_plan', true)"
-)
+@lru_cache
+def _settings_sql(*, commit: bool, durable: bool, planned_for_tenant: bool) -> str:
+    """The one statement that sets up a :func:`tenant_transaction`: its tenant, then
+    read-only or not waiting for the disk, then plans made for the tenant."""
+    settings = ["set_config('palimpsest.tenant_id', %s, true)"]
+    if not commit:
+        settings.append("set_config('transaction_read_only', 'on', true)")
+    elif not durable:
+        settings.append("set_config('synchronous_commit', 'off', true)")
+    if planned_for_tenant:
+        settings.append("set_config('plan_cache_mode', 'force_custom_plan', true)")
+    return "SELECT " + ", ".join(settings)
 
 
 @contextmanager
@@ -109,8 +108,8 @@ def tenant_transaction(
     the last such commits, never part of one, and the first durable commit
     after them makes them durable too.
 
-    With ``planned_for_tenant`` (and without ``durable``: the drains' claims and
-    publishes), each statement is planned for this tenant, never from a plan
+    With ``planned_for_tenant`` (the drains' claims and publishes), each
+    statement is planned for this tenant, never from a plan
     kept for all: one tenant holding most of ``revisions`` made the kept plans
     of the drain's statements cost 2-5 ms each there, against 0.1 ms planned
     for it (a pass after one write: 10.2-10.6 ms against 2.6-3.0 ms at 20,000
@@ -122,16 +121,9 @@ def tenant_transaction(
         conn.cursor() as curs,
     ):
         tenant = "" if tenant_id is None else str(tenant_id)
-        if not commit:
-            setting = _READ_ONLY_TENANT_SQL
-        else:
-            setting = (
-                SET_TENANT_SQL
-                if durable
-                else _DRAINING_TENANT_SQL
-                if planned_for_tenant
-                else _DERIVED_TENANT_SQL
-            )
+        setting = _settings_sql(
+            commit=commit, durable=durable, planned_for_tenant=planned_for_tenant
+        )
         if pipelined:
             run_unread(curs, setting, (tenant,))
         else:  # answered before the caller's first statement is sent

@@ -8,6 +8,8 @@ Modules:
   aggregates: each as last read or written, by tenant and id.
 - :mod:`projections.store.aggregates`: Loading aggregates from the log, one or
   many at once, from what this process knows.
+- :mod:`projections.store.arrays`: Arrays of a known element type, sent to
+  PostgreSQL in binary in one step.
 - :mod:`projections.store.database`: Connection targets: the owner (migrations,
   admin) and the runtime role.
 - :mod:`projections.store.embedded`: The embedded PostgreSQL (pgserver:
@@ -52,6 +54,7 @@ from __future__ import annotations
 __all__ = [
     "aggregate_cache",
     "aggregates",
+    "arrays",
     "database",
     "embedded",
     "errors",

@@ -41,10 +41,12 @@ from eventsourcing.persistence import (
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder
 from eventsourcing.utils import retry
 from psycopg import sql
+from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
 from domain.dependency import Dependencies, dependencies_of
 from domain.memory import Memory
+from projections.store.arrays import BoolArray, ByteaArray, Int8Array, TextArray, UuidArray
 from projections.store.errors import DatabaseUnavailableError, StaleReadError
 from projections.store.group_conflicts import conflicting
 from projections.store.lexeme_counts import counting
@@ -174,10 +176,10 @@ def _select_events_query(
 def _stored_columns(stored: Sequence[StoredEvent]) -> tuple[list[Any], ...]:
     """Return the columns of ``stored`` for :data:`_INSERT_EVENTS` (and snapshots)."""
     return (
-        [e.originator_id for e in stored],
-        [e.originator_version for e in stored],
-        [e.topic for e in stored],
-        [e.state for e in stored],
+        UuidArray(e.originator_id for e in stored),
+        Int8Array(e.originator_version for e in stored),
+        TextArray(e.topic for e in stored),
+        ByteaArray(e.state for e in stored),
     )
 
 
@@ -240,7 +242,7 @@ def _mark_gone(
     """Set the position ``mark`` names (:data:`_MARK_EXPIRED` or :data:`_MARK_ERASED`)
     of observations to the write's; return their content digests."""
     curs.execute(schema_query(mark, schema), (observations,))
-    return {row["digest"] for row in curs.fetchall()}
+    return {digest for (digest,) in curs.fetchall()}
 
 
 def _delete_unheld_bytes(curs: Cursor[Any], schema: str, digests: set[str]) -> None:
@@ -351,7 +353,7 @@ def _check_reads(curs: Cursor[Any], schema: str, write: WriteContext) -> None:
         StaleReadError: the write must be built again from fresh aggregates.
     """
     if write.read_versions:
-        ids = list(write.read_versions)
+        ids = UuidArray(write.read_versions)
         curs.execute(
             schema_query(
                 "SELECT originator_id, max(originator_version) AS version"
@@ -362,9 +364,9 @@ def _check_reads(curs: Cursor[Any], schema: str, write: WriteContext) -> None:
             (ids,),
         )
         changed = [
-            r["originator_id"]
-            for r in curs.fetchall()
-            if r["version"] != write.read_versions[r["originator_id"]]
+            originator_id
+            for originator_id, version in curs.fetchall()
+            if version != write.read_versions[originator_id]
         ]
         if changed:
             msg = f"aggregates changed since they were read: {sorted(map(str, changed))}"
@@ -380,7 +382,7 @@ def _check_reads(curs: Cursor[Any], schema: str, write: WriteContext) -> None:
             ),
             (removed, list(write.loaded)),
         )
-        unseen = [r["memory_id"] for r in curs.fetchall()]
+        unseen = [memory_id for (memory_id,) in curs.fetchall()]
         if unseen:
             msg = f"memories began citing removed observations: {sorted(map(str, unseen))}"
             raise StaleReadError(msg)
@@ -511,7 +513,7 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
             " requested_at = clock_timestamp()",
             schema,
         ),
-        (sorted(found.touched, key=str),),
+        (UuidArray(sorted(found.touched, key=str)),),
     )
     chain.add(
         schema_query(
@@ -532,11 +534,11 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
                 schema,
             ),
             (
-                [x.memory_id for x in found.links],
-                [x.linked_id for x in found.links],
-                [x.kind for x in found.links],
-                [x.outgoing for x in found.links],
-                [x.edge_id for x in found.links],
+                UuidArray(x.memory_id for x in found.links),
+                UuidArray(x.linked_id for x in found.links),
+                TextArray(x.kind for x in found.links),
+                BoolArray(x.outgoing for x in found.links),
+                UuidArray(x.edge_id for x in found.links),
             ),
         )
     if found.evidence:
@@ -548,7 +550,7 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
                 " ON CONFLICT DO NOTHING",
                 schema,
             ),
-            (list(observations), list(memories)),
+            (UuidArray(observations), UuidArray(memories)),
         )
     if found.proposers:
         proposers, models, memories = zip(*found.proposers, strict=True)
@@ -559,7 +561,7 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
                 " AS t(p, mo, me) ON CONFLICT DO NOTHING",
                 schema,
             ),
-            (list(proposers), list(models), list(memories)),
+            (UuidArray(proposers), TextArray(models), UuidArray(memories)),
         )
     if found.created:
         ids, types, scopes, projects, topics = zip(*found.created, strict=True)
@@ -572,7 +574,13 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
                 " AS t(i, ty, sc, pr, tp)",
                 schema,
             ),
-            (list(ids), list(types), list(scopes), list(projects), list(topics)),
+            (
+                UuidArray(ids),
+                TextArray(types),
+                TextArray(scopes),
+                TextArray(projects),
+                TextArray(topics),
+            ),
         )
     if found.captured:
         ids, digests, deadlines, transient = zip(*found.captured, strict=True)
@@ -596,7 +604,7 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
                 " WHERE version_digests.released_position IS NOT NULL",
                 schema,
             ),
-            (list(digests), list(memories)),
+            (TextArray(digests), UuidArray(memories)),
         )
     if found.decisions:
         ids, kinds, keys, parts = zip(*found.decisions, strict=True)
@@ -608,7 +616,7 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
                 " FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::uuid[]) AS t(d, k, l, p)",
                 schema,
             ),
-            (list(ids), list(kinds), list(keys), list(parts)),
+            (UuidArray(ids), TextArray(kinds), TextArray(keys), UuidArray(parts)),
         )
     if found.retention is not None:
         chain.add(
@@ -713,8 +721,8 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         with (
             self.datastore.get_connection() as conn,
             conn.transaction(),
-            conn.cursor() as curs,
-            conn.cursor() as inserted,
+            conn.cursor(row_factory=tuple_row) as curs,
+            conn.cursor(row_factory=tuple_row) as inserted,
         ):
             self._insert_events(curs, stored_events, **kwargs)
             if not stored_events:
@@ -743,8 +751,8 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         """
         with (
             self.datastore.get_connection() as conn,
-            conn.cursor() as curs,
-            conn.cursor() as inserted,
+            conn.cursor(row_factory=tuple_row) as curs,
+            conn.cursor(row_factory=tuple_row) as inserted,
         ):
             with pipelined_transaction(conn) as pipeline:
                 self._insert_events(curs, stored_events, **kwargs)
@@ -804,7 +812,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
                     " ON CONFLICT DO NOTHING",
                     schema,
                 ),
-                (list(write.payloads), list(write.payloads.values())),
+                (TextArray(write.payloads), ByteaArray(write.payloads.values())),
             )
         if write.revoked_tokens:
             curs.execute(
@@ -879,7 +887,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
             pipeline.sync()  # sends what is queued, and reads every answer so far
         if inserted.rownumber:
             inserted.scroll(0, mode="absolute")  # read before (for an idempotency record)
-        ids = [int(row["notification_id"]) for row in inserted.fetchall()]
+        ids = [int(notification_id) for notification_id, _ in inserted.fetchall()]
         if len(ids) != len(stored_events):
             msg = f"the insert answered {len(ids)} positions for {len(stored_events)} events"
             raise ProgrammingError(msg)
@@ -956,7 +964,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
             by_tenant.setdefault(write.tenant_id, []).append(index)
         results: list[Sequence[int] | Exception] = [[] for _ in members]
         inserts: list[tuple[Cursor[Any], list[int], list[StoredEvent]]] = []
-        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
             # One round trip for the whole group, as for one write (_insert_pipelined);
             # every refusal raises when the answers are read, and nothing commits.
             with pipelined_transaction(conn) as pipeline:
@@ -965,7 +973,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
                     write = _merged([members[i][1] for i in indexes])
                     stored = [event for i in indexes for event in members[i][0]]
                     self._insert_events(curs, stored, write=write)
-                    inserted = conn.cursor()
+                    inserted = conn.cursor(row_factory=tuple_row)
                     inserted.execute(
                         _insert_events_query(self.datastore.schema, self.events_table_name),
                         _stored_columns(stored),
@@ -989,12 +997,15 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
             self.datastore.get_connection() as conn,
             conn.pipeline() as pipeline,  # round trips only where a result is needed
             conn.transaction(),
-            conn.cursor() as curs,
+            conn.cursor(row_factory=tuple_row) as curs,
         ):
             self._lock_and_notify(curs)
             for stored, write in members:
                 try:
-                    with conn.transaction(), conn.cursor() as inserted:  # a savepoint
+                    with (
+                        conn.transaction(),  # a savepoint
+                        conn.cursor(row_factory=tuple_row) as inserted,
+                    ):
                         self._insert_events(curs, stored, write=write)
                         inserted.execute(
                             _insert_events_query(self.datastore.schema, self.events_table_name),

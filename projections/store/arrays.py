@@ -7,7 +7,8 @@ array here, and a single write sends fourteen. The lists below say their
 element type, so psycopg finds their dumper by class at once, and the dumper
 builds the whole array in one join. Pass one wherever a statement casts the
 parameter to that array type (``%b::uuid[]``, say); ``None`` elements are
-sent as SQL ``NULL``.
+sent as SQL ``NULL``, and an element the type cannot hold raises
+``psycopg.DataError`` as the statement is executed, before it is sent.
 
 The dumpers are registered on psycopg's global adapters when this module is
 imported, so every connection made afterwards knows them.
@@ -66,10 +67,12 @@ def _array_dumper(element: str, encode: Callable[[Any, str], bytes]) -> type[Dum
 
     class ArrayDumper(Dumper):
         format = Format.BINARY
-        oid = array_oid
+        # Set per instance, not on the class: a class oid would register the dumper
+        # by oid too, in place of psycopg's own (which binary COPY looks up).
 
         def __init__(self, cls: type, context: Any = None) -> None:
             super().__init__(cls, context)
+            self.oid = array_oid
             # As psycopg's own text dumper: the connection's encoding (SQL_ASCII as UTF-8).
             encoding = self.connection.info.encoding if self.connection else "utf-8"
             self._encoding = encoding if encoding != "ascii" else "utf-8"
@@ -80,14 +83,20 @@ def _array_dumper(element: str, encode: Callable[[Any, str], bytes]) -> type[Dum
             encoding = self._encoding
             parts = [_HEAD.pack(1, 0, element_oid, len(obj), 1)]
             has_null = 0
-            for value in obj:
-                if value is None:
-                    has_null = 1
-                    parts.append(_NULL)
-                else:
-                    data = encode(value, encoding)
-                    parts.append(_LENGTH.pack(len(data)))
-                    parts.append(data)
+            try:
+                for value in obj:
+                    if value is None:
+                        has_null = 1
+                        parts.append(_NULL)
+                    else:
+                        data = encode(value, encoding)
+                        parts.append(_LENGTH.pack(len(data)))
+                        parts.append(data)
+            except (ValueError, TypeError, AttributeError, struct.error) as e:
+                # A value the element type cannot hold is refused as the database would
+                # refuse it: one write's error, never its whole group's.
+                msg = f"not a {element} array element: {value!r} ({e})"
+                raise psycopg.DataError(msg) from e
             if has_null:
                 parts[0] = _HEAD.pack(1, 1, element_oid, len(obj), 1)
             return b"".join(parts)

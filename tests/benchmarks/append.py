@@ -1,6 +1,7 @@
 """Append throughput: the library write path, HTTP, and raw psycopg, in one run.
 
 Usage: python tests/benchmarks/append.py [--singles N] [--batches N] [--load-seconds S]
+              [--analyze]
        python tests/benchmarks/append.py --load-only [--writers W] [--readers R]
               [--serve-workers N] [--serve-env NAME=VALUE ...]
 
@@ -23,6 +24,11 @@ in the same transaction sizes:
   readers reading them, counting writes/s and stale ``current`` reads (a read
   that answers ``current`` with a version older than one whose write was
   acknowledged before the read began).
+
+``--analyze`` runs ``ANALYZE`` on every table before each served configuration,
+as pgbench vacuums before it measures: the figures of a store with statistics.
+Without it, the served figures come from a store's first two minutes, when
+autovacuum may not yet have analysed it (docs/benchmarks.md, 2026-12-05).
 
 ``--load-only`` runs only the concurrent load, against ``serve --workers 1`` (or
 ``--serve-workers N``), with ``--writers`` and ``--readers`` of its own and
@@ -355,6 +361,12 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
     parser.add_argument("--batches", type=int, default=60)
     parser.add_argument("--load-seconds", type=float, default=10.0)
     parser.add_argument("--load-only", action="store_true")
+    parser.add_argument(
+        "--analyze",
+        action="store_true",
+        help="ANALYZE every table before each served configuration (as pgbench vacuums"
+        " first): a store with statistics, not a fresh one's first minutes",
+    )
     parser.add_argument("--writers", type=int, default=4, help="with --load-only")
     parser.add_argument("--readers", type=int, default=4, help="with --load-only")
     parser.add_argument("--serve-workers", type=int, default=1, help="with --load-only")
@@ -462,6 +474,9 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         process, base = _serve(runtime, workers, settings)
         try:
             _drained(runtime)
+            if args.analyze:
+                with runtime.database.owner_connection() as conn:
+                    conn.execute("ANALYZE")
             again = raw_again(served)
             _http_writes(base, headers, args, served, (raw_rates, raw_batch_rate), again)
             # At rest, as the HTTP figures are: the thousands of memories the HTTP

@@ -41,6 +41,7 @@ from uuid import UUID
 from eventsourcing.persistence import DataError
 
 from domain.belief import MemoryFacts, project_belief
+from projections.store.arrays import Int8Array, TextArray, UuidArray
 from projections.store.eventlog import EventLog
 from projections.store.rollbacks import retry_rolled_back
 from projections.store.sql import schema_sql
@@ -193,9 +194,12 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
         cur.execute(
             schema_sql(
                 "INSERT INTO {schema}.beliefs (memory_id, revision, memory_type, scope, project,"
-                " topic, current_version_id, grade, belief) SELECT * FROM unnest(%s::uuid[],"
-                " %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::uuid[],"
-                " %s::text[], %s::jsonb[]) ON CONFLICT (tenant_id, memory_id) DO UPDATE SET"
+                " topic, current_version_id, grade, belief) SELECT * FROM unnest(%b::uuid[],"
+                " %b::bigint[], %b::text[], %b::text[], %b::text[], %b::text[], %b::uuid[],"
+                # The documents go as text and PostgreSQL parses each as JSON: as a text
+                # array literal each had its quotes escaped, then unescaped (2.4 ms of
+                # this process's time for a batch of 100 beliefs, against 0.12 ms).
+                " %b::text[], %b::text[]::jsonb[]) ON CONFLICT (tenant_id, memory_id) DO UPDATE SET"
                 " revision = excluded.revision, memory_type = excluded.memory_type,"
                 " scope = excluded.scope, project = excluded.project, topic = excluded.topic,"
                 " current_version_id = excluded.current_version_id, grade = excluded.grade,"
@@ -203,26 +207,26 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
                 schema,
             ),
             (
-                [b.memory_id for b in beliefs],
-                [b.revision for b in beliefs],
-                [b.memory_type for b in beliefs],
-                [b.scope for b in beliefs],
-                [b.project for b in beliefs],
-                [b.topic for b in beliefs],
-                [b.current_version_id for b in beliefs],
-                [b.grade for b in beliefs],
-                [b.document for b in beliefs],
+                UuidArray(b.memory_id for b in beliefs),
+                Int8Array(b.revision for b in beliefs),
+                TextArray(b.memory_type for b in beliefs),
+                TextArray(b.scope for b in beliefs),
+                TextArray(b.project for b in beliefs),
+                TextArray(b.topic for b in beliefs),
+                UuidArray(b.current_version_id for b in beliefs),
+                TextArray(b.grade for b in beliefs),
+                TextArray(b.document for b in beliefs),
             ),
         )
         cur.execute(
             schema_sql(
                 "UPDATE {schema}.revisions r SET published = greatest(r.published, u.revision),"
                 " claimed_until = NULL, published_at = clock_timestamp()"
-                " FROM unnest(%s::uuid[], %s::bigint[]) AS u(id, revision)"
+                " FROM unnest(%b::uuid[], %b::bigint[]) AS u(id, revision)"
                 " WHERE r.memory_id = u.id",
                 schema,
             ),
-            ([b.memory_id for b in beliefs], [b.revision for b in beliefs]),
+            (UuidArray(b.memory_id for b in beliefs), Int8Array(b.revision for b in beliefs)),
         )
         mark_published(cur, schema, tenant_id)  # recall has new versions to index
         # Delivered at commit: wakes requests waiting for this tenant's revision.

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from projections.drains.revision import _publish, drain_revisions, drain_tenant
 from projections.runtime import Runtime
+from projections.store.tenancy import tenant_transaction
 from projections.store.work_due import marked_tenants
 from projections.views.belief_facts import memory_facts
 from tests.api.helpers import observe, post, problem_slug, remember
@@ -264,3 +265,34 @@ def test_a_batch_that_empties_its_tenant_records_it_clean_and_a_later_mark_keeps
     # The next pass claims nothing and records it clean.
     drain_until_caught_up(runtime)
     assert tenant.id not in marked_tenants(runtime.log.datastore, "revision")
+
+
+def test_a_belief_publishes_its_labels_exactly_whatever_they_hold(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    """The publish sends each column as an array: text an array literal would
+    escape (quotes, backslashes, braces, commas, the word NULL) comes back as
+    written, and a missing project stays SQL NULL, never the text 'NULL'."""
+    headers = tenant.headers()
+    scope = 'team "core" \\ {a,b} NULL é 🙂'
+    made = [
+        remember(client, headers, scope=scope, project="NULL", topic='t "1", {x}'),
+        remember(client, headers, scope=scope),
+    ]
+    drain_until_caught_up(runtime)
+    read = [_read(client, m["id"], headers).json() for m in made]
+    assert [r["status"] for r in read] == ["current", "current"]
+    assert [r["belief"]["applicability"] for r in read] == [
+        {"scope": scope, "project": "NULL"},
+        {"scope": scope, "project": None},
+    ]
+    with tenant_transaction(runtime.log.datastore, tenant.id, commit=False) as cur:
+        cur.execute(
+            f'SELECT memory_id::text AS id, scope, project, topic FROM "{runtime.database.schema}"'
+            ".beliefs WHERE memory_id = ANY(%s::uuid[])",
+            ([m["id"] for m in made],),
+        )
+        rows = [(r["id"], r["scope"], r["project"], r["topic"]) for r in cur]
+    assert sorted(rows) == sorted(
+        [(made[0]["id"], scope, "NULL", 't "1", {x}'), (made[1]["id"], scope, None, None)]
+    )

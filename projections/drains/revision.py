@@ -181,6 +181,8 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
     # publish and a write of the same memories wait for each other, never deadlock.
     beliefs = sorted(beliefs, key=lambda b: str(b.memory_id))
     schema = log.datastore.schema
+    ids = UuidArray(b.memory_id for b in beliefs)
+    revisions = Int8Array(b.revision for b in beliefs)
     # One round trip: the memories' revision rows (which their writers upsert, holding
     # the events table's lock) stay locked only while PostgreSQL runs the statements.
     with tenant_transaction(
@@ -207,8 +209,8 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
                 schema,
             ),
             (
-                UuidArray(b.memory_id for b in beliefs),
-                Int8Array(b.revision for b in beliefs),
+                ids,
+                revisions,
                 TextArray(b.memory_type for b in beliefs),
                 TextArray(b.scope for b in beliefs),
                 TextArray(b.project for b in beliefs),
@@ -226,7 +228,7 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
                 " WHERE r.memory_id = u.id",
                 schema,
             ),
-            (UuidArray(b.memory_id for b in beliefs), Int8Array(b.revision for b in beliefs)),
+            (ids, revisions),
         )
         mark_published(cur, schema, tenant_id)  # recall has new versions to index
         # Delivered at commit: wakes requests waiting for this tenant's revision.

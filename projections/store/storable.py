@@ -17,7 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
+from datetime import datetime
+from functools import cache
+from operator import attrgetter
 from typing import Any, TypeVar, cast
+from uuid import UUID
 
 __all__ = ["REPLACEMENT", "storable", "storable_text"]
 
@@ -38,10 +43,54 @@ def storable(value: _T) -> _T:
     """Return ``value`` with :func:`storable_text` applied to every string in it.
 
     Strings inside tuples, lists, sets, dicts (keys too) and dataclass fields
-    are replaced; anything else is returned as it is. Values that need no
-    replacement come back unchanged (equal, and of the same type).
+    are replaced; anything else is returned as it is. A string of a subclass
+    (an enum) becomes plain text. A value with nothing to replace comes back
+    as it is, the same object: every write's dependency rows pass through
+    here, nearly none with anything to replace, and rebuilding them cost
+    28-36 microseconds a write, against 10 to check them.
     """
-    return cast(_T, _storable(value))
+    return value if _is_storable(value) else cast(_T, _storable(value))
+
+
+def _is_storable(value: Any) -> bool:
+    """Whether :func:`storable` would give back ``value`` as it is: no string in it to
+    replace, and none of a subclass of ``str``."""
+    kind: type = type(value)
+    if kind is str:
+        return _UNSTORABLE.search(value) is None
+    if kind in _PLAIN:
+        return True
+    if isinstance(value, str):
+        return False
+    if isinstance(value, tuple | list | set | frozenset):
+        return all(map(_is_storable, value))
+    if isinstance(value, dict):
+        return all(_is_storable(k) and _is_storable(v) for k, v in value.items())
+    fields = _fields_getter(kind)
+    if fields is None:
+        return True
+    values = fields(value)
+    # Empty fields (most of a write's dependency rows) skip the call; one of them can
+    # still need storable only as an empty string of a subclass.
+    return all(map(_is_storable, filter(None, values))) and not any(
+        isinstance(v, str) and type(v) is not str for v in values if not v
+    )
+
+
+_PLAIN = frozenset({type(None), bool, int, float, UUID, datetime, bytes})
+"""Types that hold no string: what most of a write's dependency rows are made of."""
+
+
+@cache
+def _fields_getter(kind: type) -> Callable[[Any], tuple[Any, ...]] | None:
+    """What reads the fields of a dataclass as a tuple (None for another type): made once
+    per type, as every write's dependency rows are checked field by field."""
+    if not dataclasses.is_dataclass(kind):
+        return None
+    names = [f.name for f in dataclasses.fields(kind)]
+    if len(names) == 1:  # attrgetter of one name answers the value, not a tuple
+        return lambda value: (getattr(value, names[0]),)
+    return attrgetter(*names) if names else lambda _: ()
 
 
 def _storable(value: Any) -> Any:

@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 from uuid import UUID
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from projections.store.storable import storable, storable_text
@@ -28,14 +28,20 @@ class Row:
     items: Any
 
 
+@dataclasses.dataclass
+class Single:
+    only: Any
+
+
 class Kind(StrEnum):
     NOTE = "note"
+    NONE = ""
 
 
 def _reference(value: Any) -> Any:
     """The contract, written plainly: each string mapped, containers rebuilt."""
     if isinstance(value, str):
-        return storable_text(value)
+        return storable_text(str(value))
     if isinstance(value, Pair):
         return Pair(_reference(value.left), _reference(value.right))
     if isinstance(value, tuple):
@@ -48,6 +54,8 @@ def _reference(value: Any) -> Any:
         return {_reference(k): _reference(v) for k, v in value.items()}
     if isinstance(value, Row):
         return Row(_reference(value.name), _reference(value.items))
+    if isinstance(value, Single):
+        return Single(_reference(value.only))
     return value
 
 
@@ -60,12 +68,20 @@ def _strings(value: Any) -> list[str]:
         return [s for v in value for s in _strings(v)]
     if isinstance(value, Row):
         return _strings(value.name) + _strings(value.items)
+    if isinstance(value, Single):
+        return _strings(value.only)
     return []
 
 
 _text = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=6)
 _scalars = st.one_of(
-    _text, st.uuids(), st.integers(), st.none(), st.datetimes(timezones=st.just(UTC))
+    _text,
+    st.sampled_from(Kind),
+    st.uuids(),
+    st.integers(),
+    st.none(),
+    st.datetimes(timezones=st.just(UTC)),
+    st.timedeltas(),
 )
 _hashable = st.recursive(
     _scalars, lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=3), max_leaves=6
@@ -77,6 +93,7 @@ _values = st.recursive(
         st.tuples(inner, inner),
         st.builds(Pair, inner, inner),
         st.builds(Row, inner, inner),
+        st.builds(Single, inner),
         st.dictionaries(_hashable, inner, max_size=3),
         st.frozensets(_hashable, max_size=3),
     ),
@@ -85,11 +102,23 @@ _values = st.recursive(
 
 
 @given(_values)
+@example(Row(Kind.NONE, []))  # an empty field that is still not plain text
 def test_every_unstorable_character_is_replaced_and_nothing_else_changes(value: Any) -> None:
     stored = storable(value)
     assert stored == _reference(value)
-    assert type(stored) is type(value)
+    assert type(stored) is (str if isinstance(value, str) else type(value))
     assert not any(set(s) & _UNSTORABLE for s in _strings(stored))
+    assert not any(type(s) is not str for s in _strings(stored))
+
+
+@given(_values)
+@example(Row(Kind.NONE, []))
+@example(Single(Kind.NOTE))  # a dataclass of one field
+def test_a_value_with_nothing_to_replace_is_given_back_as_it_is(value: Any) -> None:
+    # Every write's dependency rows pass through storable: rebuilt when nothing
+    # changed, they cost each write 28-36 microseconds, and 10 checked.
+    untouched = not any(set(s) & _UNSTORABLE or type(s) is not str for s in _strings(value))
+    assert (storable(value) is value) == untouched
 
 
 def test_a_string_enum_is_stored_as_its_text() -> None:

@@ -44,41 +44,54 @@ def storable(value: _T) -> _T:
 
     Strings inside tuples, lists, sets, dicts (keys too) and dataclass fields
     are replaced; anything else is returned as it is. A string of a subclass
-    (an enum) becomes plain text. A value with nothing to replace comes back
-    as it is, the same object: every write's dependency rows pass through
-    here, nearly none with anything to replace, and rebuilding them cost
-    28-36 microseconds a write, against 10 to check them.
+    (an enum) becomes a plain ``str``, and a container of a subclass of
+    ``tuple``, ``list`` or ``dict`` the plain container (named tuples, sets and
+    frozensets keep their types).
+
+    A value with nothing to replace comes back as it is, the same object:
+    every write's dependency rows pass through here, nearly none with anything
+    to replace, and rebuilding them cost 28-36 microseconds a write, against
+    5-10 to check them.
     """
     return value if _is_storable(value) else cast(_T, _storable(value))
 
 
 def _is_storable(value: Any) -> bool:
-    """Whether :func:`storable` would give back ``value`` as it is: no string in it to
-    replace, and none of a subclass of ``str``."""
+    """Whether :func:`storable` would give back ``value`` as it is (equal, and of the
+    same type throughout): no string in it to replace, none of a subclass of
+    ``str``, and no container of a subclass that rebuilding makes plain."""
     kind: type = type(value)
     if kind is str:
         return _UNSTORABLE.search(value) is None
     if kind in _PLAIN:
         return True
-    if isinstance(value, str):
-        return False
-    if isinstance(value, tuple | list | set | frozenset):
+    if kind in _KEPT_CONTAINERS or isinstance(value, set | frozenset) or _is_named_tuple(value):
         return all(map(_is_storable, value))
-    if isinstance(value, dict):
+    if kind is dict:
         return all(_is_storable(k) and _is_storable(v) for k, v in value.items())
+    if isinstance(value, str | tuple | list | dict):
+        return False  # a subclass, which the rebuild turns into its plain type
     fields = _fields_getter(kind)
     if fields is None:
         return True
-    values = fields(value)
-    # Empty fields (most of a write's dependency rows) skip the call; one of them can
-    # still need storable only as an empty string of a subclass.
-    return all(map(_is_storable, filter(None, values))) and not any(
-        isinstance(v, str) and type(v) is not str for v in values if not v
+    # Fields that are None or empty (most of a write's dependency rows) skip the call;
+    # by type, so that no other value's truth is asked.
+    return all(
+        _is_storable(v)
+        for v in fields(value)
+        if v is not None and not (type(v) in _KEPT_CONTAINERS and not v)
     )
+
+
+def _is_named_tuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(value, "_fields")
 
 
 _PLAIN = frozenset({type(None), bool, int, float, UUID, datetime, bytes})
 """Types that hold no string: what most of a write's dependency rows are made of."""
+
+_KEPT_CONTAINERS = frozenset({tuple, list, set, frozenset})
+"""Containers whose rebuild has their own type."""
 
 
 @cache

@@ -44,6 +44,7 @@ from projections.store.errors import (
     StaleReadError,
 )
 from projections.store.eventlog import EventLog, IdempotencyRecord, Positions
+from projections.store.ids import as_uuid
 from projections.store.tenancy import tenant_scope
 
 # The specs are re-exported: the writer's callers name what they ask it to write.
@@ -189,7 +190,7 @@ class Writer:
         if uow.context.response is not None:
             return WriteOutcome(201, uow.context.response, replayed=False)
         positions = {
-            (UUID(str(r.notification.originator_id)), r.notification.originator_version): (
+            (as_uuid(r.notification.originator_id), r.notification.originator_version): (
                 r.notification.id
             )
             for r in recordings

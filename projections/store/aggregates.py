@@ -16,6 +16,7 @@ from eventsourcing.persistence import StoredEvent
 from domain.errors import NotFoundError
 from projections.store.aggregate_cache import aggregate_cache
 from projections.store.eventlog import EventLog
+from projections.store.ids import as_uuid
 from projections.store.sql import schema_query
 from projections.store.tenancy import tenant_transaction
 
@@ -140,7 +141,7 @@ def _load(
     skipped: set[UUID] = set()
     to_domain_event = log.mapper.to_domain_event
     for r in cur.fetchall():
-        key = UUID(str(r["originator_id"]))
+        key = as_uuid(r["originator_id"])
         state = r["state"]
         if state is None:  # the anchor of a known copy
             aggregates[key] = known[key]

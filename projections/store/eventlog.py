@@ -49,6 +49,7 @@ from domain.memory import Memory
 from projections.store.arrays import BoolArray, ByteaArray, Int8Array, TextArray, UuidArray
 from projections.store.errors import DatabaseUnavailableError, StaleReadError
 from projections.store.group_conflicts import conflicting
+from projections.store.ids import as_uuid
 from projections.store.lexeme_counts import counting
 from projections.store.pipelined import CommitUnknownError, pipelined_transaction
 from projections.store.schema import SNAPSHOTS_TABLE
@@ -868,7 +869,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
             return
         ids = self._ids(inserted, stored_events, pipeline)
         positions = {
-            (UUID(str(e.originator_id)), e.originator_version): n
+            (as_uuid(e.originator_id), e.originator_version): n
             for e, n in zip(stored_events, ids, strict=True)
         }
         for each in keyed:
@@ -1292,7 +1293,7 @@ class GroupCommit:
         leader's alone: one leads at a time), forgetting the oldest beyond a bound."""
         for member in committed:
             for event in member.stored:
-                aggregate_id = UUID(str(event.originator_id))
+                aggregate_id = as_uuid(event.originator_id)
                 self._committed.pop(aggregate_id, None)  # the newest last
                 self._committed[aggregate_id] = event.originator_version
         while len(self._committed) > _COMMITTED_ENTRIES:

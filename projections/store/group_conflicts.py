@@ -16,6 +16,7 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
 from projections.store.errors import StaleReadError
+from projections.store.ids import as_uuid
 
 __all__ = ["conflicting"]
 
@@ -48,7 +49,7 @@ def conflicting(
     for index, (stored, reads) in enumerate(members):
         first: dict[UUID, int] = {}
         for event in stored:
-            aggregate_id = UUID(str(event.originator_id))
+            aggregate_id = as_uuid(event.originator_id)
             first[aggregate_id] = min(
                 first.get(aggregate_id, event.originator_version), event.originator_version
             )

@@ -19,6 +19,7 @@ from uuid import UUID
 
 from psycopg import sql
 
+from projections.store.ids import as_uuid
 from projections.store.tenancy import read_transaction, tenant_transaction
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def recorded_positions(
                 " ON e.originator_id = w.id AND e.originator_version = w.version"
             ).format(schema=sql.Identifier(datastore.schema), table=sql.Identifier(table)),
             (
-                [UUID(str(event.originator_id)) for event in stored],
+                [as_uuid(event.originator_id) for event in stored],
                 [event.originator_version for event in stored],
             ),
         )
@@ -74,7 +75,7 @@ def recorded_positions(
     positions = []
     for event in stored:
         position, state = found.get(
-            (UUID(str(event.originator_id)), event.originator_version), (None, None)
+            (as_uuid(event.originator_id), event.originator_version), (None, None)
         )
         if position is None or state != event.state:
             return None

@@ -362,3 +362,64 @@ def test_a_write_interrupted_while_it_waits_is_not_written_and_strands_no_one(
     assert count_events(runtime, tenant, "MemoryCreated") == created_before + 2
     # The lead passes on as before: the next write commits at once.
     assert writer.write(caller, [_note("written next")], batch=False).status_code == 201
+
+
+def _holding_the_table_while_blocked(runtime: Runtime, blocker_pid: int) -> bool:
+    """Whether a write's backend holds the events table's lock while it waits on a row
+    lock held by ``blocker_pid``."""
+    schema = runtime.database.schema
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks l WHERE l.granted AND l.mode = 'ExclusiveLock'"
+            " AND l.relation = %s::regclass AND %s = ANY(pg_blocking_pids(l.pid))",
+            (f'"{schema}".{EVENTS_TABLE}', blocker_pid),
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def test_a_group_holds_the_events_table_lock_for_its_whole_transaction(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    # Positions must follow commit order across processes: a group takes the events
+    # table's lock, as a write alone does, before it records anything.
+    caller = authenticate(runtime.log, tenant.admin.token)
+    writer = library_writer(runtime)
+    revised = writer.write(caller, [_note("The deploy takes 9 minutes")], batch=False).body["id"]
+    schema, group = runtime.database.schema, runtime.log.group
+    group.sizes.clear()
+    outcomes: dict[str, Any] = {}
+
+    def write(name: str, spec: Any) -> threading.Thread:
+        return _started(outcomes, name, lambda: writer.write(caller, [spec], batch=False))
+
+    with (
+        runtime.database.owner_connection() as table_holder,
+        runtime.database.owner_connection() as row_holder,
+    ):
+        # Given a first write waiting for the table, and two more queued behind it
+        # for one group, one of them revising a memory whose revision row is held.
+        table_holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
+        threads = [write("first", _note("The first write"))]
+        _until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
+        threads += [
+            write("revision", VersionSpec(uuid.UUID(revised), "It takes 8", (), None, 1.0)),
+            write("new", _note("A new fact")),
+        ]
+        _until(lambda: group.queued == 2, 20, f"two writes queue: {group.queued} {outcomes}")
+        row_holder.execute(
+            f'SELECT 1 FROM "{schema}".revisions WHERE memory_id = %s FOR UPDATE', (revised,)
+        )
+        blocker = row_holder.execute("SELECT pg_backend_pid()").fetchone()
+        assert blocker is not None
+        table_holder.commit()
+        # When the group's transaction stops at the held row, it holds the table.
+        _until(
+            lambda: _holding_the_table_while_blocked(runtime, blocker[0]),
+            20,
+            f"the group holds the table while it waits: {outcomes}",
+        )
+        row_holder.rollback()
+    for thread in threads:
+        thread.join(30)
+    assert all(o.status_code == 201 for o in outcomes.values()), outcomes
+    assert list(group.sizes) == [2]

@@ -492,8 +492,23 @@ def _record_reflections(curs: Cursor[Any], schema: str, found: Dependencies) -> 
         _delete_unheld_bytes(curs, schema, set(digests))
 
 
-def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> None:
-    """Record dependency rows and raise the requested revision of what can change.
+_INSERT_PAYLOADS: LiteralString = (
+    "INSERT INTO {schema}.payloads (digest, content, size_bytes)"
+    " SELECT d, c, octet_length(c) FROM unnest(%b::text[], %b::bytea[]) AS p(d, c)"
+    " ON CONFLICT DO NOTHING"
+)
+"""Store content by digest, once: a digest held already keeps its row."""
+
+
+def _payload_columns(payloads: Mapping[str, bytes]) -> tuple[TextArray, ByteaArray]:
+    return TextArray(payloads), ByteaArray(payloads.values())
+
+
+def _mark_for_revision(
+    curs: Cursor[Any], schema: str, found: Dependencies, payloads: Mapping[str, bytes]
+) -> None:
+    """Record dependency rows and raise the requested revision of what can change,
+    with the write's ``payloads`` (content by digest) in the same statement.
 
     Runs inside the transaction that inserts the events, so no reader ever
     sees an event whose requested revision has not been raised. A belief is
@@ -505,6 +520,8 @@ def _mark_for_revision(curs: Cursor[Any], schema: str, found: Dependencies) -> N
     for readers, so its last position is each one's new requested revision.
     """
     chain = Chain()
+    if payloads:
+        chain.add(schema_query(_INSERT_PAYLOADS, schema), _payload_columns(payloads))
     chain.add(
         schema_query(
             "INSERT INTO {schema}.revisions (memory_id, requested)"
@@ -816,16 +833,9 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         # One statement per table, whatever the batch size: psycopg's pipeline
         # mode can stall on sync() with thousands of queued statements.
         schema = self.datastore.schema
-        if write.payloads:
-            curs.execute(
-                schema_query(
-                    "INSERT INTO {schema}.payloads (digest, content, size_bytes)"
-                    " SELECT d, c, octet_length(c) FROM unnest(%b::text[], %b::bytea[]) AS p(d, c)"
-                    " ON CONFLICT DO NOTHING",
-                    schema,
-                ),
-                (TextArray(write.payloads), ByteaArray(write.payloads.values())),
-            )
+        if write.payloads and (write.dependencies is None or not stored_events):
+            # (Otherwise they go with the dependency rows: one statement fewer.)
+            curs.execute(schema_query(_INSERT_PAYLOADS, schema), _payload_columns(write.payloads))
         if write.revoked_tokens:
             curs.execute(
                 schema_query(
@@ -871,7 +881,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
             return
         schema = self.datastore.schema
         if write.dependencies is not None:
-            _mark_for_revision(curs, schema, write.dependencies)
+            _mark_for_revision(curs, schema, write.dependencies, write.payloads)
             # Work due for the sweeps (expiry, retention, deletion): store/work_due.py.
             mark_written(curs, schema, write.dependencies)
         _check_reads(curs, schema, write)

@@ -504,6 +504,24 @@ def _payload_columns(payloads: Mapping[str, bytes]) -> tuple[TextArray, ByteaArr
     return TextArray(payloads), ByteaArray(payloads.values())
 
 
+PAYLOADS_UNDER_LOCK_BYTES = 8192
+"""The most content a write's payloads may hold to be inserted with its marks, under
+the events table's lock (one statement fewer, 33 microseconds of this process):
+larger content is sent, compressed and logged before the lock, not while every
+other writer waits for it."""
+
+
+def _payloads_with_marks(write: WriteContext, stored_events: Sequence[StoredEvent]) -> bool:
+    """Whether ``write``'s payloads go in its marks' statement (``_mark_for_revision``)
+    rather than in a statement of their own before the lock (``_insert_events``)."""
+    return (
+        bool(write.payloads)
+        and bool(stored_events)
+        and write.dependencies is not None
+        and sum(map(len, write.payloads.values())) <= PAYLOADS_UNDER_LOCK_BYTES
+    )
+
+
 def _mark_for_revision(
     curs: Cursor[Any], schema: str, found: Dependencies, payloads: Mapping[str, bytes]
 ) -> None:
@@ -754,8 +772,9 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
     ) -> Sequence[int] | None:
         """The library's pipelined insert, in one round trip when nothing waits for an answer.
 
-        Every statement of the write (the tenant, payloads, lock, insert, its
-        position, the dependency rows and marks) is queued, then ``COMMIT``, and
+        Every statement of the write (the tenant, large payloads, the lock, the
+        insert and its position, the dependency rows and marks with small
+        payloads) is queued, then ``COMMIT``, and
         the answers come back together: the events table's lock is held only
         while PostgreSQL runs them, never across a round trip to this process
         (where a thread may wait for the interpreter), because the marks read
@@ -833,8 +852,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         # One statement per table, whatever the batch size: psycopg's pipeline
         # mode can stall on sync() with thousands of queued statements.
         schema = self.datastore.schema
-        if write.payloads and (write.dependencies is None or not stored_events):
-            # (Otherwise they go with the dependency rows: one statement fewer.)
+        if write.payloads and not _payloads_with_marks(write, stored_events):
             curs.execute(schema_query(_INSERT_PAYLOADS, schema), _payload_columns(write.payloads))
         if write.revoked_tokens:
             curs.execute(
@@ -881,7 +899,8 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
             return
         schema = self.datastore.schema
         if write.dependencies is not None:
-            _mark_for_revision(curs, schema, write.dependencies, write.payloads)
+            payloads = write.payloads if _payloads_with_marks(write, stored_events) else {}
+            _mark_for_revision(curs, schema, write.dependencies, payloads)
             # Work due for the sweeps (expiry, retention, deletion): store/work_due.py.
             mark_written(curs, schema, write.dependencies)
         _check_reads(curs, schema, write)

@@ -381,7 +381,7 @@ def test_a_group_holds_the_events_table_lock_for_its_whole_transaction(
     runtime: Runtime, tenant: Tenant
 ) -> None:
     # Positions must follow commit order across processes: a group takes the events
-    # table's lock, as a write alone does, before it records anything.
+    # table's lock, as a write alone does, before it records any event.
     caller = authenticate(runtime.log, tenant.admin.token)
     writer = library_writer(runtime)
     revised = writer.write(caller, [_note("The deploy takes 9 minutes")], batch=False).body["id"]
@@ -423,3 +423,48 @@ def test_a_group_holds_the_events_table_lock_for_its_whole_transaction(
         thread.join(30)
     assert all(o.status_code == 201 for o in outcomes.values()), outcomes
     assert list(group.sizes) == [2]
+
+
+def _lock_holder_rows(runtime: Runtime, table: str) -> int:
+    """How many backends waiting for the events table hold a lock on ``table``."""
+    schema = runtime.database.schema
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks waiting JOIN pg_locks held USING (pid)"
+            " WHERE NOT waiting.granted AND waiting.relation = %s::regclass"
+            " AND held.granted AND held.relation = %s::regclass",
+            (f'"{schema}".{EVENTS_TABLE}', f'"{schema}".{table}'),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+@pytest.mark.parametrize(("size", "before_the_lock"), [(200, False), (20_000, True)])
+def test_large_content_is_stored_before_the_events_table_lock(
+    runtime: Runtime, tenant: Tenant, size: int, before_the_lock: bool
+) -> None:
+    # Small content rides with the write's marks under the lock (one statement
+    # fewer); large content is sent and compressed before it, while no other
+    # writer waits.
+    caller = authenticate(runtime.log, tenant.admin.token)
+    writer = library_writer(runtime)
+    content = f"{uuid.uuid4()} " + "x" * size
+    outcomes: dict[str, Any] = {}
+    with runtime.database.owner_connection() as holder:
+        holder.execute(f'LOCK TABLE "{runtime.database.schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
+        thread = _started(
+            outcomes, "write", lambda: writer.write(caller, [_note(content)], batch=False)
+        )
+        _until(lambda: _waiting_on_lock(runtime), 10, "the write waits for the table")
+        assert bool(_lock_holder_rows(runtime, "payloads")) == before_the_lock
+        holder.commit()
+    thread.join(30)
+    assert outcomes["write"].status_code == 201
+    with tenant_transaction(runtime.log.datastore, tenant.id, commit=False) as cur:
+        cur.execute(
+            schema_sql(
+                "SELECT count(*) AS n FROM {schema}.payloads WHERE size_bytes = %s",
+                runtime.database.schema,
+            ),
+            (len(content.encode()),),
+        )
+        assert cur.fetchone() == {"n": 1}

@@ -20,6 +20,8 @@ Modules:
   application and its tenant-scoped recorder.
 - :mod:`projections.store.group_conflicts`: Which writes of a group commit cannot
   share its transaction, decided before it.
+- :mod:`projections.store.ids`: Aggregate ids as UUIDs, whatever the event store
+  typed them as.
 - :mod:`projections.store.lexeme_counts`: Counting recall's words: the statement
   that keeps ``lexeme_counts`` true.
 - :mod:`projections.store.migrations`: Schema migrations: Alembic revisions,
@@ -60,6 +62,7 @@ __all__ = [
     "errors",
     "eventlog",
     "group_conflicts",
+    "ids",
     "lexeme_counts",
     "migrations",
     "pipelined",

@@ -26,6 +26,8 @@ from psycopg import postgres
 from psycopg.adapt import Buffer, Dumper
 from psycopg.pq import Format
 
+from projections.store.ids import as_uuid
+
 __all__ = ["BoolArray", "ByteaArray", "Int8Array", "TextArray", "UuidArray"]
 
 
@@ -106,7 +108,7 @@ def _array_dumper(element: str, encode: Callable[[Any, str], bytes]) -> type[Dum
 
 
 for _cls, _element, _encode in (
-    (UuidArray, "uuid", lambda value, _: (value if isinstance(value, UUID) else UUID(value)).bytes),
+    (UuidArray, "uuid", lambda value, _: as_uuid(value).bytes),
     (Int8Array, "int8", lambda value, _: _INT8.pack(value)),
     (TextArray, "text", lambda value, encoding: value.encode(encoding)),
     (ByteaArray, "bytea", lambda value, _: bytes(value)),

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from domain.errors import IdempotencyKeyReusedError, NotFoundError
+from projections.commands.caller import Caller
 from projections.commands.tokens import authenticate
 from projections.commands.writer import (
     EvidenceSpec,
@@ -20,6 +21,7 @@ from projections.commands.writer import (
     ObservationSpec,
     RetractSpec,
     VersionSpec,
+    Writer,
 )
 from projections.runtime import Runtime
 from projections.store.aggregates import aggregates_of
@@ -67,14 +69,21 @@ def _note(content: str) -> MemorySpec:
     return MemorySpec("fact", "user", None, None, content, (), None, 1.0)
 
 
+def _writing(runtime: Runtime, tenant: Tenant, content: str) -> tuple[Caller, Writer, str]:
+    """The tenant admin's caller and a library writer, the id of a fact it wrote (to
+    revise), and no group sizes counted yet."""
+    caller = authenticate(runtime.log, tenant.admin.token)
+    writer = library_writer(runtime)
+    written = writer.write(caller, [_note(content)], batch=False).body["id"]
+    runtime.log.group.sizes.clear()
+    return caller, writer, str(written)
+
+
 def test_a_group_commits_together_and_an_invalid_or_refused_write_fails_alone(
     runtime: Runtime, tenant: Tenant
 ) -> None:
-    caller = authenticate(runtime.log, tenant.admin.token)
-    writer = library_writer(runtime)
-    revised = writer.write(caller, [_note("The build takes 4 minutes")], batch=False).body["id"]
+    caller, writer, revised = _writing(runtime, tenant, "The build takes 4 minutes")
     schema, group = runtime.database.schema, runtime.log.group
-    group.sizes.clear()
     recorder = runtime.log.recorder
     isolated_before = recorder.isolated_groups  # type: ignore[attr-defined]
     outcomes: dict[str, Any] = {}
@@ -382,11 +391,8 @@ def test_a_group_holds_the_events_table_lock_for_its_whole_transaction(
 ) -> None:
     # Positions must follow commit order across processes: a group takes the events
     # table's lock, as a write alone does, before it records any event.
-    caller = authenticate(runtime.log, tenant.admin.token)
-    writer = library_writer(runtime)
-    revised = writer.write(caller, [_note("The deploy takes 9 minutes")], batch=False).body["id"]
+    caller, writer, revised = _writing(runtime, tenant, "The deploy takes 9 minutes")
     schema, group = runtime.database.schema, runtime.log.group
-    group.sizes.clear()
     outcomes: dict[str, Any] = {}
 
     def write(name: str, spec: Any) -> threading.Thread:

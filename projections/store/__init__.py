@@ -28,6 +28,8 @@ Modules:
   applied by the owner role before anything connects.
 - :mod:`projections.store.pipelined`: A transaction sent to PostgreSQL in one
   round trip, ``COMMIT`` included.
+- :mod:`projections.store.queued`: A transaction queued in Python, then sent
+  through libpq's pipeline in one round trip.
 - :mod:`projections.store.resident`: A process's resident copies of what the
   log implies: a bounded, tenant-keyed LRU.
 - :mod:`projections.store.rollbacks`: Transactions PostgreSQL rolled back to
@@ -66,6 +68,7 @@ __all__ = [
     "lexeme_counts",
     "migrations",
     "pipelined",
+    "queued",
     "resident",
     "rollbacks",
     "schema",

@@ -52,6 +52,7 @@ from projections.store.group_conflicts import conflicting
 from projections.store.ids import as_uuid
 from projections.store.lexeme_counts import counting
 from projections.store.pipelined import CommitUnknownError, pipelined_transaction
+from projections.store.queued import Queued, QueuingCursor, UnqueueableError, send_queued
 from projections.store.schema import SNAPSHOTS_TABLE
 from projections.store.sql import WRITE_POSITION_SETTING, Chain, schema_query
 from projections.store.storable import storable
@@ -73,6 +74,13 @@ if TYPE_CHECKING:
     from eventsourcing.domain import DomainEventProtocol
     from eventsourcing.postgres import PostgresDatastore
     from psycopg import Cursor, Pipeline
+    from psycopg.pq.abc import PGresult
+
+    _Compose = Callable[
+        [Cursor[Any], Callable[[], Cursor[Any]], Pipeline | None],
+        list[tuple[Cursor[Any], Sequence[StoredEvent]]],
+    ]
+    """What :meth:`TenantScopedRecorder._in_one_round_trip` runs: see there."""
 
 __all__ = [
     "EventLog",
@@ -172,6 +180,39 @@ def _select_events_query(
     if limit:
         parts.append(sql.SQL(" LIMIT %s"))
     return sql.Composed(parts).as_bytes(None)
+
+
+def _queued_at(curs: Cursor[Any]) -> int:
+    """Return where the statement ``curs`` queued is in its transaction's queue."""
+    assert isinstance(curs, QueuingCursor) and curs.index is not None
+    return curs.index
+
+
+def _answered_positions(result: PGresult) -> list[int]:
+    """Return the positions :data:`_INSERT_EVENTS` answered in ``result`` (text format)."""
+    return [int(result.get_value(row, 0) or b"") for row in range(result.ntuples)]
+
+
+def _counted(ids: list[int], stored: Sequence[StoredEvent]) -> list[int]:
+    """Return ``ids``, the positions an insert of ``stored`` answered.
+
+    Raises:
+        ProgrammingError: it answered fewer positions than events.
+    """
+    if len(ids) != len(stored):
+        msg = f"the insert answered {len(ids)} positions for {len(stored)} events"
+        raise ProgrammingError(msg)
+    return ids
+
+
+def _queueable(write: WriteContext | None) -> bool:
+    """Whether ``write``'s transaction may read no answer before its ``COMMIT`` (it
+    checks no read and records no idempotency response), so that it is worth
+    composing for :mod:`projections.store.queued` (which finds out for certain)."""
+    if write is None:
+        return True
+    writes = write.members or [write]
+    return not write.read_versions and all(w.idempotency is None for w in writes)
 
 
 def _stored_columns(stored: Sequence[StoredEvent]) -> tuple[list[Any], ...]:
@@ -770,32 +811,77 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
     def _insert_pipelined(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """The library's pipelined insert, in one round trip when nothing waits for an answer.
+        """The library's insert, in one round trip when nothing waits for an answer.
 
         Every statement of the write (the tenant, large payloads, the lock, the
         insert and its position, the dependency rows and marks with small
-        payloads) is queued, then ``COMMIT``, and
-        the answers come back together: the events table's lock is held only
-        while PostgreSQL runs them, never across a round trip to this process
-        (where a thread may wait for the interpreter), because the marks read
-        the write's position in PostgreSQL (``{position}`` in
-        :func:`projections.store.sql.schema_sql`). A write that must look at an
-        answer before committing (a check of what it read, its idempotency
-        record's positions, the digests an erasure frees) waits for it there,
-        and an exception then leaves the block, which rolls back. A refused
-        statement (a version taken) makes PostgreSQL skip the rest, ``COMMIT``
-        included, and raises when the answers are read.
+        payloads) is queued, then ``COMMIT``, and the answers come back together
+        (:meth:`_in_one_round_trip`).
         """
-        with (
-            self.datastore.get_connection() as conn,
-            conn.cursor(row_factory=tuple_row) as curs,
-            conn.cursor(row_factory=tuple_row) as inserted,
-        ):
-            with pipelined_transaction(conn) as pipeline:
-                self._insert_events(curs, stored_events, **kwargs)
-                self._insert_stored_events(inserted, stored_events, **kwargs)
-                self._after_insert(curs, inserted, stored_events, pipeline, **kwargs)
-            return self._ids(inserted, stored_events, None)
+
+        def compose(
+            curs: Cursor[Any], new_cursor: Callable[[], Cursor[Any]], pipeline: Pipeline | None
+        ) -> list[tuple[Cursor[Any], Sequence[StoredEvent]]]:
+            inserted = new_cursor()
+            self._insert_events(curs, stored_events, **kwargs)
+            self._insert_stored_events(inserted, stored_events, **kwargs)
+            self._after_insert(curs, inserted, stored_events, pipeline, **kwargs)
+            return [(inserted, stored_events)]
+
+        (ids,) = self._in_one_round_trip(compose, queueable=_queueable(kwargs.get("write")))
+        return ids
+
+    def _in_one_round_trip(self, compose: _Compose, *, queueable: bool) -> list[list[int]]:
+        """Run the transaction ``compose`` writes, sent in one round trip with its
+        ``COMMIT``; return the positions of each insert it answers.
+
+        ``compose(curs, new_cursor, pipeline)`` executes the statements on ``curs``
+        and each events insert on a cursor of its own from ``new_cursor()``, and
+        returns those cursors with the events each inserts. If ``queueable``, it
+        runs first on queuing cursors, and what it queued is sent by libpq
+        directly (:mod:`projections.store.queued`). If it reads an answer within
+        the transaction (a check of what the write read, an idempotency record's
+        positions, the digests an erasure frees), or is not ``queueable`` (a
+        caller that knows it will), it runs in psycopg's pipeline
+        (:func:`projections.store.pipelined.pipelined_transaction`), where it
+        waits for that answer, and an exception then rolls back.
+
+        Either way the events table's lock is held only while PostgreSQL runs the
+        statements, never across a round trip to this process (where a thread may
+        wait for the interpreter), because the marks read the write's position in
+        PostgreSQL (``{position}`` in :func:`projections.store.sql.schema_sql`). A
+        refused statement (a version taken) makes PostgreSQL skip the rest,
+        ``COMMIT`` included, and raises when the answers are read.
+        """
+        with self.datastore.get_connection() as conn:
+            if queueable:
+                queue: list[Queued] = []
+                try:
+                    inserts = compose(
+                        QueuingCursor(conn, queue), lambda: QueuingCursor(conn, queue), None
+                    )
+                except UnqueueableError:
+                    pass
+                else:
+                    results = send_queued(conn, queue)
+                    return [
+                        _counted(_answered_positions(results[_queued_at(c)]), stored)
+                        for c, stored in inserts
+                    ]
+            with conn.cursor(row_factory=tuple_row) as curs:
+                cursors: list[Cursor[Any]] = []
+
+                def new_cursor() -> Cursor[Any]:
+                    cursors.append(conn.cursor(row_factory=tuple_row))
+                    return cursors[-1]
+
+                try:
+                    with pipelined_transaction(conn) as pipeline:
+                        inserts = compose(curs, new_cursor, pipeline)
+                    return [self._ids(c, stored, None) for c, stored in inserts]
+                finally:
+                    for c in cursors:
+                        c.close()
 
     @cached_property
     def _tenant_timeout_and_notify(self) -> bytes:
@@ -823,7 +909,13 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
     def _lock(self, curs: Cursor[Any]) -> None:
         """Take the events table's lock as the library does (after
         :meth:`_set_tenant_and_notify` in the same transaction, for its timeout)."""
-        curs.execute(self.lock_table_statements[-1], prepare=True)
+        curs.execute(self._lock_statement, prepare=True)
+
+    @cached_property
+    def _lock_statement(self) -> bytes:
+        statement = self.lock_table_statements[-1]
+        assert isinstance(statement, sql.Composable)  # the library composes it
+        return statement.as_bytes(None)
 
     def _insert_stored_events(
         self, curs: Cursor[Any], stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -928,11 +1020,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
             pipeline.sync()  # sends what is queued, and reads every answer so far
         if inserted.rownumber:
             inserted.scroll(0, mode="absolute")  # read before (for an idempotency record)
-        ids = [int(notification_id) for notification_id, _ in inserted.fetchall()]
-        if len(ids) != len(stored_events):
-            msg = f"the insert answered {len(ids)} positions for {len(stored_events)} events"
-            raise ProgrammingError(msg)
-        return ids
+        return _counted([int(position) for position, _ in inserted.fetchall()], stored_events)
 
     @retry((InterfaceError, OperationalError), max_attempts=WRITE_ATTEMPTS, wait=0.5)
     def insert_group(
@@ -1003,31 +1091,36 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         by_tenant: dict[UUID, list[int]] = {}
         for index, (_, write) in enumerate(members):
             by_tenant.setdefault(write.tenant_id, []).append(index)
+
+        def compose(
+            curs: Cursor[Any], new_cursor: Callable[[], Cursor[Any]], pipeline: Pipeline | None
+        ) -> list[tuple[Cursor[Any], Sequence[StoredEvent]]]:
+            inserts: list[tuple[Cursor[Any], Sequence[StoredEvent]]] = []
+            for indexes in by_tenant.values():
+                write = _merged([members[i][1] for i in indexes])
+                stored = [event for i in indexes for event in members[i][0]]
+                self._insert_events(curs, stored, write=write)
+                if not inserts:  # after the first tenant's settings: the lock's timeout
+                    self._lock(curs)
+                inserted = new_cursor()
+                inserted.execute(
+                    _insert_events_query(self.datastore.schema, self.events_table_name),
+                    _stored_columns(stored),
+                )
+                self._after_insert(curs, inserted, stored, pipeline, write=write)
+                inserts.append((inserted, stored))
+            return inserts
+
+        # One round trip for the whole group, as for one write; every refusal raises
+        # when the answers are read, and nothing commits.
         results: list[Sequence[int] | Exception] = [[] for _ in members]
-        inserts: list[tuple[Cursor[Any], list[int], list[StoredEvent]]] = []
-        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as curs:
-            # One round trip for the whole group, as for one write (_insert_pipelined);
-            # every refusal raises when the answers are read, and nothing commits.
-            with pipelined_transaction(conn) as pipeline:
-                for indexes in by_tenant.values():
-                    write = _merged([members[i][1] for i in indexes])
-                    stored = [event for i in indexes for event in members[i][0]]
-                    self._insert_events(curs, stored, write=write)
-                    if not inserts:  # after the first tenant's settings: the lock's timeout
-                        self._lock(curs)
-                    inserted = conn.cursor(row_factory=tuple_row)
-                    inserted.execute(
-                        _insert_events_query(self.datastore.schema, self.events_table_name),
-                        _stored_columns(stored),
-                    )
-                    self._after_insert(curs, inserted, stored, pipeline, write=write)
-                    inserts.append((inserted, indexes, stored))
-            for inserted, indexes, stored in inserts:
-                ids = self._ids(inserted, stored, None)
-                inserted.close()
-                for i in indexes:
-                    count = len(members[i][0])
-                    results[i], ids = ids[:count], ids[count:]
+        queueable = all(_queueable(write) for _, write in members)
+        inserted = self._in_one_round_trip(compose, queueable=queueable)
+        for indexes, ids in zip(by_tenant.values(), inserted, strict=True):
+            rest = ids
+            for i in indexes:
+                count = len(members[i][0])
+                results[i], rest = rest[:count], rest[count:]
         return results
 
     def _insert_isolated(

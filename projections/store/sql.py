@@ -120,11 +120,16 @@ class Chain:
         start again empty."""
         if not self._parts:
             return
-        *parts, last = self._parts
-        query = b"".join(
-            [b"WITH ", b", ".join(b"_%d AS (%s)" % (i, p) for i, p in enumerate(parts)), b" "]
-            if parts
-            else []
-        )
-        curs.execute(query + last, self._params)
+        curs.execute(_chained(tuple(self._parts)), self._params)
         self._parts, self._params = [], []
+
+
+@lru_cache(maxsize=256)
+def _chained(parts: tuple[bytes, ...]) -> bytes:
+    """Return ``parts`` as one statement: each but the last a ``WITH`` part of it (the
+    same few chains, every write: made once each)."""
+    *first, last = parts
+    if not first:
+        return last
+    withs = b", ".join(b"_%d AS (%s)" % (i, p) for i, p in enumerate(first))
+    return b"WITH " + withs + b" " + last

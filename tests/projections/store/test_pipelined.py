@@ -12,10 +12,12 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 from psycopg.pq import TransactionStatus
+from psycopg.pq.abc import PGconn, PGresult
 
 from projections.commands.tokens import authenticate
 from projections.commands.writer import MemorySpec, VersionSpec
 from projections.runtime import Runtime
+from projections.store import queued as queued_module
 from projections.store.pipelined import pipelined_transaction
 from projections.store.tenancy import tenant_transaction
 from tests.conftest import Tenant, drain_until_caught_up, library_writer
@@ -24,10 +26,12 @@ from tests.conftest import Tenant, drain_until_caught_up, library_writer
 @pytest.fixture
 def answered(monkeypatch: pytest.MonkeyPatch) -> list[TransactionStatus]:
     """The server's transaction status each time this process took answers in pipeline
-    mode (a sync, or the end of a pipeline): ``INTRANS`` means PostgreSQL then waited
-    for this process, inside the transaction."""
+    mode (a sync, or the end of a pipeline, psycopg's or libpq's own through
+    :func:`~projections.store.pipelined.send_queued`): ``INTRANS`` means PostgreSQL
+    then waited for this process, inside the transaction."""
     seen: list[TransactionStatus] = []
     sync, leave = psycopg.Pipeline.sync, psycopg.Pipeline.__exit__
+    exchange = queued_module._exchange
 
     def recording_sync(self: psycopg.Pipeline) -> None:
         sync(self)
@@ -39,8 +43,15 @@ def answered(monkeypatch: pytest.MonkeyPatch) -> list[TransactionStatus]:
         finally:
             seen.append(TransactionStatus(self.pgconn.transaction_status))
 
+    def recording_exchange(pgconn: PGconn) -> list[PGresult]:
+        try:
+            return exchange(pgconn)
+        finally:
+            seen.append(TransactionStatus(pgconn.transaction_status))
+
     monkeypatch.setattr(psycopg.Pipeline, "sync", recording_sync)
     monkeypatch.setattr(psycopg.Pipeline, "__exit__", recording_exit)
+    monkeypatch.setattr(queued_module, "_exchange", recording_exchange)
     return seen
 
 

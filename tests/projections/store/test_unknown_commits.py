@@ -27,20 +27,28 @@ from projections.runtime import Runtime
 from projections.store import eventlog
 from projections.store.errors import DatabaseUnavailableError
 from projections.store.pipelined import pipelined_transaction
+from projections.store.queued import send_queued
 from projections.store.schema import EVENTS_TABLE
+from projections.store.unknown_commits import transaction_ended
 from tests.conftest import Tenant, count_events, library_writer
 
 
 @pytest.fixture
 def sending(monkeypatch: pytest.MonkeyPatch) -> list[psycopg.Connection[Any]]:
-    """The connections of the event log's pipelined transactions, in the order sent."""
+    """The connections of the event log's transactions sent in one round trip (through
+    libpq's pipeline or psycopg's), in the order sent."""
     sent: list[psycopg.Connection[Any]] = []
 
     def recording(conn: psycopg.Connection[Any]) -> Any:
         sent.append(conn)
         return pipelined_transaction(conn)
 
+    def recording_queued(conn: psycopg.Connection[Any], queued: Any, **kwargs: Any) -> Any:
+        sent.append(conn)
+        return send_queued(conn, queued, **kwargs)
+
     monkeypatch.setattr(eventlog, "pipelined_transaction", recording)
+    monkeypatch.setattr(eventlog, "send_queued", recording_queued)
     return sent
 
 
@@ -141,9 +149,12 @@ def test_a_write_whose_outcome_cannot_be_learnt_answers_unavailable_and_is_not_t
         raise OperationalError(msg)
 
     monkeypatch.setattr(eventlog, "transaction_ended", unreachable)
-    answer = _cut_off_write(runtime, tenant, sending, _no_more)
+    orphans: list[int] = []
+    answer = _cut_off_write(runtime, tenant, sending, orphans.append)
     assert isinstance(answer, DatabaseUnavailableError), answer
-    # The backend committed it once it had the lock; nothing tried it again.
+    # The backend committed it once it had the lock (the writer, answered at once,
+    # did not wait for that); nothing tried it again.
+    assert transaction_ended(runtime.log.datastore, orphans[0], 30)
     assert count_events(runtime, tenant, "MemoryCreated") == 1
 
 

@@ -1,0 +1,251 @@
+"""A queued transaction goes out with its ``COMMIT`` in one round trip, through libpq:
+each statement answered, a refusal or a value a column cannot hold leaving nothing,
+statements sent again prepared; and the event log's writes take that way unless
+they must read an answer before their ``COMMIT``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+from uuid import uuid4
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+from psycopg.pq import TransactionStatus
+from psycopg.pq.abc import PGconn, PGresult
+
+from projections.commands.tokens import authenticate
+from projections.commands.writer import MemorySpec
+from projections.runtime import Runtime
+from projections.store import eventlog, queued
+from projections.store.arrays import Int8Array, UuidArray
+from projections.store.pipelined import pipelined_transaction
+from projections.store.queued import Queued, QueuingCursor, UnqueueableError, send_queued
+from projections.store.schema import EVENTS_TABLE
+from tests.conftest import Tenant, library_writer
+
+_INSERT: bytes = b"INSERT INTO scratch VALUES (%s)"
+
+
+@pytest.fixture
+def answered(monkeypatch: pytest.MonkeyPatch) -> list[TransactionStatus]:
+    """The server's transaction status each time :func:`send_queued` took answers:
+    ``INTRANS`` would mean PostgreSQL then waited for this process, inside the
+    transaction."""
+    seen: list[TransactionStatus] = []
+    exchange = queued._exchange
+
+    def recording(pgconn: PGconn) -> list[PGresult]:
+        try:
+            return exchange(pgconn)
+        finally:
+            seen.append(TransactionStatus(pgconn.transaction_status))
+
+    monkeypatch.setattr(queued, "_exchange", recording)
+    return seen
+
+
+def _scratch(runtime: Runtime) -> psycopg.Connection[tuple[Any, ...]]:
+    conn = psycopg.connect(make_conninfo("", **runtime.database.owner_conninfo()), autocommit=True)
+    conn.execute("CREATE TEMP TABLE scratch (x int)")
+    return conn
+
+
+def _scratch_rows(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+    return conn.execute("SELECT x FROM scratch ORDER BY x").fetchall()
+
+
+def _prepared_here(conn: psycopg.Connection[Any]) -> set[str]:
+    rows = conn.execute("SELECT name FROM pg_prepared_statements").fetchall()
+    return {name for (name,) in rows if name.startswith("_palimpsest_")}
+
+
+def test_a_queued_transaction_commits_in_one_round_trip_and_answers_each_statement(
+    runtime: Runtime, answered: list[TransactionStatus]
+) -> None:
+    with _scratch(runtime) as conn:
+        results = send_queued(
+            conn,
+            [
+                (_INSERT, (1,)),
+                (
+                    b"INSERT INTO scratch SELECT unnest(%b::int8[]) RETURNING x",
+                    (Int8Array([2, 3]),),
+                ),
+                (b"SELECT '100%%', %b::text, %s::int", ("b", 4)),
+                # Without parameters a statement goes as it is, as psycopg sends it.
+                (b"SELECT '50%%'", None),
+            ],
+        )
+        assert answered == [TransactionStatus.IDLE]
+        assert [r.ntuples for r in results] == [0, 2, 1, 1]
+        assert [results[1].get_value(i, 0) for i in range(2)] == [b"2", b"3"]
+        assert [results[2].get_value(0, i) for i in range(3)] == [b"100%", b"b", b"4"]
+        assert results[3].get_value(0, 0) == b"50%%"
+        assert _scratch_rows(conn) == [(1,), (2,), (3,)]
+
+
+@pytest.mark.parametrize(
+    ("statements", "refusal"),
+    [
+        pytest.param(
+            [(_INSERT, (1,)), (b"SELECT 1 / 0", ()), (_INSERT, (3,))],
+            psycopg.errors.DivisionByZero,
+            id="refused-statement",
+        ),
+        pytest.param(
+            [(_INSERT, (1,)), (b"SELECT %b::uuid[]", (UuidArray(["not a uuid"]),))],
+            psycopg.DataError,
+            id="value-the-type-cannot-hold",
+        ),
+    ],
+)
+def test_a_refused_queued_transaction_leaves_nothing_and_the_connection_usable(
+    runtime: Runtime, statements: list[Queued], refusal: type[Exception]
+) -> None:
+    with _scratch(runtime) as conn:
+        for _ in range(2):  # the second time, a statement sent before goes out prepared
+            with pytest.raises(refusal):
+                send_queued(conn, statements)
+            assert conn.info.transaction_status == TransactionStatus.IDLE
+            assert _scratch_rows(conn) == []
+        send_queued(conn, [(_INSERT, (2,))])
+        assert _scratch_rows(conn) == [(2,)]
+
+
+def test_a_statement_sent_again_is_prepared_and_kept_through_a_refusal(runtime: Runtime) -> None:
+    with _scratch(runtime) as conn:
+        send_queued(conn, [(_INSERT, (1,))])
+        assert _prepared_here(conn) == set()
+        send_queued(conn, [(_INSERT, (2,))])
+        [name] = _prepared_here(conn)
+        conn.execute("SELECT 1", prepare=True)  # psycopg holds one of its own too
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            send_queued(conn, [(_INSERT, (3,)), (b"SELECT 1 / 0", ())])
+        send_queued(conn, [(_INSERT, (4,))])
+        # Rolled back without psycopg, which would have deallocated both: the same one.
+        assert _prepared_here(conn) == {name}
+        assert _scratch_rows(conn) == [(1,), (2,), (4,)]
+
+
+def test_statements_psycopg_deallocated_are_prepared_again(runtime: Runtime) -> None:
+    with _scratch(runtime) as conn:
+        send_queued(conn, [(_INSERT, (1,))])
+        send_queued(conn, [(_INSERT, (2,))])
+        assert len(_prepared_here(conn)) == 1
+        # psycopg deallocates every statement on the connection when a transaction in
+        # which it holds prepared statements of its own rolls back.
+        with conn.transaction(force_rollback=True):
+            conn.execute("SELECT 1", prepare=True)
+        assert _prepared_here(conn) == set()
+        send_queued(conn, [(_INSERT, (3,))])  # refused for its statement, sent again
+        send_queued(conn, [(_INSERT, (4,))])
+        assert len(_prepared_here(conn)) == 1
+        assert _scratch_rows(conn) == [(1,), (2,), (3,), (4,)]
+
+
+def test_a_queuing_cursor_runs_nothing_and_refuses_to_answer(runtime: Runtime) -> None:
+    with _scratch(runtime) as conn:
+        statements: list[Queued] = []
+        curs = QueuingCursor(conn, statements)
+        curs.execute(_INSERT, (1,))
+        assert (statements, curs.index) == ([(_INSERT, (1,))], 0)
+        for asking in (
+            curs.fetchone,
+            curs.fetchall,
+            curs.fetchmany,
+            lambda: list(curs),
+            lambda: curs.executemany(_INSERT, [(2,), (3,)]),
+            lambda: curs.execute(b"SELECT %(x)s", {"x": 1}),  # named parameters
+        ):
+            with pytest.raises(UnqueueableError):
+                asking()
+        assert _scratch_rows(conn) == []
+
+
+@pytest.fixture
+def ways(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """How the event log sent each transaction: ``queued`` or ``psycopg``."""
+    taken: list[str] = []
+
+    def by_libpq(conn: psycopg.Connection[Any], statements: Any, **kwargs: Any) -> Any:
+        taken.append("queued")
+        return send_queued(conn, statements, **kwargs)
+
+    def by_psycopg(conn: psycopg.Connection[Any]) -> Any:
+        taken.append("psycopg")
+        return pipelined_transaction(conn)
+
+    monkeypatch.setattr(eventlog, "send_queued", by_libpq)
+    monkeypatch.setattr(eventlog, "pipelined_transaction", by_psycopg)
+    return taken
+
+
+def _note(content: str) -> MemorySpec:
+    return MemorySpec("fact", "user", None, None, content, (), None, 1.0)
+
+
+def _logged_position(runtime: Runtime, memory_id: str) -> int:
+    with runtime.database.owner_connection() as conn:
+        row = conn.execute(
+            f'SELECT max(notification_id) FROM "{runtime.database.schema}".{EVENTS_TABLE}'
+            " WHERE originator_id = %s",
+            (memory_id,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_write_goes_out_queued_and_a_keyed_one_through_psycopg(
+    runtime: Runtime, tenant: Tenant, ways: list[str]
+) -> None:
+    caller = authenticate(runtime.log, tenant.admin.token)
+    writer = library_writer(runtime)
+    plain = writer.write(caller, [_note("the office moved")], batch=False).body
+    assert ways == ["queued"]
+    assert plain["position"] == _logged_position(runtime, plain["id"])
+    # Its idempotency record holds its positions: read before its COMMIT.
+    key = (f"key-{uuid4()}", "sha256:a")
+    keyed = writer.write(caller, [_note("the office moved again")], batch=False, idempotency=key)
+    assert ways == ["queued", "psycopg"]
+    assert keyed.body["position"] == _logged_position(runtime, keyed.body["id"])
+
+
+def test_a_group_of_two_tenants_goes_out_queued_with_each_write_its_own_positions(
+    runtime: Runtime, tenant: Tenant, other_tenant: Tenant, ways: list[str]
+) -> None:
+    answers: dict[str, Any] = {}
+
+    def write(name: str, who: Tenant) -> threading.Thread:
+        caller = authenticate(runtime.log, who.admin.token)
+
+        def run() -> None:
+            spec = _note(f"written by {name}")
+            answers[name] = library_writer(runtime).write(caller, [spec], batch=False).body
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    group = runtime.log.group
+    group.sizes.clear()
+    with runtime.database.owner_connection() as holder:
+        holder.execute(f'LOCK TABLE "{runtime.database.schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
+        threads = [write("first", tenant)]
+        deadline = time.monotonic() + 20
+        while not ways:  # the first write is sent, and waits for the table
+            assert time.monotonic() < deadline, "the first write was never sent"
+            time.sleep(0.01)
+        threads += [write("mine", tenant), write("theirs", other_tenant)]
+        while group.queued < 2:
+            assert time.monotonic() < deadline, "the two writes never queued"
+            time.sleep(0.01)
+        holder.commit()
+    for thread in threads:
+        thread.join(30)
+    assert list(group.sizes) == [2]
+    assert ways == ["queued", "queued"]
+    for answer in answers.values():
+        assert answer["position"] == _logged_position(runtime, answer["id"])

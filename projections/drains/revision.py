@@ -44,7 +44,7 @@ from domain.belief import MemoryFacts, project_belief
 from projections.store.arrays import Int8Array, TextArray, UuidArray
 from projections.store.eventlog import EventLog
 from projections.store.rollbacks import retry_rolled_back
-from projections.store.sql import schema_sql
+from projections.store.sql import schema_query, schema_sql
 from projections.store.storable import storable
 from projections.store.tenancy import tenant_transaction
 from projections.store.work_due import mark_published, marked_tenants
@@ -183,18 +183,19 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
     schema = log.datastore.schema
     ids = UuidArray(b.memory_id for b in beliefs)
     revisions = Int8Array(b.revision for b in beliefs)
-    # One round trip: the memories' revision rows (which their writers upsert, holding
-    # the events table's lock) stay locked only while PostgreSQL runs the statements.
+    # One round trip, sent whole: the memories' revision rows (which their writers
+    # upsert, holding the events table's lock) stay locked only while PostgreSQL runs
+    # the statements.
     with tenant_transaction(
         log.datastore,
         tenant_id,
         commit=True,
-        pipelined=True,
+        queued=True,
         durable=False,
         planned_for_tenant=True,
     ) as cur:
         cur.execute(
-            schema_sql(
+            schema_query(
                 "INSERT INTO {schema}.beliefs (memory_id, revision, memory_type, scope, project,"
                 " topic, current_version_id, grade, belief) SELECT * FROM unnest(%b::uuid[],"
                 " %b::bigint[], %b::text[], %b::text[], %b::text[], %b::text[], %b::uuid[],"
@@ -221,7 +222,7 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
             ),
         )
         cur.execute(
-            schema_sql(
+            schema_query(
                 "UPDATE {schema}.revisions r SET published = greatest(r.published, u.revision),"
                 " claimed_until = NULL, published_at = clock_timestamp()"
                 " FROM unnest(%b::uuid[], %b::bigint[]) AS u(id, revision)"
@@ -232,7 +233,7 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
         )
         mark_published(cur, schema, tenant_id)  # recall has new versions to index
         # Delivered at commit: wakes requests waiting for this tenant's revision.
-        cur.execute("SELECT pg_notify(%s, %s)", (publication_channel(schema), str(tenant_id)))
+        cur.execute(b"SELECT pg_notify(%s, %s)", (publication_channel(schema), str(tenant_id)))
 
 
 def drain_tenant(

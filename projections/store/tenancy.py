@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from projections.store.pipelined import pipelined_transaction
+from projections.store.queued import Queued, QueuingCursor, send_queued
 from projections.store.sql import schema_query
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ def tenant_transaction(
     *,
     commit: bool,
     pipelined: bool = False,
+    queued: bool = False,
     durable: bool = True,
     planned_for_tenant: bool = False,
 ) -> Iterator[Cursor[Any]]:
@@ -100,6 +102,14 @@ def tenant_transaction(
     In pipeline mode a cursor whose rows are read must run only the statement
     read (:func:`run_unread` runs the others).
 
+    With ``queued`` (a write that reads no answer: the drains' publish), the
+    cursor only queues its statements (rendered, as bytes), and they are sent
+    with ``BEGIN`` and ``COMMIT`` in one round trip once the block ends, through
+    libpq directly (:mod:`projections.store.queued`): nothing is sent before
+    then, so no row lock waits for this process, and nothing at all if the block
+    raises. Asking it for an answer raises
+    :class:`~projections.store.queued.UnqueueableError`.
+
     Without ``durable``, a transaction that commits returns before its record
     reaches the disk (``synchronous_commit`` off): for rows the drains derive
     from the log and would derive again if a crash lost them (a publish, a
@@ -115,15 +125,22 @@ def tenant_transaction(
     for it (a pass after one write: 10.2-10.6 ms against 2.6-3.0 ms at 20,000
     memories; docs/benchmarks.md).
     """
+    tenant = "" if tenant_id is None else str(tenant_id)
+    setting = _settings_sql(commit=commit, durable=durable, planned_for_tenant=planned_for_tenant)
+    if queued:
+        assert commit and not pipelined, "a queued transaction is a write, sent whole"
+        with datastore.get_connection() as conn:
+            statements: list[Queued] = []
+            queuing = QueuingCursor(conn, statements)
+            queuing.execute(setting.encode(), (tenant,))
+            yield queuing
+            send_queued(conn, statements)
+        return
     with (
         datastore.get_connection() as conn,
         pipelined_transaction(conn) if pipelined else conn.transaction(),
         conn.cursor() as curs,
     ):
-        tenant = "" if tenant_id is None else str(tenant_id)
-        setting = _settings_sql(
-            commit=commit, durable=durable, planned_for_tenant=planned_for_tenant
-        )
         if pipelined:
             run_unread(curs, setting, (tenant,))
         else:  # answered before the caller's first statement is sent

@@ -19,12 +19,14 @@ from psycopg.pq.abc import PGconn, PGresult
 from projections.commands.tokens import authenticate
 from projections.commands.writer import MemorySpec
 from projections.runtime import Runtime
-from projections.store import eventlog, queued
+from projections.store import eventlog, queued, tenancy
 from projections.store.arrays import Int8Array, UuidArray
 from projections.store.pipelined import pipelined_transaction
 from projections.store.queued import Queued, QueuingCursor, UnqueueableError, send_queued
 from projections.store.schema import EVENTS_TABLE
-from tests.conftest import Tenant, library_writer
+from projections.store.tenancy import tenant_transaction
+from projections.store.work_due import mark_published
+from tests.conftest import Tenant, drain_until_caught_up, library_writer
 
 _INSERT: bytes = b"INSERT INTO scratch VALUES (%s)"
 
@@ -249,3 +251,52 @@ def test_a_group_of_two_tenants_goes_out_queued_with_each_write_its_own_position
     assert ways == ["queued", "queued"]
     for answer in answers.values():
         assert answer["position"] == _logged_position(runtime, answer["id"])
+
+
+def _index_marks(runtime: Runtime, tenant: Tenant) -> int:
+    with runtime.database.owner_connection() as conn:
+        row = conn.execute(
+            f'SELECT coalesce(sum(marked), 0) FROM "{runtime.database.schema}".index_tenants'
+            " WHERE tenant_id = %s",
+            (tenant.id,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_queued_tenant_transaction_sends_nothing_if_its_block_raises(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    datastore, schema = runtime.log.datastore, runtime.database.schema
+    before = _index_marks(runtime, tenant)
+    with (
+        pytest.raises(ZeroDivisionError),
+        tenant_transaction(datastore, tenant.id, commit=True, queued=True) as cur,
+    ):
+        mark_published(cur, schema, tenant.id)
+        _ = 1 / 0
+    assert _index_marks(runtime, tenant) == before
+    with tenant_transaction(datastore, tenant.id, commit=True, queued=True) as cur:
+        mark_published(cur, schema, tenant.id)
+        mark_published(cur, schema, tenant.id)
+        assert _index_marks(runtime, tenant) == before  # queued, not sent yet
+    assert _index_marks(runtime, tenant) == before + 2
+
+
+def test_a_drains_publish_goes_out_queued(
+    runtime: Runtime, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[int] = []
+
+    def recording(conn: psycopg.Connection[Any], statements: Any, **kwargs: Any) -> Any:
+        sent.append(len(statements))
+        return send_queued(conn, statements, **kwargs)
+
+    monkeypatch.setattr(tenancy, "send_queued", recording)
+    caller = authenticate(runtime.log, tenant.admin.token)
+    library_writer(runtime).write(caller, [_note("standup is at ten")], batch=False)
+    assert drain_until_caught_up(runtime) >= 1
+    # Each (this tenant's, and any other's left to drain): the tenant and settings,
+    # the beliefs, the revisions, the recall mark, the NOTIFY.
+    assert sent
+    assert set(sent) == {5}

@@ -80,6 +80,9 @@ class QueuingCursor(psycopg.Cursor[Any]):
             UnqueueableError: ``query`` is not rendered (bytes), or ``params`` are named,
                 or ``binary`` results are asked for.
         """
+        if self.closed:
+            # Its transaction was sent, or abandoned: nothing more would ever be sent.
+            raise psycopg.InterfaceError("the queuing cursor is closed")
         if not isinstance(query, bytes) or isinstance(params, Mapping) or binary:
             msg = "only rendered statements with positional parameters are queued"
             raise UnqueueableError(msg)

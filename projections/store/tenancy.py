@@ -92,7 +92,8 @@ def tenant_transaction(
     deallocates them), so reads that rolled back kept any statement from ever
     staying prepared, the write path's included.
 
-    Each statement is a round trip of its own, unless ``pipelined``: then the
+    Each statement is a round trip of its own, unless ``pipelined`` or ``queued``
+    (below). With ``pipelined`` the
     statements are queued and sent with ``COMMIT`` in one round trip (a fetch
     waits for the answers so far, and an error surfaces at the next fetch, or at
     the end of the block at the latest). Pipeline mode costs more of this
@@ -128,12 +129,14 @@ def tenant_transaction(
     tenant = "" if tenant_id is None else str(tenant_id)
     setting = _settings_sql(commit=commit, durable=durable, planned_for_tenant=planned_for_tenant)
     if queued:
-        assert commit and not pipelined, "a queued transaction is a write, sent whole"
+        if not commit or pipelined:
+            msg = "a queued transaction is a write, sent whole: commit, and not pipelined"
+            raise ValueError(msg)
         with datastore.get_connection() as conn:
             statements: list[Queued] = []
-            queuing = QueuingCursor(conn, statements)
-            queuing.execute(setting.encode(), (tenant,))
-            yield queuing
+            with QueuingCursor(conn, statements) as queuing:  # closed: no statement after
+                queuing.execute(setting.encode(), (tenant,))
+                yield queuing
             send_queued(conn, statements)
         return
     with (

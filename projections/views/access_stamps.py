@@ -23,7 +23,7 @@ from sqlalchemy import and_, select
 from typing_extensions import TypedDict
 
 from domain.salience import salience, score
-from projections.store.sql import schema_sql, tables_in
+from projections.store.sql import schema_query, tables_in
 from projections.store.tenancy import tenant_transaction
 from projections.views.belief_facts import BeliefDocument
 from projections.views.statement import any_of, events_table, shaped_sql
@@ -62,14 +62,14 @@ def stamp_accesses(
     """Count one access to each memory at ``at`` (a read returned it)."""
     if not memory_ids:
         return
-    # One round trip: nothing in it waits for an answer. Not durable: tuning state, of
-    # which a crash may lose the last accesses (a little ranking), so the read does not
-    # wait for a disk flush.
+    # One round trip, sent whole: nothing in it waits for an answer. Not durable: tuning
+    # state, of which a crash may lose the last accesses (a little ranking), so the read
+    # does not wait for a disk flush.
     with tenant_transaction(
-        log.datastore, tenant_id, commit=True, pipelined=True, durable=False
+        log.datastore, tenant_id, commit=True, queued=True, durable=False
     ) as cur:
         cur.execute(
-            schema_sql(
+            schema_query(
                 "INSERT INTO {schema}.memory_access (memory_id, accesses, last_access)"
                 " SELECT id, 1, %s FROM unnest(%s::uuid[]) AS t(id)"
                 " ON CONFLICT (tenant_id, memory_id) DO UPDATE SET"

@@ -281,6 +281,14 @@ def test_a_queued_tenant_transaction_sends_nothing_if_its_block_raises(
         mark_published(cur, schema, tenant.id)
         assert _index_marks(runtime, tenant) == before  # queued, not sent yet
     assert _index_marks(runtime, tenant) == before + 2
+    with pytest.raises(psycopg.InterfaceError):  # sent: nothing more would ever be
+        mark_published(cur, schema, tenant.id)
+    with (
+        pytest.raises(ValueError),
+        tenant_transaction(datastore, tenant.id, commit=False, queued=True),
+    ):
+        pass  # a read is never queued
+    assert _index_marks(runtime, tenant) == before + 2
 
 
 def test_a_drains_publish_goes_out_queued(

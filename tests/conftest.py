@@ -190,6 +190,18 @@ def count_events(runtime: Runtime, tenant: Tenant, topic: str) -> int:
     return int(row[0]) if row else 0
 
 
+def logged_position(runtime: Runtime, memory_id: object) -> int | None:
+    """Return the log position of the memory's last event (None: it has none)."""
+    schema = runtime.database.schema
+    with runtime.database.owner_connection() as conn:
+        row = conn.execute(
+            f'SELECT max(notification_id) FROM "{schema}"."{EVENTS_TABLE}"'
+            " WHERE originator_id = %s",
+            (memory_id,),
+        ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
 def index_until_caught_up(runtime: Runtime, tenant: uuid.UUID | None = None) -> int:
     """Drain revisions, then embed (real model) until recall has indexed everything
     (of ``tenant`` only, if given: the session's store holds every test's memories);

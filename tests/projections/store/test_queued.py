@@ -26,7 +26,7 @@ from projections.store.queued import Queued, QueuingCursor, UnqueueableError, se
 from projections.store.schema import EVENTS_TABLE
 from projections.store.tenancy import tenant_transaction
 from projections.store.work_due import mark_published
-from tests.conftest import Tenant, drain_until_caught_up, library_writer
+from tests.conftest import Tenant, drain_until_caught_up, library_writer, logged_position
 
 _INSERT: bytes = b"INSERT INTO scratch VALUES (%s)"
 
@@ -189,17 +189,6 @@ def _note(content: str) -> MemorySpec:
     return MemorySpec("fact", "user", None, None, content, (), None, 1.0)
 
 
-def _logged_position(runtime: Runtime, memory_id: str) -> int:
-    with runtime.database.owner_connection() as conn:
-        row = conn.execute(
-            f'SELECT max(notification_id) FROM "{runtime.database.schema}".{EVENTS_TABLE}'
-            " WHERE originator_id = %s",
-            (memory_id,),
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
 def test_a_write_goes_out_queued_and_a_keyed_one_through_psycopg(
     runtime: Runtime, tenant: Tenant, ways: list[str]
 ) -> None:
@@ -207,12 +196,12 @@ def test_a_write_goes_out_queued_and_a_keyed_one_through_psycopg(
     writer = library_writer(runtime)
     plain = writer.write(caller, [_note("the office moved")], batch=False).body
     assert ways == ["queued"]
-    assert plain["position"] == _logged_position(runtime, plain["id"])
+    assert plain["position"] == logged_position(runtime, plain["id"])
     # Its idempotency record holds its positions: read before its COMMIT.
     key = (f"key-{uuid4()}", "sha256:a")
     keyed = writer.write(caller, [_note("the office moved again")], batch=False, idempotency=key)
     assert ways == ["queued", "psycopg"]
-    assert keyed.body["position"] == _logged_position(runtime, keyed.body["id"])
+    assert keyed.body["position"] == logged_position(runtime, keyed.body["id"])
 
 
 def test_a_group_of_two_tenants_goes_out_queued_with_each_write_its_own_positions(
@@ -250,7 +239,7 @@ def test_a_group_of_two_tenants_goes_out_queued_with_each_write_its_own_position
     assert list(group.sizes) == [2]
     assert ways == ["queued", "queued"]
     for answer in answers.values():
-        assert answer["position"] == _logged_position(runtime, answer["id"])
+        assert answer["position"] == logged_position(runtime, answer["id"])
 
 
 def _index_marks(runtime: Runtime, tenant: Tenant) -> int:

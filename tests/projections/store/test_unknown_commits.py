@@ -30,7 +30,7 @@ from projections.store.pipelined import pipelined_transaction
 from projections.store.queued import send_queued
 from projections.store.schema import EVENTS_TABLE
 from projections.store.unknown_commits import transaction_ended
-from tests.conftest import Tenant, count_events, library_writer
+from tests.conftest import Tenant, count_events, library_writer, logged_position
 
 
 @pytest.fixture
@@ -129,13 +129,7 @@ def test_a_write_whose_connection_fails_after_commit_was_sent_is_recorded_once(
     answer = _cut_off_write(runtime, tenant, sending, meanwhile)
     assert isinstance(answer, dict), answer
     assert count_events(runtime, tenant, "MemoryCreated") == 1
-    with runtime.database.owner_connection() as conn:
-        row = conn.execute(
-            f'SELECT max(notification_id) FROM "{runtime.database.schema}".{EVENTS_TABLE}'
-            " WHERE originator_id = %s",
-            (answer["id"],),
-        ).fetchone()
-    assert row == (answer["position"],)
+    assert logged_position(runtime, answer["id"]) == answer["position"]
 
 
 def test_a_write_whose_outcome_cannot_be_learnt_answers_unavailable_and_is_not_tried_again(

@@ -46,7 +46,7 @@ from projections.store.eventlog import EventLog
 from projections.store.rollbacks import retry_rolled_back
 from projections.store.sql import schema_query, schema_sql
 from projections.store.storable import storable
-from projections.store.tenancy import tenant_transaction
+from projections.store.tenancy import queued_transaction, tenant_transaction
 from projections.store.work_due import mark_published, marked_tenants
 from projections.views.belief_facts import belief_document, facts_of, projection_error
 from projections.views.publications import publication_channel
@@ -102,10 +102,12 @@ def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
     quarantined memories: each pass costs such a tenant one indexed query,
     and ``/metrics`` keeps counting them (it reads due tenants only).
     """
-    with tenant_transaction(
+    # Sent whole: every write of the tenant upserts this row, and waits while it is
+    # locked, holding the events table's lock.
+    with queued_transaction(
         log.datastore, tenant_id, commit=True, durable=False, planned_for_tenant=True
     ) as cur:
-        cur.execute(schema_sql(NOTE_CLEAN, log.datastore.schema), (seen, tenant_id))
+        cur.execute(schema_query(NOTE_CLEAN, log.datastore.schema), (seen, tenant_id))
 
 
 CLAIM = (
@@ -127,12 +129,13 @@ some seconds (run as the tenant)."""
 
 
 def _claim(log: EventLog, tenant_id: UUID, limit: int, lease_s: float) -> list[tuple[UUID, int]]:
-    schema = log.datastore.schema
-    with tenant_transaction(
+    # Sent whole: the claimed rows stay locked only while PostgreSQL runs it.
+    with queued_transaction(
         log.datastore, tenant_id, commit=True, durable=False, planned_for_tenant=True
     ) as cur:
-        cur.execute(schema_sql(CLAIM, schema), (lease_s, limit))
-        return [(row["memory_id"], row["requested"]) for row in cur]
+        cur.execute(schema_query(CLAIM, log.datastore.schema), (lease_s, limit))
+        claimed = cur.answer()
+    return [(memory_id, requested) for memory_id, requested in claimed.rows]
 
 
 @dataclass(frozen=True)
@@ -186,13 +189,8 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
     # One round trip, sent whole: the memories' revision rows (which their writers
     # upsert, holding the events table's lock) stay locked only while PostgreSQL runs
     # the statements.
-    with tenant_transaction(
-        log.datastore,
-        tenant_id,
-        commit=True,
-        queued=True,
-        durable=False,
-        planned_for_tenant=True,
+    with queued_transaction(
+        log.datastore, tenant_id, commit=True, durable=False, planned_for_tenant=True
     ) as cur:
         cur.execute(
             schema_query(

@@ -6,23 +6,35 @@ lag), and reads rebuild the recorded facts from them; both load them here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import StoredEvent
+from psycopg.rows import tuple_row
 
 from domain.errors import NotFoundError
 from projections.store.aggregate_cache import aggregate_cache
+from projections.store.arrays import Int8Array, UuidArray
 from projections.store.eventlog import EventLog
 from projections.store.ids import as_uuid
+from projections.store.queued import QueuingCursor, UnqueueableError
 from projections.store.sql import schema_query
-from projections.store.tenancy import tenant_transaction
+from projections.store.tenancy import queued_transaction, tenant_transaction
 
-__all__ = ["CURRENT", "aggregates_at", "aggregates_of", "event_positions", "load_aggregate"]
+__all__ = [
+    "CURRENT",
+    "aggregates_at",
+    "aggregates_of",
+    "event_positions",
+    "load_aggregate",
+    "loaded_with",
+]
 
 _A = TypeVar("_A", bound=Aggregate)
+_T = TypeVar("_T")
 
 
 def load_aggregate(
@@ -74,12 +86,12 @@ _LOAD = (
     # scan, and ``+`` (int8pl) is not one. With ``greatest(..., coalesce(...) + 1)``
     # in the lookup, every load read the aggregate's whole history by its id and
     # filtered it row by row.
-    "WITH wanted AS (SELECT * FROM unnest(%(ids)s::uuid[], %(after)s::bigint[]) AS w(id, after)),"
+    "WITH wanted AS (SELECT * FROM unnest(%b::uuid[], %b::bigint[]) AS w(id, after)),"
     " snap AS (SELECT w.id, s.originator_version, s.topic, s.state FROM wanted w"
     "  CROSS JOIN LATERAL (SELECT s.originator_version, s.topic, s.state"
     "   FROM {schema}.{snapshots} s WHERE s.originator_id = w.id AND w.after = 0"
     "   AND EXISTS (SELECT 1 FROM {schema}.{events} e WHERE e.originator_id = s.originator_id"
-    "    AND e.originator_version = s.originator_version AND e.notification_id <= %(limit)s)"
+    "    AND e.originator_version = s.originator_version AND e.notification_id <= %s)"
     "   ORDER BY s.originator_version DESC LIMIT 1) s),"
     " since AS MATERIALIZED (SELECT w.id, w.after,"
     "  greatest(w.after, coalesce(snap.originator_version, 0) + 1) AS version"
@@ -90,7 +102,7 @@ _LOAD = (
     "  CASE WHEN e.originator_version > since.after THEN e.state END, 1"
     " FROM since CROSS JOIN LATERAL (SELECT e.originator_id, e.originator_version, e.topic, e.state"
     "  FROM {schema}.{events} e WHERE e.originator_id = since.id"
-    "  AND e.originator_version >= since.version AND e.notification_id <= %(limit)s) e"
+    "  AND e.originator_version >= since.version AND e.notification_id <= %s) e"
     " ORDER BY 1, 5, 2"
 )
 
@@ -107,42 +119,90 @@ def aggregates_at(
     recorded (:mod:`projections.store.aggregate_cache`): either way one statement
     reads only the events since, never the whole history of a long memory.
     """
-    cache = aggregate_cache(log) if limit >= CURRENT else None
-    known: dict[UUID, Any] = {}
-    if cache is not None:
-        for aggregate_id in aggregate_ids:
-            found = cache.version_of(tenant_id, aggregate_id)
-            if found is not None:
-                known[aggregate_id] = found
-    aggregates = _load(cur, log, aggregate_ids, known, limit)
-    lost = [i for i in known if i not in aggregates]
-    if lost:
-        # Known copies whose anchor this tenant cannot see: read them afresh.
-        aggregates |= _load(cur, log, lost, {}, limit)
-    if cache is not None:
-        cache.keep(tenant_id, aggregates.values())
+    if isinstance(cur, QueuingCursor):  # its connection would run the load at once
+        msg = "aggregates_at reads at once: queue a load with loaded_with"
+        raise UnqueueableError(msg)
+    known = _known(log, tenant_id, aggregate_ids, limit)
+    with cur.connection.cursor(row_factory=tuple_row) as rows:
+        rows.execute(*_load_statement(log, aggregate_ids, known, limit))
+        aggregates = _loaded(log, rows.fetchall(), known)
+        lost = [i for i in known if i not in aggregates]
+        if lost:
+            # Known copies whose anchor this tenant cannot see: read them afresh.
+            rows.execute(*_load_statement(log, lost, {}, limit))
+            aggregates |= _loaded(log, rows.fetchall(), {})
+    _keep(log, tenant_id, aggregates, limit)
     return aggregates
 
 
-def _load(
-    cur: Any, log: EventLog, aggregate_ids: list[UUID], known: dict[UUID, Any], limit: int
+def loaded_with(
+    log: EventLog,
+    tenant_id: UUID,
+    aggregate_ids: list[UUID],
+    also: Callable[[QueuingCursor], _T],
+    limit: int = CURRENT,
+) -> tuple[dict[UUID, Any], _T]:
+    """Return what :func:`aggregates_at` returns, read in a transaction of its own sent
+    in one round trip (:func:`~projections.store.tenancy.queued_transaction`), and what
+    ``also`` returned, given the same transaction's cursor to queue its own reads on:
+    one snapshot (``REPEATABLE READ``) for both.
+
+    When a copy this process knew had an anchor the tenant cannot see, the whole
+    transaction is sent again without known copies.
+    """
+    for afresh in (False, True):
+        known = {} if afresh else _known(log, tenant_id, aggregate_ids, limit)
+        with queued_transaction(log.datastore, tenant_id, commit=False) as cur:
+            cur.execute(*_load_statement(log, aggregate_ids, known, limit))
+            answer = cur.answer()
+            extra = also(cur)
+        aggregates = _loaded(log, answer.rows, known)
+        if all(i in aggregates for i in known):
+            _keep(log, tenant_id, aggregates, limit)
+            return aggregates, extra
+    raise AssertionError("a read without known copies keeps none it could lose")
+
+
+def _known(
+    log: EventLog, tenant_id: UUID, aggregate_ids: list[UUID], limit: int
 ) -> dict[UUID, Any]:
-    """Return the aggregates found, each from its snapshot or its ``known`` copy (only
-    when its anchor was read) and the events after it."""
-    cur.execute(
+    """Return the copies this process knows of ``aggregate_ids`` (only for a current read)."""
+    if limit < CURRENT:
+        return {}
+    cache = aggregate_cache(log)
+    known: dict[UUID, Any] = {}
+    for aggregate_id in aggregate_ids:
+        found = cache.version_of(tenant_id, aggregate_id)
+        if found is not None:
+            known[aggregate_id] = found
+    return known
+
+
+def _keep(log: EventLog, tenant_id: UUID, aggregates: dict[UUID, Any], limit: int) -> None:
+    """Keep the aggregates of a current read for the next."""
+    if limit >= CURRENT:
+        aggregate_cache(log).keep(tenant_id, aggregates.values())
+
+
+def _load_statement(
+    log: EventLog, aggregate_ids: list[UUID], known: dict[UUID, Any], limit: int
+) -> tuple[bytes, tuple[Any, ...]]:
+    """Return :data:`_LOAD` and its parameters, for ``aggregate_ids`` from ``known``."""
+    after = Int8Array(known[i].version if i in known else 0 for i in aggregate_ids)
+    return (
         schema_query(_LOAD, log.datastore.schema),
-        {
-            "ids": aggregate_ids,
-            "after": [known[i].version if i in known else 0 for i in aggregate_ids],
-            "limit": limit,
-        },
+        (UuidArray(aggregate_ids), after, limit, limit),
     )
+
+
+def _loaded(log: EventLog, rows: list[tuple[Any, ...]], known: dict[UUID, Any]) -> dict[UUID, Any]:
+    """Return the aggregates in the rows of :data:`_LOAD`, each from its snapshot or its
+    ``known`` copy (only when its anchor was read) and the events after it."""
     aggregates: dict[UUID, Any] = {}
     skipped: set[UUID] = set()
     to_domain_event = log.mapper.to_domain_event
-    for r in cur.fetchall():
-        key = as_uuid(r["originator_id"])
-        state = r["state"]
+    for originator_id, version, topic, state, _ in rows:
+        key = as_uuid(originator_id)
         if state is None:  # the anchor of a known copy
             aggregates[key] = known[key]
             continue
@@ -150,9 +210,7 @@ def _load(
             skipped.add(key)  # its anchor is gone: read it afresh (the caller does)
         if key in skipped:
             continue
-        event = to_domain_event(
-            StoredEvent(r["originator_id"], r["originator_version"], r["topic"], bytes(state))
-        )
+        event = to_domain_event(StoredEvent(originator_id, version, topic, bytes(state)))
         # Every event and snapshot of this log can mutate (the mapper built it from a
         # topic of ours): no runtime protocol check, which costs tens of microseconds.
         aggregates[key] = event.mutate(aggregates.get(key))  # type: ignore[attr-defined]
@@ -161,6 +219,9 @@ def _load(
 
 def aggregates_of(log: EventLog, tenant_id: UUID, aggregate_ids: list[UUID]) -> dict[UUID, Any]:
     """Return the tenant's aggregates of ``aggregate_ids``, rebuilt from one query for
-    all their events; ids without events are left out."""
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        return aggregates_at(cur, log, tenant_id, aggregate_ids)
+    all their events (one round trip); ids without events are left out."""
+    return loaded_with(log, tenant_id, aggregate_ids, _nothing)[0]
+
+
+def _nothing(_: QueuingCursor) -> None:
+    """Queue nothing more."""

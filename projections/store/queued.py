@@ -10,7 +10,10 @@ its parameters' dump (psycopg's adapters, the same formats) and one call.
 
 Only a transaction that reads no answer before its ``COMMIT`` can be sent so:
 code that asks a queuing cursor for an answer gets :class:`UnqueueableError`,
-and its transaction is sent through psycopg instead.
+and its transaction is sent through psycopg instead. Answers that are needed
+only once the transaction has ended (a read's rows, a claim's ids) are asked
+for in advance (:meth:`QueuingCursor.answer`), and filled in after it is sent
+(:func:`fill_answers`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
     from psycopg.abc import Buffer, Params, Query
     from psycopg.pq.abc import PGconn, PGresult
 
-__all__ = ["Queued", "QueuingCursor", "UnqueueableError", "send_queued"]
+__all__ = ["Answer", "Queued", "QueuingCursor", "UnqueueableError", "fill_answers", "send_queued"]
 
 
 class UnqueueableError(Exception):
@@ -51,6 +54,28 @@ def _unqueueable(*_: object, **__: object) -> NoReturn:
     raise UnqueueableError("a queued statement has no answer before it is sent")
 
 
+class Answer:
+    """The rows a statement queued on a :class:`QueuingCursor` answered, there once its
+    transaction was sent (:meth:`QueuingCursor.answer`)."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self) -> None:
+        self._rows: list[tuple[Any, ...]] | None = None
+
+    @property
+    def rows(self) -> list[tuple[Any, ...]]:
+        """The statement's rows, each a tuple in its columns' order, loaded by the
+        connection's adapters.
+
+        Raises:
+            UnqueueableError: its transaction was not sent (yet), or was refused.
+        """
+        if self._rows is None:
+            _unqueueable()
+        return self._rows
+
+
 class QueuingCursor(psycopg.Cursor[Any]):
     """A cursor that queues what it is given to execute, for :func:`send_queued`.
 
@@ -65,6 +90,8 @@ class QueuingCursor(psycopg.Cursor[Any]):
         self.queue = queue
         self.index: int | None = None
         """The queue position of the last statement queued on this cursor."""
+        self.answers: list[tuple[int, Answer]] = []
+        """The answers asked for, each with its statement's queue position."""
 
     def execute(
         self,
@@ -89,6 +116,20 @@ class QueuingCursor(psycopg.Cursor[Any]):
         self.index = len(self.queue)
         self.queue.append((query, params))
         return self
+
+    def answer(self) -> Answer:
+        """Return where the rows of the statement queued last on this cursor will be
+        once its transaction is sent (:func:`fill_answers`).
+
+        Raises:
+            UnqueueableError: nothing was queued on this cursor.
+        """
+        if self.index is None:
+            msg = "no statement was queued on this cursor"
+            raise UnqueueableError(msg)
+        answer = Answer()
+        self.answers.append((self.index, answer))
+        return answer
 
     fetchone = fetchall = fetchmany = scroll = executemany = copy = stream = _unqueueable
 
@@ -156,9 +197,13 @@ _Send = tuple[bytes, Sequence["Buffer | None"] | None, Sequence[int] | None, Seq
 
 
 def send_queued(
-    conn: Connection[Any], queued: Sequence[Queued], *, again: bool = False
+    conn: Connection[Any],
+    queued: Sequence[Queued],
+    *,
+    begin: bytes = b"BEGIN",
+    again: bool = False,
 ) -> list[PGresult]:
-    """Send ``BEGIN``, the ``queued`` statements and ``COMMIT`` in one round trip,
+    """Send ``begin``, the ``queued`` statements and ``COMMIT`` in one round trip,
     through libpq's pipeline; return each queued statement's result, in order.
 
     Every parameter is dumped before anything is sent. A statement sent again is
@@ -178,7 +223,7 @@ def send_queued(
     with conn.lock:
         pgconn.enter_pipeline_mode()
         try:
-            answer_at, preparing = _send(pgconn, prepared, sends)
+            answer_at, preparing = _send(pgconn, prepared, begin, sends)
             results = _commit(pgconn)
             for key, (at, name) in preparing.items():
                 if results[at].status == ExecStatus.COMMAND_OK:
@@ -199,8 +244,20 @@ def send_queued(
         # One of these was deallocated by psycopg since: nothing of the transaction
         # ran past it, so it is sent again, with its statements prepared anew.
         prepared.names.clear()
-        return send_queued(conn, queued, again=True)
+        return send_queued(conn, queued, begin=begin, again=True)
     raise error
+
+
+def fill_answers(queuing: QueuingCursor, results: Sequence[PGresult]) -> None:
+    """Fill in the answers asked of ``queuing`` from ``results`` (what :func:`send_queued`
+    returned for its queue)."""
+    if not queuing.answers:
+        return
+    tx = Transformer(queuing.connection)
+    for at, answer in queuing.answers:
+        result = results[at]
+        tx.set_pgresult(result)
+        answer._rows = tx.load_rows(0, result.ntuples, tuple)
 
 
 def _dumped(tx: abc.Transformer, queued: Sequence[Queued]) -> list[_Send]:
@@ -221,16 +278,16 @@ def _dumped(tx: abc.Transformer, queued: Sequence[Queued]) -> list[_Send]:
 
 
 def _send(
-    pgconn: PGconn, prepared: _Prepared, sends: Sequence[_Send]
+    pgconn: PGconn, prepared: _Prepared, begin: bytes, sends: Sequence[_Send]
 ) -> tuple[list[int], dict[_Key, tuple[int, bytes]]]:
-    """Queue ``BEGIN`` and ``sends`` on ``pgconn`` (in pipeline mode). libpq may send
+    """Queue ``begin`` and ``sends`` on ``pgconn`` (in pipeline mode). libpq may send
     some of it already; nothing commits before :func:`_commit`.
 
     Returns:
         Where each statement's result will be among the results, and the statements
         prepared on the way, each with where its prepare's result will be.
     """
-    pgconn.send_query_params(b"BEGIN", None)
+    pgconn.send_query_params(begin, None)
     answer_at: list[int] = []
     preparing: dict[_Key, tuple[int, bytes]] = {}
     expected = 1

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from projections.store.pipelined import pipelined_transaction
-from projections.store.queued import Queued, QueuingCursor, send_queued
+from projections.store.queued import Queued, QueuingCursor, fill_answers, send_queued
 from projections.store.sql import schema_query
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "current_tenant",
     "known_tenants",
+    "queued_transaction",
     "read_transaction",
     "run_unread",
     "set_tenant",
@@ -79,7 +80,6 @@ def tenant_transaction(
     *,
     commit: bool,
     pipelined: bool = False,
-    queued: bool = False,
     durable: bool = True,
     planned_for_tenant: bool = False,
 ) -> Iterator[Cursor[Any]]:
@@ -92,8 +92,8 @@ def tenant_transaction(
     deallocates them), so reads that rolled back kept any statement from ever
     staying prepared, the write path's included.
 
-    Each statement is a round trip of its own, unless ``pipelined`` or ``queued``
-    (below). With ``pipelined`` the
+    Each statement is a round trip of its own, unless ``pipelined``. With
+    ``pipelined`` the
     statements are queued and sent with ``COMMIT`` in one round trip (a fetch
     waits for the answers so far, and an error surfaces at the next fetch, or at
     the end of the block at the latest). Pipeline mode costs more of this
@@ -101,15 +101,8 @@ def tenant_transaction(
     here), so it is for writes whose row locks must not be held across round
     trips: while they are, every writer of those rows waits for this process.
     In pipeline mode a cursor whose rows are read must run only the statement
-    read (:func:`run_unread` runs the others).
-
-    With ``queued`` (a write that reads no answer: the drains' publish), the
-    cursor only queues its statements (rendered, as bytes), and they are sent
-    with ``BEGIN`` and ``COMMIT`` in one round trip once the block ends, through
-    libpq directly (:mod:`projections.store.queued`): nothing is sent before
-    then, so no row lock waits for this process, and nothing at all if the block
-    raises. Asking it for an answer raises
-    :class:`~projections.store.queued.UnqueueableError`.
+    read (:func:`run_unread` runs the others). A transaction that needs no
+    answer before it ends is sent whole by :func:`queued_transaction` instead.
 
     Without ``durable``, a transaction that commits returns before its record
     reaches the disk (``synchronous_commit`` off): for rows the drains derive
@@ -128,17 +121,6 @@ def tenant_transaction(
     """
     tenant = "" if tenant_id is None else str(tenant_id)
     setting = _settings_sql(commit=commit, durable=durable, planned_for_tenant=planned_for_tenant)
-    if queued:
-        if not commit or pipelined:
-            msg = "a queued transaction is a write, sent whole: commit, and not pipelined"
-            raise ValueError(msg)
-        with datastore.get_connection() as conn:
-            statements: list[Queued] = []
-            with QueuingCursor(conn, statements) as queuing:  # closed: no statement after
-                queuing.execute(setting.encode(), (tenant,))
-                yield queuing
-            send_queued(conn, statements)
-        return
     with (
         datastore.get_connection() as conn,
         pipelined_transaction(conn) if pipelined else conn.transaction(),
@@ -149,6 +131,54 @@ def tenant_transaction(
         else:  # answered before the caller's first statement is sent
             curs.execute(setting, (tenant,))
         yield curs
+
+
+@contextmanager
+def queued_transaction(
+    datastore: PostgresDatastore,
+    tenant_id: UUID | None,
+    *,
+    commit: bool,
+    durable: bool = True,
+    planned_for_tenant: bool = False,
+) -> Iterator[QueuingCursor]:
+    """Yield a cursor that queues the statements of a :func:`tenant_transaction`
+    (same ``commit``, ``durable`` and ``planned_for_tenant``); once the block ends they
+    are sent with ``BEGIN`` and ``COMMIT`` in one round trip, through libpq directly
+    (:mod:`projections.store.queued`).
+
+    Nothing is sent before the block ends, so no row lock waits for this process,
+    and nothing at all if the block raises. The rows of a statement are read
+    after the block, from the :class:`~projections.store.queued.Answer` that
+    :meth:`~projections.store.queued.QueuingCursor.answer` returned just after it
+    was queued; asking the cursor itself for them raises
+    :class:`~projections.store.queued.UnqueueableError`. So it is for
+    transactions that need no answer before they end: a write that reads
+    nothing back (the drains' publish), a claim whose ids are used once it has
+    committed, reads that do not depend on each other. Each round trip saved
+    costs a drain pass less of both processes' time (docs/benchmarks.md).
+
+    Without ``commit``, its statements read one snapshot (``REPEATABLE READ``, which
+    costs a read-only transaction nothing): what a read's statements return agrees,
+    as the events and the links of the facts the drains project must.
+
+    Raises:
+        eventsourcing.persistence.PersistenceError: as from ``datastore``'s
+            connections, with psycopg's error as its cause: PostgreSQL refused a
+            statement (the transaction was rolled back), a parameter could not be
+            dumped (nothing was sent), or the connection failed
+            (:class:`~projections.store.pipelined.CommitUnknownError` once ``COMMIT``
+            was being sent, a read's too).
+    """
+    tenant = "" if tenant_id is None else str(tenant_id)
+    setting = _settings_sql(commit=commit, durable=durable, planned_for_tenant=planned_for_tenant)
+    begin = b"BEGIN" if commit else b"BEGIN ISOLATION LEVEL REPEATABLE READ"
+    with datastore.get_connection() as conn:
+        statements: list[Queued] = []
+        with QueuingCursor(conn, statements) as queuing:  # closed: no statement after
+            queuing.execute(setting.encode(), (tenant,))
+            yield queuing
+        fill_answers(queuing, send_queued(conn, statements, begin=begin))
 
 
 def run_unread(curs: Cursor[Any], query: str, params: Sequence[Any] = ()) -> None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, LiteralString
 from uuid import UUID
 
 from projections.store.sql import schema_query, schema_sql
-from projections.store.tenancy import read_transaction, tenant_transaction
+from projections.store.tenancy import queued_transaction, read_transaction, tenant_transaction
 
 if TYPE_CHECKING:
     from eventsourcing.postgres import PostgresDatastore
@@ -140,9 +140,11 @@ def mark_index_due(datastore: PostgresDatastore, tenant_id: UUID) -> None:
 
 def marked_tenants(datastore: PostgresDatastore, kind: Kind) -> dict[UUID, int]:
     """Return the tenants with ``kind`` of work due, each with the mark seen."""
-    with read_transaction(datastore) as cur:
-        cur.execute(schema_sql(_MARKED[kind], datastore.schema))
-        return {row["tenant_id"]: row["seen"] for row in cur}
+    # One round trip (a drain pass reads this for indexing after every publish).
+    with queued_transaction(datastore, None, commit=False) as cur:
+        cur.execute(schema_query(_MARKED[kind], datastore.schema))
+        marked = cur.answer()
+    return dict(marked.rows)
 
 
 def note_done(datastore: PostgresDatastore, tenant_id: UUID, kind: Kind, seen: int) -> None:
@@ -187,10 +189,11 @@ def due_work(datastore: PostgresDatastore, now: datetime) -> dict[PassKind, dict
         "revision": {},
         "expiry": {},
     }
-    with read_transaction(datastore) as cur:
-        cur.execute(schema_sql(_ALL_DUE, datastore.schema), (now,))
-        for row in cur:
-            due[row["kind"]][row["tenant_id"]] = row["seen"]
+    with queued_transaction(datastore, None, commit=False) as cur:  # one round trip
+        cur.execute(schema_query(_ALL_DUE, datastore.schema), (now,))
+        rows = cur.answer()
+    for kind, tenant_id, seen in rows.rows:
+        due[kind][tenant_id] = seen
     return due
 
 

@@ -24,7 +24,7 @@ from typing_extensions import TypedDict
 
 from domain.salience import salience, score
 from projections.store.sql import schema_query, tables_in
-from projections.store.tenancy import tenant_transaction
+from projections.store.tenancy import queued_transaction, tenant_transaction
 from projections.views.belief_facts import BeliefDocument
 from projections.views.statement import any_of, events_table, shaped_sql
 
@@ -65,9 +65,7 @@ def stamp_accesses(
     # One round trip, sent whole: nothing in it waits for an answer. Not durable: tuning
     # state, of which a crash may lose the last accesses (a little ranking), so the read
     # does not wait for a disk flush.
-    with tenant_transaction(
-        log.datastore, tenant_id, commit=True, queued=True, durable=False
-    ) as cur:
+    with queued_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
         cur.execute(
             schema_query(
                 "INSERT INTO {schema}.memory_access (memory_id, accesses, last_access)"

@@ -16,11 +16,13 @@ from typing_extensions import TypedDict
 
 from domain.belief import Archival, Belief, EdgeFact, Grade, MemoryFacts
 from domain.memory import Memory
-from projections.store.aggregates import CURRENT, aggregates_at
+from projections.store.aggregates import CURRENT, loaded_with
+from projections.store.arrays import UuidArray
 from projections.store.eventlog import EventLog
-from projections.store.sql import schema_sql
+from projections.store.queued import Answer, QueuingCursor
+from projections.store.sql import schema_query
 from projections.store.storable import storable
-from projections.store.tenancy import tenant_scope, tenant_transaction
+from projections.store.tenancy import queued_transaction, tenant_scope
 from projections.views.version_cache import cache_for
 
 __all__ = [
@@ -120,54 +122,56 @@ def memory_facts(
     """
     if at_position is None:
         return facts_of(log, tenant_id, [memory_id]).get(memory_id)
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+    schema = log.datastore.schema
+    with queued_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
-            schema_sql(
-                "SELECT max(originator_version) AS version FROM {schema}.palimpsest_events"
+            schema_query(
+                "SELECT max(originator_version) FROM {schema}.palimpsest_events"
                 " WHERE originator_id = %s AND notification_id <= %s",
-                log.datastore.schema,
+                schema,
             ),
             (memory_id, at_position),
         )
-        row = cur.fetchone()
-        links = _links(cur, log.datastore.schema, [memory_id], at_position)
-    if row is None or row["version"] is None:
+        version = cur.answer()
+        links = _queue_links(cur, schema, [memory_id], at_position)
+    ((at_version,),) = version.rows  # an aggregate: one row, NULL when none
+    if at_version is None:
         return None
-    key = (tenant_id, memory_id, int(row["version"]))
+    key = (tenant_id, memory_id, int(at_version))
     facts = cache_for(log).get(key)
     if facts is None:
         with tenant_scope(tenant_id):
-            memory: object = log.repository.get(memory_id, version=row["version"])
+            memory: object = log.repository.get(memory_id, version=at_version)
         if not isinstance(memory, Memory):
             return None
         facts = facts_from(memory, ())
         cache_for(log).put(key, facts)
-    return replace(facts, edges=tuple(_edges(links).get(memory_id, ())))
+    return replace(facts, edges=tuple(_edges(links.rows).get(memory_id, ())))
 
 
-def _links(cur: Any, schema: str, memory_ids: list[UUID], limit: int) -> list[Any]:
+def _queue_links(cur: QueuingCursor, schema: str, memory_ids: list[UUID], limit: int) -> Answer:
+    """Queue the read of the links of ``memory_ids`` recorded at or before ``limit``."""
     cur.execute(
-        schema_sql(
+        schema_query(
             "SELECT memory_id, linked_id, kind, outgoing, edge_id, position"
-            " FROM {schema}.memory_links WHERE memory_id = ANY(%s) AND position <= %s",
+            " FROM {schema}.memory_links WHERE memory_id = ANY(%b::uuid[]) AND position <= %s",
             schema,
         ),
-        (memory_ids, limit),
+        (UuidArray(memory_ids), limit),
     )
-    return list(cur.fetchall())
+    return cur.answer()
 
 
-def _edges(links: list[Any]) -> dict[UUID, list[EdgeFact]]:
+def _edges(links: list[tuple[Any, ...]]) -> dict[UUID, list[EdgeFact]]:
     edges: dict[UUID, list[EdgeFact]] = {}
-    for row in links:
-        memory_id = row["memory_id"]
+    for memory_id, linked_id, kind, outgoing, edge_id, position in links:
         edges.setdefault(memory_id, []).append(
             EdgeFact(
-                edge_id=row["edge_id"],
-                kind=row["kind"],
-                source_id=memory_id if row["outgoing"] else row["linked_id"],
-                target_id=row["linked_id"] if row["outgoing"] else memory_id,
-                position=row["position"],
+                edge_id=edge_id,
+                kind=kind,
+                source_id=memory_id if outgoing else linked_id,
+                target_id=linked_id if outgoing else memory_id,
+                position=position,
             )
         )
     return edges
@@ -184,11 +188,11 @@ def facts_of(
     """
     schema = log.datastore.schema
     limit = CURRENT if at_position is None else at_position
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        # One snapshot for the events and the links.
-        aggregates = aggregates_at(cur, log, tenant_id, memory_ids, limit)
-        links = _links(cur, schema, memory_ids, limit)
-    edges = _edges(links)
+    # One snapshot, and one round trip, for the events and the links.
+    aggregates, links = loaded_with(
+        log, tenant_id, memory_ids, lambda cur: _queue_links(cur, schema, memory_ids, limit), limit
+    )
+    edges = _edges(links.rows)
     return {
         memory.id: facts_from(memory, edges.get(memory.id, ()))
         for memory in aggregates.values()

@@ -28,6 +28,8 @@ from projections.drains.retention import apply_retention
 from projections.drains.revision import drain_revisions
 from projections.drains.tenant_erasure import erase_deleted_tenants
 from projections.runtime import Runtime, start_runtime
+from projections.store import tenancy
+from projections.store.queued import send_queued
 from projections.views.revision_status import revision_totals
 from tests.api.helpers import post
 from tests.conftest import fresh_database
@@ -66,7 +68,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
 
 
 def _statements(monkeypatch: pytest.MonkeyPatch, work: Callable[[], object]) -> int:
-    """Return how many statements ``work`` sent to the database."""
+    """Return how many statements ``work`` sent to the database: through psycopg's
+    cursors, and queued (:func:`~projections.store.tenancy.queued_transaction`; each
+    transaction's own setting of its tenant not counted)."""
     sent = {"n": 0}
     real = psycopg.Cursor.execute
 
@@ -74,8 +78,13 @@ def _statements(monkeypatch: pytest.MonkeyPatch, work: Callable[[], object]) -> 
         sent["n"] += 1
         return real(self, *args, **kwargs)
 
+    def counting_queued(conn: psycopg.Connection[Any], queued: Any, **kwargs: Any) -> Any:
+        sent["n"] += len(queued) - 1
+        return send_queued(conn, queued, **kwargs)
+
     with monkeypatch.context() as patch:
         patch.setattr(psycopg.Cursor, "execute", counting)
+        patch.setattr(tenancy, "send_queued", counting_queued)
         work()
     return sent["n"]
 

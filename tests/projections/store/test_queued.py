@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime
 from typing import Any
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import psycopg
 import pytest
+from eventsourcing.persistence import InternalError
 from psycopg.conninfo import make_conninfo
 from psycopg.pq import TransactionStatus
 from psycopg.pq.abc import PGconn, PGresult
@@ -24,7 +26,8 @@ from projections.store.arrays import Int8Array, UuidArray
 from projections.store.pipelined import pipelined_transaction
 from projections.store.queued import Queued, QueuingCursor, UnqueueableError, send_queued
 from projections.store.schema import EVENTS_TABLE
-from projections.store.tenancy import tenant_transaction
+from projections.store.sql import schema_query
+from projections.store.tenancy import queued_transaction
 from projections.store.work_due import mark_published
 from tests.conftest import Tenant, drain_until_caught_up, library_writer, logged_position
 
@@ -260,12 +263,12 @@ def test_a_queued_tenant_transaction_sends_nothing_if_its_block_raises(
     before = _index_marks(runtime, tenant)
     with (
         pytest.raises(ZeroDivisionError),
-        tenant_transaction(datastore, tenant.id, commit=True, queued=True) as cur,
+        queued_transaction(datastore, tenant.id, commit=True) as cur,
     ):
         mark_published(cur, schema, tenant.id)
         _ = 1 / 0
     assert _index_marks(runtime, tenant) == before
-    with tenant_transaction(datastore, tenant.id, commit=True, queued=True) as cur:
+    with queued_transaction(datastore, tenant.id, commit=True) as cur:
         mark_published(cur, schema, tenant.id)
         mark_published(cur, schema, tenant.id)
         assert _index_marks(runtime, tenant) == before  # queued, not sent yet
@@ -273,27 +276,78 @@ def test_a_queued_tenant_transaction_sends_nothing_if_its_block_raises(
     with pytest.raises(psycopg.InterfaceError):  # sent: nothing more would ever be
         mark_published(cur, schema, tenant.id)
     with (
-        pytest.raises(ValueError),
-        tenant_transaction(datastore, tenant.id, commit=False, queued=True),
+        pytest.raises(InternalError) as refused,  # eventsourcing's, of psycopg's
+        queued_transaction(datastore, tenant.id, commit=False) as cur,
     ):
-        pass  # a read is never queued
+        mark_published(cur, schema, tenant.id)
+    assert isinstance(refused.value.__cause__, psycopg.errors.ReadOnlySqlTransaction)
     assert _index_marks(runtime, tenant) == before + 2
 
 
-def test_a_drains_publish_goes_out_queued(
+def test_a_queued_transactions_answers_are_read_once_it_is_sent(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    datastore, schema = runtime.log.datastore, runtime.database.schema
+    caller = authenticate(runtime.log, tenant.admin.token)
+    written = library_writer(runtime).write(caller, [_note("standup is at ten")], batch=False)
+    memory_id = UUID(str(written.body["id"]))
+    at = datetime(2026, 10, 1, 9, 30, tzinfo=UTC)
+    with queued_transaction(datastore, tenant.id, commit=False) as cur:
+        cur.execute(schema_query("SELECT memory_id, requested FROM {schema}.revisions", schema))
+        revisions = cur.answer()
+        cur.execute(
+            b"SELECT %s::int + 1, %s::text, NULL::bytea, %s::bytea, %s::timestamptz,"
+            b" current_setting('transaction_isolation')",
+            (41, "x", b"\x00\xff", at),
+        )
+        typed = cur.answer()
+        with pytest.raises(UnqueueableError):
+            _ = revisions.rows  # not sent yet
+    assert revisions.rows == [(memory_id, logged_position(runtime, memory_id))]
+    # Loaded by type, as psycopg's cursors load them; and a read sees one snapshot.
+    assert typed.rows == [(42, "x", None, b"\x00\xff", at, "repeatable read")]
+    with queued_transaction(datastore, None, commit=False) as cur:
+        cur.execute(schema_query("SELECT memory_id FROM {schema}.revisions", schema))
+        unseen = cur.answer()
+    assert unseen.rows == []  # no tenant: row-level security shows nothing
+
+
+def test_a_drain_pass_sends_each_of_its_transactions_whole(
     runtime: Runtime, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sent: list[int] = []
+    sent: list[bytes] = []
+    counts: list[int] = []
 
     def recording(conn: psycopg.Connection[Any], statements: Any, **kwargs: Any) -> Any:
-        sent.append(len(statements))
+        sent.append(b" ; ".join(query for query, _ in statements))
+        counts.append(len(statements))
         return send_queued(conn, statements, **kwargs)
 
+    drain_until_caught_up(runtime)  # what other tests left
     monkeypatch.setattr(tenancy, "send_queued", recording)
     caller = authenticate(runtime.log, tenant.admin.token)
     library_writer(runtime).write(caller, [_note("standup is at ten")], batch=False)
-    assert drain_until_caught_up(runtime) >= 1
-    # Each (this tenant's, and any other's left to drain): the tenant and settings,
-    # the beliefs, the revisions, the recall mark, the NOTIFY.
-    assert sent
-    assert set(sent) == {5}
+    sent.clear()
+    counts.clear()
+    executed: list[object] = []
+    execute = psycopg.Cursor.execute
+
+    def executing(cur: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        executed.append(query)
+        return execute(cur, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", executing)
+    assert drain_until_caught_up(runtime) == 1
+
+    def sent_with(*parts: bytes) -> list[int]:
+        return [counts[i] for i, text in enumerate(sent) if all(p in text for p in parts)]
+
+    # Each in one round trip, its tenant's setting first: the claim; the facts, both
+    # the events and the links in one snapshot; the publish (the beliefs, the
+    # revisions, the recall mark, the NOTIFY); the clean check.
+    assert sent_with(b"SET claimed_until = clock_timestamp()") == [2]
+    assert sent_with(b"WITH wanted AS", b"memory_links") == [3]
+    assert sent_with(b"INSERT INTO", b"beliefs") == [5]
+    assert sent_with(b"SET drained_position") == [2]
+    assert sent_with(b"marked_position AS seen") == [2, 2]  # its due tenants, each pass
+    assert executed == []  # nothing through psycopg's cursors

@@ -46,7 +46,11 @@ from projections.store.eventlog import EventLog
 from projections.store.rollbacks import retry_rolled_back
 from projections.store.sql import schema_query, schema_sql
 from projections.store.storable import storable
-from projections.store.tenancy import queued_transaction, tenant_transaction
+from projections.store.tenancy import (
+    PLAN_FOR_TENANT_SQL,
+    queued_transaction,
+    tenant_transaction,
+)
 from projections.store.work_due import mark_published, marked_tenants
 from projections.views.belief_facts import belief_document, facts_of, projection_error
 from projections.views.publications import publication_channel
@@ -103,10 +107,9 @@ def _note_clean(log: EventLog, tenant_id: UUID, seen: int) -> None:
     and ``/metrics`` keeps counting them (it reads due tenants only).
     """
     # Sent whole: every write of the tenant upserts this row, and waits while it is
-    # locked, holding the events table's lock.
-    with queued_transaction(
-        log.datastore, tenant_id, commit=True, durable=False, planned_for_tenant=True
-    ) as cur:
+    # locked, holding the events table's lock. Its plan is kept, not made anew each
+    # pass: the dirty ones' index is the cheapest way in every tenant (tested).
+    with queued_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
         cur.execute(schema_query(NOTE_CLEAN, log.datastore.schema), (seen, tenant_id))
 
 
@@ -129,7 +132,10 @@ some seconds (run as the tenant)."""
 
 
 def _claim(log: EventLog, tenant_id: UUID, limit: int, lease_s: float) -> list[tuple[UUID, int]]:
-    # Sent whole: the claimed rows stay locked only while PostgreSQL runs it.
+    # Sent whole: the claimed rows stay locked only while PostgreSQL runs it. Planned
+    # for the tenant: a plan kept from a small tenant's pass found the claimed ids by
+    # reading every revision of the tenant, one or two there, all of a big one's
+    # (50,000: 4 ms a pass), whatever the index.
     with queued_transaction(
         log.datastore, tenant_id, commit=True, durable=False, planned_for_tenant=True
     ) as cur:
@@ -189,9 +195,7 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
     # One round trip, sent whole: the memories' revision rows (which their writers
     # upsert, holding the events table's lock) stay locked only while PostgreSQL runs
     # the statements.
-    with queued_transaction(
-        log.datastore, tenant_id, commit=True, durable=False, planned_for_tenant=True
-    ) as cur:
+    with queued_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
         cur.execute(
             schema_query(
                 "INSERT INTO {schema}.beliefs (memory_id, revision, memory_type, scope, project,"
@@ -219,6 +223,10 @@ def _publish_all(log: EventLog, tenant_id: UUID, beliefs: list[_Computed]) -> No
                 TextArray(b.document for b in beliefs),
             ),
         )
+        # Joined with the tenant's revision rows: planned for this tenant (a plan kept
+        # from a small tenant's pass read every row of a big one's). The insert above
+        # keeps its plan: it reads no table but through its conflict's index.
+        cur.execute(PLAN_FOR_TENANT_SQL)
         cur.execute(
             schema_query(
                 "UPDATE {schema}.revisions r SET published = greatest(r.published, u.revision),"

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from psycopg import Cursor
 
 __all__ = [
+    "PLAN_FOR_TENANT_SQL",
     "current_tenant",
     "known_tenants",
     "queued_transaction",
@@ -49,8 +50,16 @@ def _settings_sql(*, commit: bool, durable: bool, planned_for_tenant: bool) -> s
     elif not durable:
         settings.append("set_config('synchronous_commit', 'off', true)")
     if planned_for_tenant:
-        settings.append("set_config('plan_cache_mode', 'force_custom_plan', true)")
+        settings.append(_PLANNED_FOR_TENANT)
     return "SELECT " + ", ".join(settings)
+
+
+_PLANNED_FOR_TENANT = "set_config('plan_cache_mode', 'force_custom_plan', true)"
+
+PLAN_FOR_TENANT_SQL = ("SELECT " + _PLANNED_FOR_TENANT).encode()
+"""What plans the rest of a transaction's statements for its tenant, as
+``planned_for_tenant`` does from its start (a statement whose plan is the same in
+every tenant needs none, and planning costs more than running many)."""
 
 
 @contextmanager

@@ -343,11 +343,11 @@ def test_a_drain_pass_sends_each_of_its_transactions_whole(
         return [counts[i] for i, text in enumerate(sent) if all(p in text for p in parts)]
 
     # Each in one round trip, its tenant's setting first: the claim; the facts, both
-    # the events and the links in one snapshot; the publish (the beliefs, the
-    # revisions, the recall mark, the NOTIFY); the clean check.
+    # the events and the links in one snapshot; the publish (the beliefs, planning
+    # for the tenant, the revisions, the recall mark, the NOTIFY); the clean check.
     assert sent_with(b"SET claimed_until = clock_timestamp()") == [2]
     assert sent_with(b"WITH wanted AS", b"memory_links") == [3]
-    assert sent_with(b"INSERT INTO", b"beliefs") == [5]
+    assert sent_with(b"INSERT INTO", b"beliefs") == [6]
     assert sent_with(b"SET drained_position") == [2]
     assert sent_with(b"marked_position AS seen") == [2, 2]  # its due tenants, each pass
     assert executed == []  # nothing through psycopg's cursors

@@ -121,12 +121,14 @@ def tenant_transaction(
     the last such commits, never part of one, and the first durable commit
     after them makes them durable too.
 
-    With ``planned_for_tenant`` (the drains' claims and publishes), each
-    statement is planned for this tenant, never from a plan
-    kept for all: one tenant holding most of ``revisions`` made the kept plans
-    of the drain's statements cost 2-5 ms each there, against 0.1 ms planned
-    for it (a pass after one write: 10.2-10.6 ms against 2.6-3.0 ms at 20,000
-    memories; docs/benchmarks.md).
+    With ``planned_for_tenant`` (the drains' claims; :data:`PLAN_FOR_TENANT_SQL`
+    from a statement on), each statement is planned for this tenant, never from
+    a plan kept for all. The planner folds the tenant into its estimates, so a
+    plan made in a tenant of a few revisions reads the whole of a big tenant's
+    (the claim's kept plan scanned the tenant's 50,000 rows for its ids: 2-5 ms
+    a statement there, against 0.1 ms planned for it; docs/benchmarks.md).
+    Planning costs more than running such a statement, so it is only for those
+    whose kept plan was seen to do that.
     """
     tenant = "" if tenant_id is None else str(tenant_id)
     setting = _settings_sql(commit=commit, durable=durable, planned_for_tenant=planned_for_tenant)

@@ -17,7 +17,9 @@ in the same transaction sizes:
   the same database (drains elected in one), and ``--workers 1`` with the drains
   in a process of their own (``PALIMPSEST_DRAIN_PROCESS=1``): HTTP single writes
   from 1 and 8 clients and batches of 100 (with 1 client through httpx too, for what a
-  full-featured client costs), all through :class:`KeepAliveClient`, so that
+  full-featured client costs; and 1 client's writes again, alternating in blocks of
+  50 with raw single writes from the same thread, whose ratio the machine's drift
+  within a run does not move), all through :class:`KeepAliveClient`, so that
   the benchmark's own client does not bound what it measures, each beside raw
   baselines measured again just before that process's figures;
 - a concurrent load on each: 4 writers revising 20 ``fact`` memories and 4
@@ -478,7 +480,15 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
                 with runtime.database.owner_connection() as conn:
                     conn.execute("ANALYZE")
             again = raw_again(served)
-            _http_writes(base, headers, args, served, (raw_rates, raw_batch_rate), again)
+            _http_writes(
+                base,
+                headers,
+                args,
+                served,
+                (raw_rates, raw_batch_rate),
+                again,
+                lambda: _raw_insert(raw_conn(), schema, tenant, 1),
+            )
             # At rest, as the HTTP figures are: the thousands of memories the HTTP
             # writes left would otherwise take a batch of every pass of the drains
             # during the load (they publish each tenant's work in turn), and its
@@ -493,6 +503,47 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
     for conn in raw_conns:
         conn.close()
     runtime.close()
+
+
+BLOCK = 50
+"""Writes in each block of :func:`_interleaved`."""
+
+
+def _interleaved(
+    client: KeepAliveClient,
+    body: Callable[[int], object],
+    raw_one: Callable[[], object],
+    count: int,
+    served: str,
+) -> None:
+    """One client's HTTP single writes and raw single writes, ``count`` of each, in
+    alternate blocks of :data:`BLOCK` from one thread: the machine's speed moves by
+    2x within a run here (docs/benchmarks.md), and each kind then has the same
+    share of its fast and slow moments. Prints their ratio."""
+    took = {"http": 0.0, "raw": 0.0}
+    latencies: list[float] = []
+    try:
+        for block in range(count // BLOCK):
+            started = time.perf_counter()
+            for _ in range(BLOCK):
+                raw_one()
+            took["raw"] += time.perf_counter() - started
+            started = time.perf_counter()
+            for i in range(BLOCK):
+                began = time.perf_counter()
+                client.json("POST", "/v1/memories", body(block * BLOCK + i))
+                latencies.append(time.perf_counter() - began)
+            took["http"] += time.perf_counter() - started
+    finally:
+        client.close()
+    n = count // BLOCK * BLOCK
+    _report(
+        f"HTTP POST, 1 client, {served}, interleaved with raw in blocks of {BLOCK}",
+        n * EVENTS_PER_MEMORY,
+        took["http"],
+        latencies,
+        n * EVENTS_PER_MEMORY / took["raw"],
+    )
 
 
 def _drained(runtime: Runtime, timeout_s: float = 300.0) -> None:
@@ -515,11 +566,13 @@ def _http_writes(
     served: str,
     raw: tuple[dict[int, float], float],
     again: tuple[dict[int, float], float],
+    raw_one: Callable[[], object],
 ) -> None:
     """Single writes from 1 and 8 clients, then batches of 100, against ``served`` (a
     label of :data:`_SERVED`) at ``base``; each beside the raw rates of the same transaction size
     (``raw``: the run's first, by clients, and of batches; ``again``: the same,
-    measured just before)."""
+    measured just before). One client's writes also alternate, in blocks, with
+    ``raw_one`` (one raw single write)."""
     (raw_rates, raw_batch_rate), (again_rates, again_batch_rate) = raw, again
 
     def run(
@@ -549,6 +602,7 @@ def _http_writes(
         return {"type": "note", "scope": "bench", "content": f"w {i} {served}"}
 
     run(100, 8, "/v1/memories", note)  # statements prepared, caches warm
+    _interleaved(KeepAliveClient(base, headers), note, raw_one, args.singles, served)
     for clients in (1, 8):
         n = args.singles if clients == 1 else args.singles * 2
         http_s, http_lat = run(n, clients, "/v1/memories", note)

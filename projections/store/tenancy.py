@@ -121,10 +121,11 @@ def tenant_transaction(
     the last such commits, never part of one, and the first durable commit
     after them makes them durable too.
 
-    With ``planned_for_tenant`` (the drains' claims; :data:`PLAN_FOR_TENANT_SQL`
-    from a statement on), each statement is planned for this tenant, never from
-    a plan kept for all. The planner folds the tenant into its estimates, so a
-    plan made in a tenant of a few revisions reads the whole of a big tenant's
+    With ``planned_for_tenant`` (the drains' claims, clean checks and quarantines;
+    :data:`PLAN_FOR_TENANT_SQL` from a statement on: their publish), each
+    statement is planned for this tenant, never from a plan kept for all. The
+    planner folds the tenant into its estimates, so a plan made in a tenant of a
+    few revisions reads the whole of a big tenant's
     (the claim's kept plan scanned the tenant's 50,000 rows for its ids: 2-5 ms
     a statement there, against 0.1 ms planned for it; docs/benchmarks.md).
     Planning costs more than running such a statement, so it is only for those

@@ -11,6 +11,8 @@ Modules:
 - :mod:`api.cli`: The ``palimpsest`` command line.
 - :mod:`api.client`: The Python client of the HTTP API: ``Client`` and
   ``AsyncClient``, and a LangGraph store over them.
+- :mod:`api.connections`: How many HTTP connections this serving process has
+  open, as uvicorn counts them.
 - :mod:`api.cursor`: Opaque pagination cursors: a listing's
   :class:`ListingCursor`, base64url-encoded.
 - :mod:`api.deps`: Dependencies shared by the routers: the runtime, the caller,
@@ -49,6 +51,7 @@ __all__ = [
     "candidate_budget",
     "cli",
     "client",
+    "connections",
     "cursor",
     "deps",
     "headers",

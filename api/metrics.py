@@ -11,12 +11,14 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.connections import open_connections
 from api.problems import problem_response
 from projections.drains.counters import (
     DRAIN_FAILURES,
     HINTS_UNSENT,
     JUDGE_REFUSED,
     JUDGE_USAGE,
+    WRITES_ON_LOOP,
     counts,
 )
 from projections.drains.judge_budget import OPERATION
@@ -44,6 +46,7 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_BackgroundCollector())
+        self.registry.register(_ConnectionsCollector())
 
     def watch_revision(self, totals: Callable[[], dict[str, float]]) -> None:
         """Report ``palimpsest_revision{figure=...}`` from ``totals`` at each scrape."""
@@ -119,6 +122,20 @@ class _AdmissionCollector:
         yield refused
 
 
+class _ConnectionsCollector:
+    """The HTTP connections this process has open (the scrape's own among them), when
+    served by ``palimpsest serve`` (:mod:`api.connections`)."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        count = open_connections()
+        if count is not None:
+            yield GaugeMetricFamily(
+                "palimpsest_http_connections",
+                "HTTP connections this serving process has open, this scrape's included.",
+                value=count,
+            )
+
+
 class _BackgroundCollector:
     """The process's background failures (:mod:`projections.drains.counters`):
     drain stages that failed, by stage, and post-commit hints not sent, by queue."""
@@ -156,6 +173,16 @@ class _BackgroundCollector:
         for operation, n in sorted(counts(JUDGE_REFUSED).items()):
             refused.add_metric([operation], n)
         yield refused
+        on_loop = CounterMetricFamily(
+            "palimpsest_writes_on_event_loop",
+            "Writes of a lone connection run on the event loop (ran: answered or refused"
+            " there), or handed to a thread because they would have waited for a lock or"
+            " met a database error (handed_to_thread).",
+            labels=["outcome"],
+        )
+        for outcome, n in sorted(counts(WRITES_ON_LOOP).items()):
+            on_loop.add_metric([outcome], n)
+        yield on_loop
 
 
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

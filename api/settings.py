@@ -37,6 +37,12 @@ class ApiSettings(BaseSettings):
     """How long a verified bearer token is trusted without asking the database: a
     token revoked by another process stops working here within this bound (0: ask
     every time); one revoked by this process stops at once."""
+    writes_on_loop: bool = True
+    """Whether a write whose connection is a serving process's only one runs on its
+    event loop (faster, docs/benchmarks.md) rather than a worker thread. Off where
+    PostgreSQL may stop answering in the middle of a statement (a synchronous
+    standby, a remote server behind an unreliable network): the loop would wait
+    with the write. Never on where a write's hint goes to a broker."""
     candidate_budget_ms: int = Field(default=5, ge=0, le=1000)
     """How long a write of a memory or version looks for its contradiction candidates
     before answering ``pending`` with their URL (``?candidates=wait`` waits up to

@@ -17,6 +17,10 @@ executor and keeps the parts of anyio's contract this service relies on:
 What it does not give a call: anyio's worker-thread state. Code run through it
 must not call ``anyio.from_thread`` (none does: the calls are the service's
 synchronous reads and writes).
+
+:func:`in_thread_unless_alone` skips the hop for a write whose connection is
+the process's only one: the hop's two thread wake-ups cost one HTTP client
+0.15-0.25 ms of a 2 ms write (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -28,13 +32,20 @@ import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import anyio.lowlevel
 import anyio.to_thread
 from anyio import WouldBlock
 
-__all__ = ["in_thread"]
+from api.connections import open_connections
+from projections.drains.counters import WRITES_ON_LOOP, count
+from projections.store.brief_waits import WouldWaitError, briefly, connection_idle
+
+if TYPE_CHECKING:
+    from eventsourcing.postgres import PostgresDatastore
+
+__all__ = ["LONE_LOCK_WAIT_S", "in_thread", "in_thread_unless_alone"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -86,6 +97,52 @@ async def in_thread(func: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwar
             raise
     finally:
         limiter.release_on_behalf_of(borrower)
+
+
+LONE_LOCK_WAIT_S = 0.02
+"""How long a write on the event loop may wait for a lock before it goes to a thread:
+besides the write's own statements, the longest a connection opened meanwhile (a
+health check) waits for the loop."""
+
+
+async def in_thread_unless_alone(
+    datastore: PostgresDatastore, func: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
+) -> _T:
+    """Return ``func(*args, **kwargs)``, a write to ``datastore``: run here, on the
+    event loop, when the caller's connection is this process's only open one and the
+    datastore's pool has an idle connection; else as :func:`in_thread` runs it.
+
+    On the loop the write runs with this task's context variables (a copy, as on a
+    thread) within :func:`~projections.store.brief_waits.briefly`: if it would wait
+    longer than :data:`LONE_LOCK_WAIT_S` for a lock, or at all for a group commit,
+    or meets a database error, it writes nothing and runs again on a thread, where
+    it waits, and is tried again, as any write is. So the loop waits for the write's
+    own statements, not for another transaction or a database that is away (what it
+    does not bound: ``projections.store.brief_waits``). ``func`` must not wait for
+    anything else (a sleep, another request's answer). Counted in
+    ``palimpsest_writes_on_event_loop``.
+
+    Raises:
+        Whatever ``func`` raises, as :func:`in_thread` does.
+    """
+    if open_connections() == 1 and connection_idle(datastore):
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        try:
+            result = contextvars.copy_context().run(_briefly, func, args, kwargs)
+        except WouldWaitError:
+            count(WRITES_ON_LOOP, "handed_to_thread")
+        except BaseException:
+            count(WRITES_ON_LOOP, "ran")  # refused here, as it would have been on a thread
+            raise
+        else:
+            count(WRITES_ON_LOOP, "ran")
+            return result
+    return await in_thread(func, *args, **kwargs)
+
+
+def _briefly(func: Callable[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> _T:
+    with briefly(LONE_LOCK_WAIT_S):
+        return _called(func, args, kwargs)
 
 
 def _called(func: Callable[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> _T:

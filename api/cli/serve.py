@@ -74,6 +74,8 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
     """
     import uvicorn
 
+    from api.connections import PROTOCOL
+
     # A missing local model is a configuration error, not an outage to retry:
     # refuse before starting anything.
     EmbeddingSettings().make_embedder()
@@ -84,6 +86,11 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
         # with its one line, not a child dying again and again.
         _daily_job_settings()
 
+    # Counted connections let a lone connection's write run on the event loop
+    # (api.connections), unless turned off, and not where its wake-up hint goes to a
+    # broker: a network call of its own, which may hang while the broker is away.
+    on_loop = api.writes_on_loop and DrainSettings().broker_url is None
+    http = PROTOCOL if on_loop else "auto"
     lock = ServeLock(db.data_dir) if db.embedded else None
     if lock is not None:
         lock.acquire()
@@ -120,11 +127,17 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
                     workers=api.workers,
                     log_config=None,
                     access_log=False,
+                    http=http,
                 )
                 return EXIT_OK
             with _Worker(runtime, api, apart) as worker:
                 uvicorn.run(
-                    worker.app, host=api.host, port=api.port, log_config=None, access_log=False
+                    worker.app,
+                    host=api.host,
+                    port=api.port,
+                    log_config=None,
+                    access_log=False,
+                    http=http,
                 )
         finally:
             if apart is not None:

@@ -32,7 +32,7 @@ from api.schemas.common import MAX_POSITION, Cursor, Label, QueryFlag, Rfc3339
 from api.schemas.memories import MAX_IDS, MemoryBatchPublic
 from api.specs import edge_spec, label_spec, memory_spec, requires, version_spec
 from api.waiting import await_drains
-from api.worker_threads import in_thread
+from api.worker_threads import in_thread, in_thread_unless_alone
 from domain.errors import ContentErasedError
 from domain.memory import MemoryType
 from projections.commands.caller import Caller
@@ -112,12 +112,20 @@ async def create_memory(
     few milliseconds (`PALIMPSEST_CANDIDATE_BUDGET_MS`): the candidates never hold up
     a write. `?candidates=wait` waits for them up to `PALIMPSEST_CANDIDATE_WAIT_S`."""
     if body.type not in PAIRED_TYPES:
-        result = await in_thread(write.perform, body, memory_spec(body))
+        result = await in_thread_unless_alone(
+            write.runtime.log.datastore, write.perform, body, memory_spec(body)
+        )
         never = never_paired(body.type, write.runtime.embedding.conflict_floor)
         return {**result, "potential_contradictions": never}
     budget_s = _budget(write, candidates == "wait")
-    result, found = await in_thread(
-        _write_and_look, write, body, memory_spec(body), None, budget_s > 0
+    result, found = await in_thread_unless_alone(
+        write.runtime.log.datastore,
+        _write_and_look,
+        write,
+        body,
+        memory_spec(body),
+        None,
+        budget_s > 0,
     )
     memory_id = UUID(str(result["id"]))
     return await _with_candidates(write, result, memory_id, found, holder, budget_s, candidates)
@@ -143,7 +151,9 @@ async def create_version(
     `potential_contradictions` as for a new memory (`?candidates=wait` likewise)."""
     spec = version_spec(memory_id, body)
     budget_s = _budget(write, candidates == "wait")
-    result, found = await in_thread(_write_and_look, write, body, spec, memory_id, budget_s > 0)
+    result, found = await in_thread_unless_alone(
+        write.runtime.log.datastore, _write_and_look, write, body, spec, memory_id, budget_s > 0
+    )
     return await _with_candidates(write, result, memory_id, found, holder, budget_s, candidates)
 
 

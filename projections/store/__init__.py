@@ -10,6 +10,8 @@ Modules:
   many at once, from what this process knows.
 - :mod:`projections.store.arrays`: Arrays of a known element type, sent to
   PostgreSQL in binary in one step.
+- :mod:`projections.store.brief_waits`: Writes that would rather not happen than
+  wait: for a caller that must not block long.
 - :mod:`projections.store.database`: Connection targets: the owner (migrations,
   admin) and the runtime role.
 - :mod:`projections.store.embedded`: The embedded PostgreSQL (pgserver:
@@ -59,6 +61,7 @@ __all__ = [
     "aggregate_cache",
     "aggregates",
     "arrays",
+    "brief_waits",
     "database",
     "embedded",
     "errors",

@@ -47,6 +47,7 @@ from psycopg.types.json import Jsonb
 from domain.dependency import Dependencies, dependencies_of
 from domain.memory import Memory
 from projections.store.arrays import BoolArray, ByteaArray, Int8Array, TextArray, UuidArray
+from projections.store.brief_waits import WouldWaitError, brief_limit
 from projections.store.errors import DatabaseUnavailableError, StaleReadError
 from projections.store.group_conflicts import conflicting
 from projections.store.ids import as_uuid
@@ -787,7 +788,26 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         (1,000 memories, 2,000 events, hung here every time). Small
         transactions keep the pipeline; large ones run as an ordinary
         transaction, where a few more round trips do not matter.
+
+        Raises:
+            WouldWaitError: within :func:`~projections.store.brief_waits.briefly`, a
+                lock was not had in time, or the database failed and the write is
+                known not to have committed (not tried again here, where the caller
+                must not wait: it writes again).
         """
+        try:
+            return self._insert_once(stored_events, **kwargs)
+        except (OperationalError, InterfaceError) as e:
+            # (An outcome left unknown is DatabaseUnavailableError, never this.)
+            if brief_limit() is not None:
+                waited = isinstance(e.__cause__, psycopg.errors.LockNotAvailable)
+                msg = "a lock the write needs was not had within its brief wait"
+                raise WouldWaitError(msg if waited else f"the write failed: {e}") from e
+            raise
+
+    def _insert_once(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
         if 0 < len(stored_events) <= _PIPELINE_MAX_EVENTS:
             try:
                 return self._insert_pipelined(stored_events, **kwargs)
@@ -884,18 +904,23 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
                         c.close()
 
     @cached_property
-    def _tenant_timeout_and_notify(self) -> bytes:
-        return (
-            sql.SQL(
-                "SELECT set_config('palimpsest.tenant_id', %s, true),"
-                " set_config('lock_timeout', {timeout}, true), pg_notify({channel}, '')"
+    def _timeout_statements(self) -> dict[int | None, bytes]:
+        """The statement of :meth:`_set_tenant_and_notify`, by brief lock wait (ms)."""
+        return {}
+
+    def _tenant_timeout_and_notify(self, brief_ms: int | None) -> bytes:
+        found = self._timeout_statements.get(brief_ms)
+        if found is None:
+            timeout = f"{self.datastore.lock_timeout}s" if brief_ms is None else f"{brief_ms}ms"
+            found = self._timeout_statements[brief_ms] = (
+                sql.SQL(
+                    "SELECT set_config('palimpsest.tenant_id', %s, true),"
+                    " set_config('lock_timeout', {timeout}, true), pg_notify({channel}, '')"
+                )
+                .format(timeout=sql.Literal(timeout), channel=sql.Literal(self.channel_name))
+                .as_bytes(None)
             )
-            .format(
-                timeout=sql.Literal(f"{self.datastore.lock_timeout}s"),
-                channel=sql.Literal(self.channel_name),
-            )
-            .as_bytes(None)
-        )
+        return found
 
     def _set_tenant_and_notify(self, curs: Cursor[Any], tenant_id: UUID | None) -> None:
         """Set the tenant whose rows follow (none: no rows), the events table lock's
@@ -904,7 +929,10 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         statement: a statement cost a write 33 microseconds of this process's time
         in its pipeline, however little it does."""
         tenant = "" if tenant_id is None else str(tenant_id)
-        curs.execute(self._tenant_timeout_and_notify, (tenant,), prepare=True)
+        brief_s = brief_limit()
+        # (A limit of 0 would be no limit at all: at least a millisecond.)
+        brief_ms = None if brief_s is None else max(1, round(brief_s * 1000))
+        curs.execute(self._tenant_timeout_and_notify(brief_ms), (tenant,), prepare=True)
 
     def _lock(self, curs: Cursor[Any]) -> None:
         """Take the events table's lock as the library does (after
@@ -1317,11 +1345,18 @@ class GroupCommit:
             IntegrityError, StaleReadError, DataError, DatabaseError: the database
                 refused this write (its neighbours are not affected).
             OperationalError, InterfaceError: the database could not be written.
+            WouldWaitError: within :func:`~projections.store.brief_waits.briefly`, a
+                group was committing (the write did not join it), or the write, tried
+                alone, did not have a lock in time or met a database error.
         """
         member = _Member(stored, write)
+        brief = brief_limit() is not None
         with self._mutex:
-            self._queue.append(member)
             leads = self._leader is None
+            if brief and not leads:
+                msg = "a group commit of this process is under way"
+                raise WouldWaitError(msg)
+            self._queue.append(member)
             if leads:
                 self._leader = member
         try:
@@ -1346,7 +1381,8 @@ class GroupCommit:
         its other writers, then wake the next in the queue to lead, or stop leading."""
         group: list[_Member] = []
         try:
-            self._lead(group)
+            # A brief write commits alone: its short lock wait is not its neighbours'.
+            self._lead(group, most=1 if brief_limit() is not None else None)
         finally:
             unwritten = [m for m in group if not m.done]
             if unwritten:  # taken from the queue, then the leader was interrupted
@@ -1383,20 +1419,11 @@ class GroupCommit:
         if led:
             self._hand_over()
 
-    def _lead(self, group: list[_Member]) -> None:
-        """Take the next group from the queue into ``group`` (as it goes, so that the
-        caller answers every write taken, even if this is interrupted), and commit it."""
-        deadline = time.monotonic() + self.window_s
-        while self._building and time.monotonic() < deadline:
-            time.sleep(self.window_s / 5)
-        with self._mutex:
-            events = 0
-            while self._queue and (
-                not group or events + len(self._queue[0].stored) <= GROUP_MAX_EVENTS
-            ):
-                group.append(self._queue[0])
-                self._queue.popleft()
-                events += len(group[-1].stored)
+    def _lead(self, group: list[_Member], most: int | None = None) -> None:
+        """Take the next group (of at most ``most`` writes, if given) from the queue
+        into ``group`` (as it goes, so that the caller answers every write taken, even
+        if this is interrupted), and commit it."""
+        self._take(group, most)
         live = group  # the writes the transaction holds (all, until some are refused)
         try:
             reads = [(m.stored, m.write.read_versions) for m in group]
@@ -1422,6 +1449,25 @@ class GroupCommit:
         finally:
             for member in group:
                 member.done = True
+
+    def _take(self, group: list[_Member], most: int | None) -> None:
+        """Move the next group's writes from the queue into ``group``: as many as
+        :data:`GROUP_MAX_EVENTS` allows, after waiting up to ``window_s`` for writes
+        still being built; or, with ``most``, that many at most and no wait."""
+        if most is None:
+            deadline = time.monotonic() + self.window_s
+            while self._building and time.monotonic() < deadline:
+                time.sleep(self.window_s / 5)
+        with self._mutex:
+            events = 0
+            while (
+                self._queue
+                and (most is None or len(group) < most)
+                and (not group or events + len(self._queue[0].stored) <= GROUP_MAX_EVENTS)
+            ):
+                group.append(self._queue[0])
+                self._queue.popleft()
+                events += len(group[-1].stored)
 
     def _remember(self, committed: list[_Member]) -> None:
         """Note the last version of each aggregate the committed members recorded (the

@@ -3,15 +3,20 @@ and never holds the loop for another transaction's lock."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx2
 
+from api.cli import EXIT_USAGE
 from projections.runtime import Runtime
 from projections.store.schema import EVENTS_TABLE
-from tests.api.cli.serving import start_serve, stop_serve, until
+from tests.api.cli.serving import free_port, start_serve, stop_serve, until
 from tests.conftest import Tenant
 from tests.projections.commands.test_group_commit import _waiting_on_lock
 
@@ -110,3 +115,38 @@ def test_a_write_that_would_wait_for_a_lock_leaves_the_loop_to_other_connections
             assert _scraped(lone) == {"connections": 1, "handed_to_thread": 1}
     finally:
         stop_serve(server)
+
+
+def test_writes_stay_off_the_loop_when_the_setting_says_so(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    server, base = start_serve(runtime, settings={"PALIMPSEST_WRITES_ON_LOOP": "false"})
+    try:
+        with httpx2.Client(base_url=base, headers=tenant.headers(), timeout=30) as lone:
+            note = _note(lone, "written on a worker thread")
+            read = lone.get(f"/v1/memories/{note['id']}?wait=20").json()
+            assert read["content"] == "written on a worker thread"
+            # Uncounted connections: no write could run on the loop.
+            assert _scraped(lone) == {}
+    finally:
+        stop_serve(server)
+
+
+def test_a_writes_on_loop_setting_that_is_not_a_boolean_stops_serve_before_it_writes(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PALIMPSEST_", "DATABASE_"))}
+    env |= {"PALIMPSEST_DATA_DIR": str(store), "PALIMPSEST_WRITES_ON_LOOP": "maybe"}
+    done = subprocess.run(
+        [sys.executable, "-m", "api.cli", "serve", "--port", str(free_port())],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == EXIT_USAGE, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "PALIMPSEST_WRITES_ON_LOOP" in line
+    assert not store.exists()  # no database started, nothing written

@@ -27,7 +27,7 @@ from api.app import create_app
 from api.settings import ApiSettings
 from domain.errors import PalimpsestError
 from projections.commands.tokens import IssuedToken, create_tenant, issue_token
-from projections.commands.writer import CapturePolicy, Writer
+from projections.commands.writer import CapturePolicy, MemorySpec, Writer
 from projections.drains.revision import drain_revisions
 from projections.recall.indexing import index_pending
 from projections.runtime import Runtime, start_runtime
@@ -224,6 +224,11 @@ def library_writer(runtime: Runtime) -> Writer:
         CapturePolicy(timedelta(days=30), timedelta(hours=1)),
         lambda: datetime.now(UTC),
     )
+
+
+def fact_spec(content: str) -> MemorySpec:
+    """A new fact of the user's scope, as the write path's tests write one."""
+    return MemorySpec("fact", "user", None, None, content, (), None, 1.0)
 
 
 def drain_until_caught_up(runtime: Runtime) -> int:

@@ -18,9 +18,8 @@ from projections.runtime import Runtime, start_runtime
 from projections.store.brief_waits import WouldWaitError, brief_limit, briefly
 from projections.store.eventlog import GroupCommit
 from projections.store.schema import EVENTS_TABLE
-from tests.conftest import RunDatabase, Tenant, count_events, library_writer
+from tests.conftest import RunDatabase, Tenant, count_events, fact_spec, library_writer
 from tests.projections.commands.test_group_commit import (
-    _note,
     _started,
     _until,
     _waiting_on_lock,
@@ -38,7 +37,7 @@ def test_a_brief_write_gives_up_on_a_held_lock_in_its_time_and_writes_nothing(
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         started = time.monotonic()
         with briefly(0.05), pytest.raises(WouldWaitError):
-            writer.write(caller, [_note("given up on the lock")], batch=False)
+            writer.write(caller, [fact_spec("given up on the lock")], batch=False)
         took = time.monotonic() - started
         # Its own limit, not the database's (10 s), and not tried again (0.5 s apart).
         assert 0.05 <= took < 0.45, took
@@ -49,7 +48,7 @@ def test_a_brief_write_gives_up_on_a_held_lock_in_its_time_and_writes_nothing(
         patient = _started(
             outcomes,
             "patient",
-            lambda: writer.write(caller, [_note("waited for the lock")], batch=False),
+            lambda: writer.write(caller, [fact_spec("waited for the lock")], batch=False),
         )
         _until(lambda: _waiting_on_lock(runtime), 10, "the patient write waits for the table")
         time.sleep(0.3)  # longer than any brief limit here
@@ -71,13 +70,13 @@ def test_a_brief_write_never_joins_a_group_under_way(runtime: Runtime, tenant: T
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         leader = _started(
-            outcomes, "leader", lambda: writer.write(caller, [_note("leads")], batch=False)
+            outcomes, "leader", lambda: writer.write(caller, [fact_spec("leads")], batch=False)
         )
         _until(lambda: _waiting_on_lock(runtime), 10, "the leader waits for the table")
 
         started = time.monotonic()
         with briefly(5.0), pytest.raises(WouldWaitError):
-            writer.write(caller, [_note("would have queued")], batch=False)
+            writer.write(caller, [fact_spec("would have queued")], batch=False)
         # At once: it did not wait for the group, however long its limit.
         assert time.monotonic() - started < 1.0
         assert group.queued == 0
@@ -103,7 +102,7 @@ def test_a_brief_leader_commits_alone_and_the_writes_queued_behind_it_still_comm
 
     def brief_write() -> Any:
         with briefly(0.3):
-            return writer.write(caller, [_note("brief leader")], batch=False)
+            return writer.write(caller, [fact_spec("brief leader")], batch=False)
 
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
@@ -112,7 +111,7 @@ def test_a_brief_leader_commits_alone_and_the_writes_queued_behind_it_still_comm
             _until(lambda: _waiting_on_lock(runtime), 10, "the brief write leads, at once")
             threads += [
                 _started(outcomes, name, partial(writer.write, caller, [spec], batch=False))
-                for name, spec in (("a", _note("queued a")), ("b", _note("queued b")))
+                for name, spec in (("a", fact_spec("queued a")), ("b", fact_spec("queued b")))
             ]
             _until(lambda: group.queued == 2, 10, "two writes queue behind the brief one")
             _until(lambda: "brief" in outcomes, 10, "the brief write gives up")
@@ -143,11 +142,11 @@ def test_a_brief_write_with_an_idempotency_key_leaves_the_key_free(
         holder.execute(f'LOCK TABLE "{runtime.database.schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         started = time.monotonic()
         with briefly(0.05), pytest.raises(WouldWaitError):
-            writer.write(caller, [_note("keyed")], batch=False, idempotency=key)
+            writer.write(caller, [fact_spec("keyed")], batch=False, idempotency=key)
         assert time.monotonic() - started < 0.45
         holder.rollback()
-    first = writer.write(caller, [_note("keyed")], batch=False, idempotency=key)
-    again = writer.write(caller, [_note("keyed")], batch=False, idempotency=key)
+    first = writer.write(caller, [fact_spec("keyed")], batch=False, idempotency=key)
+    again = writer.write(caller, [fact_spec("keyed")], batch=False, idempotency=key)
     assert (first.status_code, first.replayed) == (201, False)
     assert (again.replayed, again.body) == (True, first.body)
 
@@ -163,7 +162,7 @@ def test_a_brief_write_that_meets_a_lost_connection_is_not_tried_again_here(
     try:
         caller = authenticate(own.log, tenant.admin.token)
         writer = library_writer(own)
-        writer.write(caller, [_note("opens the connection")], batch=False)
+        writer.write(caller, [fact_spec("opens the connection")], batch=False)
         with own.log.datastore.get_connection() as conn:
             pid = conn.info.backend_pid
         with runtime.database.owner_connection(autocommit=True) as admin:
@@ -171,11 +170,11 @@ def test_a_brief_write_that_meets_a_lost_connection_is_not_tried_again_here(
         created = count_events(runtime, tenant, "MemoryCreated")
         started = time.monotonic()
         with briefly(0.05), pytest.raises(WouldWaitError):
-            writer.write(caller, [_note("met a lost connection")], batch=False)
+            writer.write(caller, [fact_spec("met a lost connection")], batch=False)
         assert time.monotonic() - started < 0.45
         assert count_events(runtime, tenant, "MemoryCreated") == created
         # Not brief, the same write is tried again and commits.
-        assert writer.write(caller, [_note("tried again")], batch=False).status_code == 201
+        assert writer.write(caller, [fact_spec("tried again")], batch=False).status_code == 201
     finally:
         own.close()
 

@@ -28,7 +28,7 @@ from projections.store.aggregates import aggregates_of
 from projections.store.schema import EVENTS_TABLE
 from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
-from tests.conftest import Tenant, count_events, library_writer
+from tests.conftest import Tenant, count_events, fact_spec, library_writer
 
 
 def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -65,16 +65,12 @@ def _started(outcomes: dict[str, Any], name: str, call: Callable[[], Any]) -> th
     return thread
 
 
-def _note(content: str) -> MemorySpec:
-    return MemorySpec("fact", "user", None, None, content, (), None, 1.0)
-
-
 def _writing(runtime: Runtime, tenant: Tenant, content: str) -> tuple[Caller, Writer, str]:
     """The tenant admin's caller and a library writer, the id of a fact it wrote (to
     revise), and no group sizes counted yet."""
     caller = authenticate(runtime.log, tenant.admin.token)
     writer = library_writer(runtime)
-    written = writer.write(caller, [_note(content)], batch=False).body["id"]
+    written = writer.write(caller, [fact_spec(content)], batch=False).body["id"]
     runtime.log.group.sizes.clear()
     return caller, writer, str(written)
 
@@ -98,13 +94,13 @@ def test_a_group_commits_together_and_an_invalid_or_refused_write_fails_alone(
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
 
-        threads = [write("first", _note("The first write"))]
+        threads = [write("first", fact_spec("The first write"))]
         _until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
         key = f"key-{uuid.uuid4()}"
-        threads += [write(f"valid{i}", _note(f"Valid neighbour {i}")) for i in range(4)]
+        threads += [write(f"valid{i}", fact_spec(f"Valid neighbour {i}")) for i in range(4)]
         threads += [
-            write("key-a", _note("One body"), (key, "sha256:a")),
-            write("key-b", _note("Another body"), (key, "sha256:b")),
+            write("key-a", fact_spec("One body"), (key, "sha256:a")),
+            write("key-b", fact_spec("Another body"), (key, "sha256:b")),
             write(
                 "version-a",
                 VersionSpec(uuid.UUID(revised), "The build takes 5 minutes", (), None, 1.0),
@@ -175,7 +171,7 @@ def test_a_group_of_several_tenants_commits_as_one_write_each_with_its_own_answe
     keys = {f"w{i}": (f"key-{uuid.uuid4()}", f"sha256:{i}") for i in range(6) if i % 3}
 
     def write(name: str, caller: Any) -> threading.Thread:
-        spec, key = _note(f"written by {name}"), keys.get(name)
+        spec, key = fact_spec(f"written by {name}"), keys.get(name)
         return _started(
             outcomes, name, lambda: writer.write(caller, [spec], batch=False, idempotency=key)
         )
@@ -205,7 +201,7 @@ def test_a_group_of_several_tenants_commits_as_one_write_each_with_its_own_answe
     # ... and a write with an Idempotency-Key replays its own response.
     for name, key in keys.items():
         caller = callers[int(name[1:]) % 2]
-        again = writer.write(caller, [_note("anything")], batch=False, idempotency=key)
+        again = writer.write(caller, [fact_spec("anything")], batch=False, idempotency=key)
         assert again.replayed and again.body == outcomes[name].body
 
 
@@ -243,7 +239,7 @@ def test_a_citation_and_the_retraction_of_its_observation_never_commit_as_one_gr
     second_queued = "retraction" if first_queued == "citation" else "citation"
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
-        threads = [write("first", _note("The first write"))]
+        threads = [write("first", fact_spec("The first write"))]
         _until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
         threads.append(write(first_queued, specs[first_queued]))
         _until(lambda: group.queued == 1, 20, f"the {first_queued} queues")
@@ -287,7 +283,7 @@ def test_a_write_built_on_a_version_this_process_committed_since_is_refused_befo
     caller = authenticate(runtime.log, tenant.admin.token)
     writer = library_writer(runtime)
     revised = uuid.UUID(
-        writer.write(caller, [_note("The build takes 4 minutes")], batch=False).body["id"]
+        writer.write(caller, [fact_spec("The build takes 4 minutes")], batch=False).body["id"]
     )
     schema, group = runtime.database.schema, runtime.log.group
     recorder = runtime.log.recorder
@@ -307,7 +303,7 @@ def test_a_write_built_on_a_version_this_process_committed_since_is_refused_befo
         _until(lambda: _waiting_on_lock(runtime), 10, "the first version waits for the table")
         threads.append(write("stale", VersionSpec(revised, "6 minutes", (), None, 1.0)))
         if neighbour:
-            threads.append(write("neighbour", _note("Another memory")))
+            threads.append(write("neighbour", fact_spec("Another memory")))
         queued = 2 if neighbour else 1
         _until(lambda: group.queued == queued, 20, "the writes queue for the next group")
         holder.commit()
@@ -337,7 +333,7 @@ def test_a_write_interrupted_while_it_waits_is_not_written_and_strands_no_one(
     outcomes: dict[str, Any] = {}
 
     def write(name: str) -> threading.Thread:
-        spec = _note(f"written by {name}")
+        spec = fact_spec(f"written by {name}")
         return _started(outcomes, name, lambda: writer.write(caller, [spec], batch=False))
 
     main = threading.main_thread().ident
@@ -359,7 +355,7 @@ def test_a_write_interrupted_while_it_waits_is_not_written_and_strands_no_one(
         interrupter = threading.Thread(target=interrupt_when_queued)
         interrupter.start()
         with pytest.raises(KeyboardInterrupt):
-            writer.write(caller, [_note("written by the interrupted")], batch=False)
+            writer.write(caller, [fact_spec("written by the interrupted")], batch=False)
         interrupter.join(30)
         assert group.queued == 1
         holder.commit()
@@ -370,7 +366,7 @@ def test_a_write_interrupted_while_it_waits_is_not_written_and_strands_no_one(
     assert outcomes["after"].status_code == 201
     assert count_events(runtime, tenant, "MemoryCreated") == created_before + 2
     # The lead passes on as before: the next write commits at once.
-    assert writer.write(caller, [_note("written next")], batch=False).status_code == 201
+    assert writer.write(caller, [fact_spec("written next")], batch=False).status_code == 201
 
 
 def _holding_the_table_while_blocked(runtime: Runtime, blocker_pid: int) -> bool:
@@ -405,11 +401,11 @@ def test_a_group_holds_the_events_table_lock_for_its_whole_transaction(
         # Given a first write waiting for the table, and two more queued behind it
         # for one group, one of them revising a memory whose revision row is held.
         table_holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
-        threads = [write("first", _note("The first write"))]
+        threads = [write("first", fact_spec("The first write"))]
         _until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
         threads += [
             write("revision", VersionSpec(uuid.UUID(revised), "It takes 8", (), None, 1.0)),
-            write("new", _note("A new fact")),
+            write("new", fact_spec("A new fact")),
         ]
         _until(lambda: group.queued == 2, 20, f"two writes queue: {group.queued} {outcomes}")
         row_holder.execute(
@@ -458,7 +454,7 @@ def test_large_content_is_stored_before_the_events_table_lock(
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{runtime.database.schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         thread = _started(
-            outcomes, "write", lambda: writer.write(caller, [_note(content)], batch=False)
+            outcomes, "write", lambda: writer.write(caller, [fact_spec(content)], batch=False)
         )
         _until(lambda: _waiting_on_lock(runtime), 10, "the write waits for the table")
         assert bool(_lock_holder_rows(runtime, "payloads")) == before_the_lock

@@ -16,12 +16,12 @@ from psycopg.pq import TransactionStatus
 from psycopg.pq.abc import PGconn, PGresult
 
 from projections.commands.tokens import authenticate
-from projections.commands.writer import MemorySpec, VersionSpec
+from projections.commands.writer import VersionSpec
 from projections.runtime import Runtime
 from projections.store import queued as queued_module
 from projections.store.pipelined import pipelined_transaction
 from projections.store.tenancy import tenant_transaction
-from tests.conftest import Tenant, drain_until_caught_up, library_writer
+from tests.conftest import Tenant, drain_until_caught_up, fact_spec, library_writer
 
 
 @pytest.fixture
@@ -56,16 +56,12 @@ def answered(monkeypatch: pytest.MonkeyPatch) -> list[TransactionStatus]:
     return seen
 
 
-def _note(content: str) -> MemorySpec:
-    return MemorySpec("fact", "user", None, None, content, (), None, 1.0)
-
-
 def test_a_write_commits_in_the_round_trip_that_sends_it(
     runtime: Runtime, tenant: Tenant, answered: list[TransactionStatus]
 ) -> None:
     caller = authenticate(runtime.log, tenant.admin.token)
     writer = library_writer(runtime)
-    created = writer.write(caller, [_note("the office moved")], batch=False).body
+    created = writer.write(caller, [fact_spec("the office moved")], batch=False).body
     revised = VersionSpec(UUID(created["id"]), "the office moved again", (), None, 1.0)
     writer.write(caller, [revised], batch=False)
     assert answered, "the writes sent no pipeline"
@@ -76,7 +72,7 @@ def test_a_publish_commits_in_the_round_trip_that_sends_it(
     runtime: Runtime, tenant: Tenant, answered: list[TransactionStatus]
 ) -> None:
     caller = authenticate(runtime.log, tenant.admin.token)
-    library_writer(runtime).write(caller, [_note("standup is at ten")], batch=False)
+    library_writer(runtime).write(caller, [fact_spec("standup is at ten")], batch=False)
     answered.clear()
     assert drain_until_caught_up(runtime) >= 1
     assert answered, "the publish sent no pipeline"

@@ -19,7 +19,6 @@ from psycopg.pq import TransactionStatus
 from psycopg.pq.abc import PGconn, PGresult
 
 from projections.commands.tokens import authenticate
-from projections.commands.writer import MemorySpec
 from projections.runtime import Runtime
 from projections.store import eventlog, queued, tenancy
 from projections.store.arrays import Int8Array, UuidArray
@@ -29,7 +28,7 @@ from projections.store.schema import EVENTS_TABLE
 from projections.store.sql import schema_query
 from projections.store.tenancy import queued_transaction
 from projections.store.work_due import mark_published
-from tests.conftest import Tenant, drain_until_caught_up, library_writer, logged_position
+from tests.conftest import Tenant, drain_until_caught_up, fact_spec, library_writer, logged_position
 
 _INSERT: bytes = b"INSERT INTO scratch VALUES (%s)"
 
@@ -188,21 +187,19 @@ def ways(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return taken
 
 
-def _note(content: str) -> MemorySpec:
-    return MemorySpec("fact", "user", None, None, content, (), None, 1.0)
-
-
 def test_a_write_goes_out_queued_and_a_keyed_one_through_psycopg(
     runtime: Runtime, tenant: Tenant, ways: list[str]
 ) -> None:
     caller = authenticate(runtime.log, tenant.admin.token)
     writer = library_writer(runtime)
-    plain = writer.write(caller, [_note("the office moved")], batch=False).body
+    plain = writer.write(caller, [fact_spec("the office moved")], batch=False).body
     assert ways == ["queued"]
     assert plain["position"] == logged_position(runtime, plain["id"])
     # Its idempotency record holds its positions: read before its COMMIT.
     key = (f"key-{uuid4()}", "sha256:a")
-    keyed = writer.write(caller, [_note("the office moved again")], batch=False, idempotency=key)
+    keyed = writer.write(
+        caller, [fact_spec("the office moved again")], batch=False, idempotency=key
+    )
     assert ways == ["queued", "psycopg"]
     assert keyed.body["position"] == logged_position(runtime, keyed.body["id"])
 
@@ -216,7 +213,7 @@ def test_a_group_of_two_tenants_goes_out_queued_with_each_write_its_own_position
         caller = authenticate(runtime.log, who.admin.token)
 
         def run() -> None:
-            spec = _note(f"written by {name}")
+            spec = fact_spec(f"written by {name}")
             answers[name] = library_writer(runtime).write(caller, [spec], batch=False).body
 
         thread = threading.Thread(target=run)
@@ -289,7 +286,7 @@ def test_a_queued_transactions_answers_are_read_once_it_is_sent(
 ) -> None:
     datastore, schema = runtime.log.datastore, runtime.database.schema
     caller = authenticate(runtime.log, tenant.admin.token)
-    written = library_writer(runtime).write(caller, [_note("standup is at ten")], batch=False)
+    written = library_writer(runtime).write(caller, [fact_spec("standup is at ten")], batch=False)
     memory_id = UUID(str(written.body["id"]))
     at = datetime(2026, 10, 1, 9, 30, tzinfo=UTC)
     with queued_transaction(datastore, tenant.id, commit=False) as cur:
@@ -326,7 +323,7 @@ def test_a_drain_pass_sends_each_of_its_transactions_whole(
     drain_until_caught_up(runtime)  # what other tests left
     monkeypatch.setattr(tenancy, "send_queued", recording)
     caller = authenticate(runtime.log, tenant.admin.token)
-    library_writer(runtime).write(caller, [_note("standup is at ten")], batch=False)
+    library_writer(runtime).write(caller, [fact_spec("standup is at ten")], batch=False)
     sent.clear()
     counts.clear()
     executed: list[object] = []

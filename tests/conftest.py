@@ -190,14 +190,33 @@ def count_events(runtime: Runtime, tenant: Tenant, topic: str) -> int:
     return int(row[0]) if row else 0
 
 
+def logged_version(runtime: Runtime, aggregate_id: object) -> int | None:
+    """Return the version of the aggregate's last event in the log (None: it has none)."""
+    return _last_in_log(runtime, aggregate_id, "originator_version")
+
+
+def waiting_for_the_events_table(runtime: Runtime) -> int:
+    """How many backends wait for the events table's lock (one a test holds)."""
+    schema = runtime.database.schema
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = %s::regclass",
+            (f'"{schema}"."{EVENTS_TABLE}"',),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def logged_position(runtime: Runtime, memory_id: object) -> int | None:
     """Return the log position of the memory's last event (None: it has none)."""
+    return _last_in_log(runtime, memory_id, "notification_id")
+
+
+def _last_in_log(runtime: Runtime, aggregate_id: object, column: str) -> int | None:
     schema = runtime.database.schema
     with runtime.database.owner_connection() as conn:
         row = conn.execute(
-            f'SELECT max(notification_id) FROM "{schema}"."{EVENTS_TABLE}"'
-            " WHERE originator_id = %s",
-            (memory_id,),
+            f'SELECT max({column}) FROM "{schema}"."{EVENTS_TABLE}" WHERE originator_id = %s',
+            (aggregate_id,),
         ).fetchone()
     return None if row is None or row[0] is None else int(row[0])
 

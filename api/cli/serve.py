@@ -34,6 +34,7 @@ from projections.judgment.settings import JudgeSettings, judge_from
 from projections.recall.settings import EmbeddingSettings
 from projections.runtime import start_runtime
 from projections.store.embedded import ServeLock
+from projections.store.eventlog import SERVING_GROUPS_AHEAD
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -181,6 +182,7 @@ class _Worker:
     ) -> None:
         from api.app import create_app
 
+        runtime.log.group.ahead = SERVING_GROUPS_AHEAD
         self.loader = _EmbedderLoader(runtime)
         self.jobs = None if _drains_apart() else _DrainJobs(runtime, api)
         if self.jobs is None:

@@ -85,9 +85,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EventLog",
+    "GROUPS_AHEAD",
     "GROUP_MAX_EVENTS",
     "GroupCommit",
     "IdempotencyRecord",
+    "SERVING_GROUPS_AHEAD",
     "SNAPSHOT_INTERVAL",
     "TenantScopedRecorder",
     "TenantScopedSnapshotRecorder",
@@ -787,7 +789,9 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         round trips but stalls in ``sync()`` once a transaction is large
         (1,000 memories, 2,000 events, hung here every time). Small
         transactions keep the pipeline; large ones run as an ordinary
-        transaction, where a few more round trips do not matter.
+        transaction, where a few more round trips do not matter. A keyword
+        ``sent`` is called once a pipelined transaction's one round trip is on its
+        way (:meth:`_in_one_round_trip`).
 
         Raises:
             WouldWaitError: within :func:`~projections.store.brief_waits.briefly`, a
@@ -848,12 +852,17 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
             self._after_insert(curs, inserted, stored_events, pipeline, **kwargs)
             return [(inserted, stored_events)]
 
-        (ids,) = self._in_one_round_trip(compose, queueable=_queueable(kwargs.get("write")))
+        (ids,) = self._in_one_round_trip(
+            compose, queueable=_queueable(kwargs.get("write")), sent=kwargs.get("sent")
+        )
         return ids
 
-    def _in_one_round_trip(self, compose: _Compose, *, queueable: bool) -> list[list[int]]:
+    def _in_one_round_trip(
+        self, compose: _Compose, *, queueable: bool, sent: Callable[[], None] | None = None
+    ) -> list[list[int]]:
         """Run the transaction ``compose`` writes, sent in one round trip with its
-        ``COMMIT``; return the positions of each insert it answers.
+        ``COMMIT``; return the positions of each insert it answers. ``sent`` is
+        called once that round trip is on its way, if it is one (``queueable``).
 
         ``compose(curs, new_cursor, pipeline)`` executes the statements on ``curs``
         and each events insert on a cursor of its own from ``new_cursor()``, and
@@ -883,7 +892,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
                 except UnqueueableError:
                     pass
                 else:
-                    results = send_queued(conn, queue)
+                    results = send_queued(conn, queue, sent=sent)
                     return [
                         _counted(_answered_positions(results[_queued_at(c)]), stored)
                         for c, stored in inserts
@@ -1052,7 +1061,9 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
 
     @retry((InterfaceError, OperationalError), max_attempts=WRITE_ATTEMPTS, wait=0.5)
     def insert_group(
-        self, members: Sequence[tuple[Sequence[StoredEvent], WriteContext]]
+        self,
+        members: Sequence[tuple[Sequence[StoredEvent], WriteContext]],
+        sent: Callable[[], None] | None = None,
     ) -> list[Sequence[int] | Exception]:
         """Insert several writes in one transaction: one lock, one commit, one fsync.
 
@@ -1062,13 +1073,14 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         by another request, a stale read), the transaction rolls back and the
         writes are inserted again one savepoint each (:meth:`_insert_isolated`),
         so the refused one alone fails. A lost connection, or a failed commit,
-        fails the whole group (and is retried).
+        fails the whole group (and is retried). ``sent`` is called once the group's
+        one round trip is on its way (:meth:`_in_one_round_trip`).
 
         Returns:
             Per member, in order: its log positions, or the exception that refused it.
         """
         try:
-            return self._insert_merged(members)
+            return self._insert_merged(members, sent)
         except OperationalError as e:
             if not isinstance(e.__cause__, CommitUnknownError):
                 raise
@@ -1114,7 +1126,9 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         return [positions for positions in found if positions is not None]
 
     def _insert_merged(
-        self, members: Sequence[tuple[Sequence[StoredEvent], WriteContext]]
+        self,
+        members: Sequence[tuple[Sequence[StoredEvent], WriteContext]],
+        sent: Callable[[], None] | None,
     ) -> list[Sequence[int] | Exception]:
         by_tenant: dict[UUID, list[int]] = {}
         for index, (_, write) in enumerate(members):
@@ -1143,7 +1157,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         # when the answers are read, and nothing commits.
         results: list[Sequence[int] | Exception] = [[] for _ in members]
         queueable = all(_queueable(write) for _, write in members)
-        inserted = self._in_one_round_trip(compose, queueable=queueable)
+        inserted = self._in_one_round_trip(compose, queueable=queueable, sent=sent)
         for indexes, ids in zip(by_tenant.values(), inserted, strict=True):
             rest = ids
             for i in indexes:
@@ -1297,13 +1311,26 @@ class _Member:
     wake: threading.Lock = field(default_factory=_held_lock)
 
 
+GROUPS_AHEAD = 3
+"""The most groups of one process sent and not yet answered while the next is led:
+PostgreSQL runs the first, and the others wait for the events table's lock behind
+it. Measured with 8 clients of the library (docs/benchmarks.md, "Groups sent
+ahead"): 3 and 4 wrote more than 0 and 2; 8 less than 3, its groups smaller."""
+
+SERVING_GROUPS_AHEAD = 0
+""":data:`GROUPS_AHEAD` in a serving process (``palimpsest serve``): its Python, not
+the lock, is what its writes wait for, and writes sent ahead go in smaller groups,
+each a transaction's work more; 8 HTTP clients wrote a sixth less with 3
+(docs/benchmarks.md, "Groups sent ahead")."""
+
+
 class GroupCommit:
     """Gathers concurrent writes of this process into one insert transaction.
 
-    A write that arrives while no group is committing commits at once (alone:
-    no wait, so one client pays nothing). Writes that arrive while a group
-    commits wait for it, then the first of them commits all that are queued by
-    then (up to :data:`GROUP_MAX_EVENTS` events), after waiting at most
+    A write that arrives while no group is being led commits at once (alone:
+    no wait, so one client pays nothing). Writes that arrive while one is being
+    led wait for it, then the first of them leads the next group: all that are
+    queued by then (up to :data:`GROUP_MAX_EVENTS` events), after waiting at most
     ``window_s`` for writes still being built (:meth:`building`). Every write is
     answered only after the transaction that holds it commits, with its own
     positions or its own exception. A write that certainly conflicts, with an
@@ -1311,21 +1338,54 @@ class GroupCommit:
     built, or that read what another write of its group changes, is refused
     before the transaction (:mod:`projections.store.group_conflicts`), so that it
     neither costs its neighbours a refused group nor a round trip.
+
+    A group sent in one round trip (``COMMIT`` included) hands the lead on as
+    soon as it is sent, not once it is answered: the next group is composed and
+    sent while PostgreSQL runs it, and waits there for the events table's lock,
+    which orders their positions as it orders any two writers'. At most
+    ``ahead`` groups are sent and unanswered while the next is led: its leader
+    waits for one of them to be answered first (``ahead=0``: every group keeps
+    the lead until it is answered). A group with a write that writes or reads
+    what a group ahead writes, or stores content one stores, waits (with the
+    lead) for those groups to be answered, then is checked as above. A group
+    whose transaction must read an answer before its ``COMMIT`` (an idempotency
+    record, a check of what it read) keeps the lead until it is answered.
+
+    A group sent ahead waits for the events table's lock within the log's lock
+    timeout (``PALIMPSEST_DB_LOCK_TIMEOUT_S``), as any write does; a group that
+    keeps the lead makes the writes behind it wait in this process.
     """
 
-    def __init__(self, recorder: TenantScopedRecorder, window_s: float = 0.0005) -> None:
+    def __init__(
+        self,
+        recorder: TenantScopedRecorder,
+        window_s: float = 0.0005,
+        ahead: int = GROUPS_AHEAD,
+    ) -> None:
         self.recorder = recorder
         self.window_s = window_s
+        self.ahead = ahead
         self.sizes: collections.deque[int] = collections.deque(maxlen=1000)
         """Writes in each recent transaction of more than one (for tests and figures)."""
         self._mutex = threading.Lock()
+        self._answered = threading.Condition(self._mutex)
+        """Notified when a group sent ahead is answered (a leader may wait for room)."""
         self._queue: collections.deque[_Member] = collections.deque()
         self._leader: _Member | None = None
-        """The write whose thread commits the next group (None: no group is committing)."""
+        """The write whose thread leads the next group (None: no group is being led)."""
         self._building = 0
+        self._sent: list[list[_Member]] = []
+        """The groups sent ahead and not yet answered, oldest first."""
         self._committed: dict[UUID, int] = {}
         """The last version of recently written aggregates, by the writes of this
         process that committed (:func:`projections.store.group_conflicts.conflicting`)."""
+
+    @property
+    def leading(self) -> bool:
+        """Whether a write leads a group now, neither sent ahead nor answered yet (for
+        tests)."""
+        with self._mutex:
+            return self._leader is not None
 
     @property
     def queued(self) -> int:
@@ -1346,14 +1406,15 @@ class GroupCommit:
                 refused this write (its neighbours are not affected).
             OperationalError, InterfaceError: the database could not be written.
             WouldWaitError: within :func:`~projections.store.brief_waits.briefly`, a
-                group was committing (the write did not join it), or the write, tried
-                alone, did not have a lock in time or met a database error.
+                group was being led or was sent and not yet answered (the write did
+                not join or follow it), or the write, tried alone, did not have a
+                lock in time or met a database error.
         """
         member = _Member(stored, write)
         brief = brief_limit() is not None
         with self._mutex:
             leads = self._leader is None
-            if brief and not leads:
+            if brief and (not leads or self._sent):
                 msg = "a group commit of this process is under way"
                 raise WouldWaitError(msg)
             self._queue.append(member)
@@ -1377,13 +1438,16 @@ class GroupCommit:
         return member.ids
 
     def _lead_then_hand_over(self, leader: _Member) -> None:
-        """Commit a group (``leader``'s own write is first in the queue, so in it), wake
-        its other writers, then wake the next in the queue to lead, or stop leading."""
+        """Commit a group (``leader``'s own write is first in the queue, so in it), and
+        wake the next in the queue to lead (or stop leading), once the group is sent
+        in one round trip or else once it is answered; then wake its other writers."""
         group: list[_Member] = []
+        sending = _Sending(self)
         try:
             # A brief write commits alone: its short lock wait is not its neighbours'.
-            self._lead(group, most=1 if brief_limit() is not None else None)
+            self._lead(group, sending, most=1 if brief_limit() is not None else None)
         finally:
+            sending.answered()
             unwritten = [m for m in group if not m.done]
             if unwritten:  # taken from the queue, then the leader was interrupted
                 taken = {id(m) for m in unwritten}
@@ -1395,7 +1459,9 @@ class GroupCommit:
                         " nothing of it was written"
                     )
                     member.done = True
-            if leader.done:
+            if sending.handed_over:
+                pass  # the next group was led while this one ran
+            elif leader.done:
                 self._hand_over()
             else:
                 self._withdraw(leader)  # interrupted before it took its own write
@@ -1419,23 +1485,29 @@ class GroupCommit:
         if led:
             self._hand_over()
 
-    def _lead(self, group: list[_Member], most: int | None = None) -> None:
+    def _lead(self, group: list[_Member], sending: _Sending, most: int | None = None) -> None:
         """Take the next group (of at most ``most`` writes, if given) from the queue
         into ``group`` (as it goes, so that the caller answers every write taken, even
-        if this is interrupted), and commit it."""
+        if this is interrupted), once fewer than ``ahead`` groups are sent ahead,
+        and commit it (``sending`` is called once it is sent in one round trip)."""
+        with self._mutex:
+            while self._sent and len(self._sent) >= self.ahead:
+                self._answered.wait()
         self._take(group, most)
         live = group  # the writes the transaction holds (all, until some are refused)
         try:
-            reads = [(m.stored, m.write.read_versions) for m in group]
-            refused = conflicting(reads, self._committed)
+            refused = self._conflicting(group)
             for index, error in refused.items():
                 group[index].error = error
-            live = [m for i, m in enumerate(group) if i not in refused]
+            live = sending.live = [m for i, m in enumerate(group) if i not in refused]
             if len(live) == 1:
                 # Alone: the pipelined insert, with no savepoint to pay for.
-                live[0].ids = self.recorder.insert_events(live[0].stored, write=live[0].write) or ()
+                live[0].ids = (
+                    self.recorder.insert_events(live[0].stored, write=live[0].write, sent=sending)
+                    or ()
+                )
             elif live:  # (none when every write was refused: no transaction at all)
-                results = self.recorder.insert_group([(m.stored, m.write) for m in live])
+                results = self.recorder.insert_group([(m.stored, m.write) for m in live], sending)
                 self.sizes.append(len(live))
                 for member, result in zip(live, results, strict=True):
                     if isinstance(result, Exception):
@@ -1469,16 +1541,80 @@ class GroupCommit:
                 self._queue.popleft()
                 events += len(group[-1].stored)
 
+    def _conflicting(self, group: list[_Member]) -> dict[int, Exception]:
+        """Return, by index, the refusals of ``group``'s writes that conflict with an
+        earlier one of it or with what this process committed
+        (:func:`~projections.store.group_conflicts.conflicting`), once no group sent
+        ahead writes what one of them writes or reads.
+
+        Such a group waits for the groups ahead to be answered, as it would have
+        queued behind them: refused at once, its write would be built again from
+        the same versions (theirs are not committed yet) and refused again, until
+        its writer gave up. So does a group that stores content a group ahead
+        stores: one of them may insert that payload row before the events table's
+        lock and the other under it, and each would wait for the other in
+        PostgreSQL until its deadlock check, a second later."""
+        with self._mutex:
+            # (Only groups ahead leave meanwhile: none can be sent while this one leads.)
+            if self._sent:
+                touched = {as_uuid(e.originator_id) for m in group for e in m.stored}
+                touched.update(i for m in group for i in m.write.read_versions)
+                contents = {digest for m in group for digest in m.write.payloads}
+                while any(
+                    not contents.isdisjoint(m.write.payloads)
+                    or any(as_uuid(e.originator_id) in touched for e in m.stored)
+                    for sent in self._sent
+                    for m in sent
+                ):
+                    self._answered.wait()
+            return conflicting([(m.stored, m.write.read_versions) for m in group], self._committed)
+
     def _remember(self, committed: list[_Member]) -> None:
-        """Note the last version of each aggregate the committed members recorded (the
-        leader's alone: one leads at a time), forgetting the oldest beyond a bound."""
-        for member in committed:
-            for event in member.stored:
-                aggregate_id = as_uuid(event.originator_id)
-                self._committed.pop(aggregate_id, None)  # the newest last
-                self._committed[aggregate_id] = event.originator_version
-        while len(self._committed) > _COMMITTED_ENTRIES:
-            del self._committed[next(iter(self._committed))]
+        """Note the last version of each aggregate the committed members recorded,
+        forgetting the oldest beyond a bound."""
+        with self._mutex:  # (the leader of a group sent behind reads it)
+            for member in committed:
+                for event in member.stored:
+                    aggregate_id = as_uuid(event.originator_id)
+                    self._committed.pop(aggregate_id, None)  # the newest last
+                    self._committed[aggregate_id] = event.originator_version
+            while len(self._committed) > _COMMITTED_ENTRIES:
+                del self._committed[next(iter(self._committed))]
+
+
+class _Sending:
+    """One group's lead, handed on once the group is sent (called by the insert), if
+    the group commit lets groups run ahead; :meth:`answered` ends its time ahead."""
+
+    def __init__(self, commit: GroupCommit) -> None:
+        self.commit = commit
+        self.live: list[_Member] = []
+        """The writes the group's transaction holds (set before it is sent)."""
+        self.ahead = False
+        """Whether the group is among those sent ahead (until :meth:`answered`)."""
+        self.handed_over = False
+        """Whether the next group's leader was woken (its leader then wakes no one)."""
+
+    def __call__(self) -> None:
+        """The group's round trip is on its way: the next group may be led (once; a
+        transaction tried again is not sent ahead again)."""
+        commit = self.commit
+        if self.ahead or commit.ahead < 1:
+            return
+        with commit._mutex:
+            commit._sent.append(self.live)
+            self.ahead = True
+        commit._hand_over()
+        self.handed_over = True
+
+    def answered(self) -> None:
+        """The group is answered (or its leader was interrupted): it is no longer ahead."""
+        if not self.ahead:
+            return
+        commit = self.commit
+        with commit._mutex:
+            commit._sent = [g for g in commit._sent if g is not self.live]
+            commit._answered.notify_all()
 
 
 class _Building:

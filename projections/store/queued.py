@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import select
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
@@ -202,6 +202,7 @@ def send_queued(
     *,
     begin: bytes = b"BEGIN",
     again: bool = False,
+    sent: Callable[[], None] | None = None,
 ) -> list[PGresult]:
     """Send ``begin``, the ``queued`` statements and ``COMMIT`` in one round trip,
     through libpq's pipeline; return each queued statement's result, in order.
@@ -209,6 +210,8 @@ def send_queued(
     Every parameter is dumped before anything is sent. A statement sent again is
     prepared on the connection. ``again``: this is the second try of a
     transaction refused because psycopg had deallocated a statement prepared here.
+    ``sent`` is called once all of it, ``COMMIT`` included, is on its way, before
+    the answers are waited for (it may be called again if the transaction is).
 
     Raises:
         psycopg.Error: PostgreSQL refused a statement, and the transaction was rolled
@@ -224,7 +227,7 @@ def send_queued(
         pgconn.enter_pipeline_mode()
         try:
             answer_at, preparing = _send(pgconn, prepared, begin, sends)
-            results = _commit(pgconn)
+            results = _commit(pgconn, sent)
             for key, (at, name) in preparing.items():
                 if results[at].status == ExecStatus.COMMAND_OK:
                     prepared.names[key] = name
@@ -244,7 +247,7 @@ def send_queued(
         # One of these was deallocated by psycopg since: nothing of the transaction
         # ran past it, so it is sent again, with its statements prepared anew.
         prepared.names.clear()
-        return send_queued(conn, queued, begin=begin, again=True)
+        return send_queued(conn, queued, begin=begin, again=True, sent=sent)
     raise error
 
 
@@ -310,9 +313,9 @@ def _send(
     return answer_at, preparing
 
 
-def _commit(pgconn: PGconn) -> list[PGresult]:
-    """Send ``COMMIT`` and a sync after what is queued on ``pgconn``; return every
-    result up to the sync.
+def _commit(pgconn: PGconn, sent: Callable[[], None] | None) -> list[PGresult]:
+    """Send ``COMMIT`` and a sync after what is queued on ``pgconn``, call ``sent``
+    (if any) once all of it is sent; return every result up to the sync.
 
     Raises:
         CommitUnknownError: the connection failed from the moment ``COMMIT`` may have
@@ -322,7 +325,7 @@ def _commit(pgconn: PGconn) -> list[PGresult]:
     try:
         pgconn.send_query_params(b"COMMIT", None)
         pgconn.pipeline_sync()
-        return _exchange(pgconn)
+        return _exchange(pgconn, sent)
     except psycopg.OperationalError as e:
         if pgconn.status == ConnStatus.BAD:
             msg = f"the connection failed after COMMIT was sent: {e}"
@@ -340,15 +343,18 @@ def _leave_pipeline(pgconn: PGconn) -> None:
             pgconn.finish()
 
 
-def _exchange(pgconn: PGconn) -> list[PGresult]:
-    """Flush what is queued on ``pgconn`` and read every result up to the pipeline's
-    sync (included), waiting on the socket without holding the interpreter."""
+def _exchange(pgconn: PGconn, sent: Callable[[], None] | None = None) -> list[PGresult]:
+    """Flush what is queued on ``pgconn``, call ``sent`` (if any), and read every result
+    up to the pipeline's sync (included), waiting on the socket without holding the
+    interpreter."""
     poll = select.poll()
     poll.register(pgconn.socket, select.POLLIN | select.POLLOUT)
     while pgconn.flush():  # 1: something is left to send
         if any(event & select.POLLIN for _, event in poll.poll()):
             pgconn.consume_input()  # answers may fill the socket while we send
     poll.modify(pgconn.socket, select.POLLIN)
+    if sent is not None:
+        sent()
     results: list[PGresult] = []
     while True:
         pgconn.consume_input()

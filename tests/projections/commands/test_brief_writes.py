@@ -16,7 +16,7 @@ import pytest
 from projections.commands.tokens import authenticate
 from projections.runtime import Runtime, start_runtime
 from projections.store.brief_waits import WouldWaitError, brief_limit, briefly
-from projections.store.eventlog import GroupCommit
+from projections.store.eventlog import GROUPS_AHEAD, GroupCommit
 from projections.store.schema import EVENTS_TABLE
 from tests.conftest import RunDatabase, Tenant, count_events, fact_spec, library_writer
 from tests.projections.commands.test_group_commit import (
@@ -61,10 +61,16 @@ def test_a_brief_write_gives_up_on_a_held_lock_in_its_time_and_writes_nothing(
     assert count_events(runtime, tenant, "MemoryCreated") == created + 1
 
 
-def test_a_brief_write_never_joins_a_group_under_way(runtime: Runtime, tenant: Tenant) -> None:
+@pytest.mark.parametrize("ahead", [0, GROUPS_AHEAD], ids=["being-led", "sent-ahead"])
+def test_a_brief_write_never_joins_a_group_under_way(
+    runtime: Runtime, tenant: Tenant, ahead: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither one being led (it would wait for it) nor one sent ahead (it would lead
+    the next, and wait for the table behind it)."""
     caller = authenticate(runtime.log, tenant.admin.token)
     writer = library_writer(runtime)
     schema, group = runtime.database.schema, runtime.log.group
+    monkeypatch.setattr(group, "ahead", ahead)
     created = count_events(runtime, tenant, "MemoryCreated")
     outcomes: dict[str, Any] = {}
     with runtime.database.owner_connection() as holder:
@@ -88,7 +94,7 @@ def test_a_brief_write_never_joins_a_group_under_way(runtime: Runtime, tenant: T
 
 
 def test_a_brief_leader_commits_alone_and_the_writes_queued_behind_it_still_commit(
-    runtime: Runtime, tenant: Tenant
+    runtime: Runtime, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its short lock wait is its own: it waits for no write being built, and the
     writes that queued while it led commit in the next group, which waits for the
@@ -96,6 +102,7 @@ def test_a_brief_leader_commits_alone_and_the_writes_queued_behind_it_still_comm
     caller = authenticate(runtime.log, tenant.admin.token)
     writer = library_writer(runtime)
     schema, group = runtime.database.schema, runtime.log.group
+    monkeypatch.setattr(group, "ahead", 0)  # the brief write keeps the lead: writes queue
     group.sizes.clear()
     created = count_events(runtime, tenant, "MemoryCreated")
     outcomes: dict[str, Any] = {}

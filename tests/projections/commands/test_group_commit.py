@@ -28,7 +28,22 @@ from projections.store.aggregates import aggregates_of
 from projections.store.schema import EVENTS_TABLE
 from projections.store.sql import schema_sql
 from projections.store.tenancy import tenant_transaction
-from tests.conftest import Tenant, count_events, fact_spec, library_writer
+from tests.conftest import (
+    Tenant,
+    count_events,
+    fact_spec,
+    library_writer,
+    logged_version,
+    waiting_for_the_events_table,
+)
+
+
+@pytest.fixture(autouse=True)
+def _groups_keep_the_lead(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here holds the events table so that the writes behind a first one
+    queue for one group: each group keeps the lead until it is answered. Groups sent
+    ahead (the default) are ``test_groups_ahead.py``'s."""
+    monkeypatch.setattr(runtime.log.group, "ahead", 0)
 
 
 def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -41,13 +56,7 @@ def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
 
 def _waiting_on_lock(runtime: Runtime) -> bool:
     """Whether a write waits for the events table (held by the test)."""
-    schema = runtime.database.schema
-    with runtime.database.owner_connection(autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = %s::regclass",
-            (f'"{schema}".{EVENTS_TABLE}',),
-        ).fetchone()
-    return bool(row and row[0])
+    return waiting_for_the_events_table(runtime) > 0
 
 
 def _started(outcomes: dict[str, Any], name: str, call: Callable[[], Any]) -> threading.Thread:
@@ -144,15 +153,10 @@ def test_a_group_commits_together_and_an_invalid_or_refused_write_fails_alone(
     # Refused as one, the group was inserted again one savepoint per write.
     assert recorder.isolated_groups == isolated_before + 1  # type: ignore[attr-defined]
     with runtime.database.owner_connection(autocommit=True) as conn:
-        versions_of_revised = conn.execute(
-            f'SELECT max(originator_version) FROM "{schema}".{EVENTS_TABLE}'
-            " WHERE originator_id = %s",
-            (uuid.UUID(revised),),
-        ).fetchone()
         keys = conn.execute(
             f'SELECT count(*) FROM "{schema}".idempotency_keys WHERE key = %s', (key,)
         ).fetchone()
-    assert versions_of_revised == (4,)  # created (2 events), then two versions
+    assert logged_version(runtime, uuid.UUID(revised)) == 4  # created (2 events), 2 versions
     assert keys == (1,)
     # Nothing of the refused or the invalid write is in the log.
     assert count_events(runtime, tenant, "MemoryCreated") == 7
@@ -320,12 +324,17 @@ def test_a_write_built_on_a_version_this_process_committed_since_is_refused_befo
     assert list(group.sizes) == []
 
 
+@pytest.mark.parametrize(
+    "ahead", [0, 1], ids=["queued-behind-a-group", "waiting-to-lead-behind-one-sent-ahead"]
+)
 def test_a_write_interrupted_while_it_waits_is_not_written_and_strands_no_one(
-    runtime: Runtime, tenant: Tenant
+    runtime: Runtime, tenant: Tenant, ahead: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Ctrl-C in a command-line import that waits for its group: the caller is told
-    it was interrupted, its write is not committed behind its back, and the writes
-    queued after it still commit (the next group's lead is not lost with it)."""
+    """Ctrl-C in a command-line import that waits for its group (or, behind a group
+    sent ahead, to lead the next): the caller is told it was interrupted, its write
+    is not committed behind its back, and the writes queued after it still commit
+    (the next group's lead is not lost with it)."""
+    monkeypatch.setattr(runtime.log.group, "ahead", ahead)
     caller = authenticate(runtime.log, tenant.admin.token)
     writer = library_writer(runtime)
     schema, group = runtime.database.schema, runtime.log.group
@@ -345,7 +354,9 @@ def test_a_write_interrupted_while_it_waits_is_not_written_and_strands_no_one(
 
         def interrupt_when_queued() -> None:
             try:
-                _until(lambda: group.queued == 1, 20, "the interrupted write queues")
+                _until(
+                    lambda: group.leading and group.queued == 1, 20, "the interrupted write waits"
+                )
                 threads.append(write("after"))
                 _until(lambda: group.queued == 2, 20, "a write queues after it")
             finally:  # whatever happened, the main thread is not left waiting
@@ -357,7 +368,7 @@ def test_a_write_interrupted_while_it_waits_is_not_written_and_strands_no_one(
         with pytest.raises(KeyboardInterrupt):
             writer.write(caller, [fact_spec("written by the interrupted")], batch=False)
         interrupter.join(30)
-        assert group.queued == 1
+        _until(lambda: group.leading and group.queued == 1, 10, "the next write waits to lead")
         holder.commit()
     for thread in threads:
         thread.join(30)
@@ -365,7 +376,8 @@ def test_a_write_interrupted_while_it_waits_is_not_written_and_strands_no_one(
     assert outcomes["first"].status_code == 201
     assert outcomes["after"].status_code == 201
     assert count_events(runtime, tenant, "MemoryCreated") == created_before + 2
-    # The lead passes on as before: the next write commits at once.
+    # The lead passes on as before: nothing is left leading, the next write commits at once.
+    assert not group.leading
     assert writer.write(caller, [fact_spec("written next")], batch=False).status_code == 201
 
 

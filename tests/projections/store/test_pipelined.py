@@ -44,9 +44,11 @@ def answered(monkeypatch: pytest.MonkeyPatch) -> list[TransactionStatus]:
         finally:
             seen.append(TransactionStatus(self.pgconn.transaction_status))
 
-    def recording_exchange(pgconn: PGconn) -> list[PGresult]:
+    def recording_exchange(
+        pgconn: PGconn, sent: Callable[[], None] | None = None
+    ) -> list[PGresult]:
         try:
-            return exchange(pgconn)
+            return exchange(pgconn, sent)
         finally:
             seen.append(TransactionStatus(pgconn.transaction_status))
 

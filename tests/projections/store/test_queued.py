@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID, uuid4
@@ -41,9 +42,9 @@ def answered(monkeypatch: pytest.MonkeyPatch) -> list[TransactionStatus]:
     seen: list[TransactionStatus] = []
     exchange = queued._exchange
 
-    def recording(pgconn: PGconn) -> list[PGresult]:
+    def recording(pgconn: PGconn, sent: Callable[[], None] | None = None) -> list[PGresult]:
         try:
-            return exchange(pgconn)
+            return exchange(pgconn, sent)
         finally:
             seen.append(TransactionStatus(pgconn.transaction_status))
 
@@ -89,6 +90,25 @@ def test_a_queued_transaction_commits_in_one_round_trip_and_answers_each_stateme
         assert [results[2].get_value(0, i) for i in range(3)] == [b"100%", b"b", b"4"]
         assert results[3].get_value(0, 0) == b"50%%"
         assert _scratch_rows(conn) == [(1,), (2,), (3,)]
+
+
+def test_sent_is_told_once_the_whole_transaction_is_sent_before_its_answers(
+    runtime: Runtime,
+) -> None:
+    """What a group commit hands its lead on at: the transaction, ``COMMIT`` included,
+    is on its way, and PostgreSQL is still running it."""
+    sent: list[float] = []
+    with _scratch(runtime) as conn:
+        started = time.monotonic()
+        send_queued(
+            conn,
+            [(_INSERT, (1,)), (b"SELECT pg_sleep(0.5)", None)],
+            sent=lambda: sent.append(time.monotonic() - started),
+        )
+        answered = time.monotonic() - started
+        assert _scratch_rows(conn) == [(1,)]
+    assert len(sent) == 1
+    assert sent[0] < 0.4 and answered >= 0.5, (sent, answered)
 
 
 @pytest.mark.parametrize(
@@ -205,9 +225,15 @@ def test_a_write_goes_out_queued_and_a_keyed_one_through_psycopg(
 
 
 def test_a_group_of_two_tenants_goes_out_queued_with_each_write_its_own_positions(
-    runtime: Runtime, tenant: Tenant, other_tenant: Tenant, ways: list[str]
+    runtime: Runtime,
+    tenant: Tenant,
+    other_tenant: Tenant,
+    ways: list[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     answers: dict[str, Any] = {}
+    # The writes behind the first queue for one group: it keeps the lead until answered.
+    monkeypatch.setattr(runtime.log.group, "ahead", 0)
 
     def write(name: str, who: Tenant) -> threading.Thread:
         caller = authenticate(runtime.log, who.admin.token)

@@ -17,7 +17,7 @@ import pytest
 from projections.runtime import Runtime
 from tests.projections.drains.killing import database_url
 
-__all__ = ["free_port", "published", "serve_env", "start_serve", "until"]
+__all__ = ["free_port", "published", "refused_serve", "serve_env", "start_serve", "until"]
 
 
 def until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -104,3 +104,15 @@ def stop_serve(server: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(server.pid, signal.SIGKILL)
         server.wait(30)
+
+
+def refused_serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``serve`` with ``env``, which it must refuse: return how it ended."""
+    return subprocess.run(
+        [sys.executable, "-m", "api.cli", "serve", "--port", str(free_port())],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx2
@@ -15,7 +13,14 @@ import psutil
 from api.cli.exit_code import EXIT_USAGE
 from api.cli.serve import DRAIN_NICENESS
 from projections.runtime import Runtime
-from tests.api.cli.serving import free_port, published, serve_env, start_serve, stop_serve, until
+from tests.api.cli.serving import (
+    published,
+    refused_serve,
+    serve_env,
+    start_serve,
+    stop_serve,
+    until,
+)
 from tests.conftest import Tenant
 from tests.projections.drains.killing import drain_owners
 
@@ -63,18 +68,6 @@ def test_the_drains_run_apart_are_started_again_when_killed_and_end_with_serve(
             server.wait(30)
 
 
-def _refused_serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run ``serve`` with ``env``, which it must refuse: return how it ended."""
-    return subprocess.run(
-        [sys.executable, "-m", "api.cli", "serve", "--port", str(free_port())],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_a_bad_setting_of_the_daily_jobs_stops_serve_before_any_drain_process(
     runtime: Runtime,
 ) -> None:
@@ -87,7 +80,7 @@ def test_a_bad_setting_of_the_daily_jobs_stops_serve_before_any_drain_process(
         },
     )
     # The drain process would read it; serve reads it first, and says so in one line.
-    done = _refused_serve(env)
+    done = refused_serve(env)
     assert done.returncode == EXIT_USAGE, done.stderr
     assert "PALIMPSEST_FORGETTING_PASS_CRON" in done.stderr.strip().splitlines()[-1]
     assert drain_owners(runtime) == []
@@ -99,7 +92,7 @@ def test_a_drain_process_setting_that_is_not_a_boolean_stops_serve_before_it_wri
     store = tmp_path / "store"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PALIMPSEST_", "DATABASE_"))}
     env |= {"PALIMPSEST_DATA_DIR": str(store), "PALIMPSEST_DRAIN_PROCESS": "maybe"}
-    done = _refused_serve(env)
+    done = refused_serve(env)
     assert done.returncode == EXIT_USAGE, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert "PALIMPSEST_DRAIN_PROCESS" in line

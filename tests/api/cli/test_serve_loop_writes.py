@@ -4,8 +4,6 @@ and never holds the loop for another transaction's lock."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,7 +14,7 @@ import httpx2
 from api.cli import EXIT_USAGE
 from projections.runtime import Runtime
 from projections.store.schema import EVENTS_TABLE
-from tests.api.cli.serving import free_port, start_serve, stop_serve, until
+from tests.api.cli.serving import refused_serve, start_serve, stop_serve, until
 from tests.conftest import Tenant
 from tests.projections.commands.test_group_commit import _waiting_on_lock
 
@@ -138,14 +136,7 @@ def test_a_writes_on_loop_setting_that_is_not_a_boolean_stops_serve_before_it_wr
     store = tmp_path / "store"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PALIMPSEST_", "DATABASE_"))}
     env |= {"PALIMPSEST_DATA_DIR": str(store), "PALIMPSEST_WRITES_ON_LOOP": "maybe"}
-    done = subprocess.run(
-        [sys.executable, "-m", "api.cli", "serve", "--port", str(free_port())],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = refused_serve(env)
     assert done.returncode == EXIT_USAGE, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert "PALIMPSEST_WRITES_ON_LOOP" in line

@@ -53,7 +53,6 @@ import os
 import queue
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -78,11 +77,13 @@ from projections.runtime import Runtime, start_runtime
 from projections.store.schema import EVENTS_TABLE
 from projections.store.settings import DatabaseSettings
 from projections.views.revision_status import revision_totals
-from tests.api.cli.serving import stop_serve
+from tests.api.cli.serving import free_port, serve_env, stop_serve
 from tests.benchmarks.lean_http import KeepAliveClient
 from tests.conftest import library_writer
 
 EVENTS_PER_MEMORY = 2
+QUIET = {"PALIMPSEST_LOG_LEVEL": "WARNING"}
+"""The setting every process the benchmarks serve from runs with."""
 STATE = json.dumps(
     {
         "tenant_id": str(uuid.uuid4()),
@@ -97,7 +98,7 @@ STATE = json.dumps(
 ).encode()
 
 
-def _pct(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
@@ -115,7 +116,7 @@ def _report(
     rate = events / seconds
     line = f"{name:<42} {rate:>10,.0f} events/s"
     if latencies:
-        p50, p99 = 1000 * statistics.median(latencies), 1000 * _pct(latencies, 0.99)
+        p50, p99 = 1000 * statistics.median(latencies), 1000 * percentile(latencies, 0.99)
         line += f"   p50 {p50:6.2f} ms  p99 {p99:6.2f} ms"
     if baseline:
         line += f"   = {rate / baseline:4.2f}x raw"
@@ -124,7 +125,7 @@ def _report(
     print(line, flush=True)
 
 
-def _raw_setup(runtime: Runtime) -> None:
+def raw_setup(runtime: Runtime) -> None:
     """Make baseline tables of the same shape as the real ones: columns, defaults,
     indexes and forced row-level security, written by the same runtime role."""
     schema, app = runtime.database.schema, runtime.database.app_user
@@ -149,7 +150,7 @@ def _raw_setup(runtime: Runtime) -> None:
             conn.execute(f'GRANT SELECT, INSERT, UPDATE ON "{schema}".{name} TO "{app}"')
 
 
-def _raw_insert(
+def raw_insert(
     conn: psycopg.Connection[tuple[object, ...]], schema: str, tenant: str, memories: int
 ) -> None:
     """The rows of ``memories`` memory creations, in one transaction, as the runtime role:
@@ -203,12 +204,6 @@ def _timed(count: int, clients: int, one: Callable[[int], object]) -> tuple[floa
     return time.perf_counter() - started, latencies
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 _SERVED: list[tuple[str, int, dict[str, str]]] = [
     ("serve --workers 1", 1, {}),
     ("serve --workers 2", 2, {}),
@@ -217,30 +212,17 @@ _SERVED: list[tuple[str, int, dict[str, str]]] = [
 """The served configurations measured, in order: label, HTTP processes, settings."""
 
 
-def _serve(
+def start_benchmark_serve(
     runtime: Runtime, workers: int, settings: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``palimpsest serve --workers N`` on the benchmark's database; return it and
-    its base URL once healthy. Its embedder points nowhere (indexing would compete
-    for the two cores with the writes measured; the drains' revision stage runs)."""
-    database = runtime.database
-    url = (
-        f"postgresql://{database.owner_user}:{database.owner_password}@/{database.dbname}"
-        f"?host={database.host}&port={database.port}"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
-    env |= {
-        "DATABASE_URL": url,
-        "PALIMPSEST_EMBEDDER": "http",
-        "PALIMPSEST_EMBEDDING_URL": "http://127.0.0.1:9/v1/embeddings",
-        "PALIMPSEST_EMBEDDING_MODEL": "none",
-        "PALIMPSEST_LOG_LEVEL": "WARNING",
-    }
-    env |= settings or {}
-    port = _free_port()
+    its base URL once healthy. Its embedder points nowhere (:func:`serve_env`:
+    indexing would compete for the two cores with the writes measured; the drains'
+    revision stage runs)."""
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "api.cli", "serve", "--port", str(port), "--workers", str(workers)],
-        env=env,
+        env=serve_env(runtime, QUIET | (settings or {})),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -341,7 +323,7 @@ def _load_only(runtime: Runtime, args: argparse.Namespace) -> None:
     """Run only the concurrent load, against ``serve --workers N`` with the settings
     asked for."""
     settings = dict(args.serve_env)
-    process, base = _serve(runtime, args.serve_workers, settings)
+    process, base = start_benchmark_serve(runtime, args.serve_workers, settings)
     try:
         loaded = create_tenant(runtime.log, "load")
         headers = {"Authorization": f"Bearer {loaded.token}"}
@@ -386,7 +368,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
     if args.load_only:
         _load_only(runtime, args)
         return
-    _raw_setup(runtime)
+    raw_setup(runtime)
     issued = create_tenant(runtime.log, "bench")
     caller = authenticate(runtime.log, issued.token)
     writer = library_writer(runtime)
@@ -423,7 +405,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
     raw_rates: dict[int, float] = {}
     for clients in (1, 8):
         n = args.singles if clients == 1 else args.singles * 2
-        raw_s, raw_lat = _timed(n, clients, lambda i: _raw_insert(raw_conn(), schema, tenant, 1))
+        raw_s, raw_lat = _timed(n, clients, lambda i: raw_insert(raw_conn(), schema, tenant, 1))
         raw_rates[clients] = n * EVENTS_PER_MEMORY / raw_s
         _report(f"raw psycopg, 1 memory/tx, {clients} client(s)", n * 2, raw_s, raw_lat, None)
         runtime.log.group.sizes.clear()
@@ -445,7 +427,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         )
 
     b = args.batches
-    raw_s, raw_lat = _timed(b, 1, lambda i: _raw_insert(raw_conn(), schema, tenant, 100))
+    raw_s, raw_lat = _timed(b, 1, lambda i: raw_insert(raw_conn(), schema, tenant, 100))
     raw_batch_rate = b * 200 / raw_s
     _report("raw psycopg, 100 memories/tx", b * 200, raw_s, raw_lat, None)
     lib_s, lib_lat = _timed(
@@ -463,19 +445,17 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         rates = {}
         for clients in (1, 8):
             n = args.singles // 2 if clients == 1 else args.singles
-            raw_s, raw_lat = _timed(
-                n, clients, lambda i: _raw_insert(raw_conn(), schema, tenant, 1)
-            )
+            raw_s, raw_lat = _timed(n, clients, lambda i: raw_insert(raw_conn(), schema, tenant, 1))
             rates[clients] = n * EVENTS_PER_MEMORY / raw_s
             _report(f"raw, {clients} client(s), beside {served}", n * 2, raw_s, raw_lat, None)
-        raw_s, raw_lat = _timed(b // 2, 1, lambda i: _raw_insert(raw_conn(), schema, tenant, 100))
+        raw_s, raw_lat = _timed(b // 2, 1, lambda i: raw_insert(raw_conn(), schema, tenant, 100))
         _report(f"raw, 100/tx, beside {served}", b // 2 * 200, raw_s, raw_lat, None)
         return rates, b // 2 * 200 / raw_s
 
     for n, (served, workers, settings) in enumerate(_SERVED):
-        process, base = _serve(runtime, workers, settings)
+        process, base = start_benchmark_serve(runtime, workers, settings)
         try:
-            _drained(runtime)
+            drained(runtime)
             if args.analyze:
                 with runtime.database.owner_connection() as conn:
                     conn.execute("ANALYZE")
@@ -487,13 +467,13 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
                 served,
                 (raw_rates, raw_batch_rate),
                 again,
-                lambda: _raw_insert(raw_conn(), schema, tenant, 1),
+                lambda: raw_insert(raw_conn(), schema, tenant, 1),
             )
             # At rest, as the HTTP figures are: the thousands of memories the HTTP
             # writes left would otherwise take a batch of every pass of the drains
             # during the load (they publish each tenant's work in turn), and its
             # reads would measure that backlog. A tenant of its own, too.
-            _drained(runtime)
+            drained(runtime)
             loaded = create_tenant(runtime.log, f"load-{n}")
             load_headers = {"Authorization": f"Bearer {loaded.token}"}
             line = _concurrent_load(base, load_headers, args.load_seconds)
@@ -546,7 +526,7 @@ def _interleaved(
     )
 
 
-def _drained(runtime: Runtime, timeout_s: float = 300.0) -> None:
+def drained(runtime: Runtime, timeout_s: float = 300.0) -> None:
     """Wait until the served drains have published every memory the library parts
     left dirty: a service at rest, not one working through a backlog, is what the
     HTTP figures measure (the concurrent load's own writes keep the drains busy)."""

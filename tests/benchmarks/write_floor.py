@@ -36,6 +36,7 @@ It measures and prints; it asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -115,6 +116,28 @@ def _drain_process(served: subprocess.Popen[bytes]) -> int:
         if parent == served.pid and b"spawn_main" in command:
             return int(entry.name)
     msg = "serve's drain process was not found"
+    raise RuntimeError(msg)
+
+
+def _stop_between_transactions(runtime: Runtime, pid: int) -> int:
+    """Stop process ``pid`` (``SIGSTOP``) at a moment when no session of the database
+    but this one is running a statement or holds a transaction open: stopped inside a
+    drain's pass, it would hold that transaction's locks and snapshot throughout.
+    Return ``pid``."""
+    busy = (
+        "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+        " AND pid <> pg_backend_pid() AND state IS DISTINCT FROM 'idle'"
+    )
+    with runtime.database.owner_connection() as conn:
+        conn.autocommit = True
+        for _ in range(200):
+            os.kill(pid, signal.SIGSTOP)
+            row = conn.execute(busy).fetchone()
+            if row is not None and row[0] == 0:
+                return pid
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.05)
+    msg = "the drain process never stopped between transactions"
     raise RuntimeError(msg)
 
 
@@ -202,8 +225,7 @@ def main() -> None:
                 one(i)
         if args.drains_stopped:
             drained(runtime)
-            stopped = _drain_process(served)
-            os.kill(stopped, signal.SIGSTOP)
+            stopped = _stop_between_transactions(runtime, _drain_process(served))
         print(
             f"write floors: {args.rounds} rounds of {args.writes} writes a kind, one client,"
             f" a tenant of {args.fill} memories, the drains"
@@ -215,10 +237,12 @@ def main() -> None:
         for client in clients:
             client.close()
         for process in bare:
-            os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # it exited (and was reaped)
+                os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         if stopped is not None:
-            os.kill(stopped, signal.SIGCONT)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(stopped, signal.SIGCONT)
         if served is not None:
             stop_serve(served)
         if raw is not None:

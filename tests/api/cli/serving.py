@@ -10,14 +10,24 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx2
 import pytest
 
+from api.cli.exit_code import EXIT_USAGE
 from projections.runtime import Runtime
 from tests.projections.drains.killing import database_url
 
-__all__ = ["free_port", "published", "refused_serve", "serve_env", "start_serve", "until"]
+__all__ = [
+    "assert_setting_refused_before_writing",
+    "free_port",
+    "published",
+    "refused_serve",
+    "serve_env",
+    "start_serve",
+    "until",
+]
 
 
 def until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -116,3 +126,16 @@ def refused_serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
+
+
+def assert_setting_refused_before_writing(store: Path, name: str, value: str) -> None:
+    """Run ``serve`` on the embedded default in ``store`` (a directory not yet made) with
+    no setting of the test's own but ``name`` at ``value``, which it must refuse: exit
+    :data:`EXIT_USAGE` with one line naming the setting, no database started."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PALIMPSEST_", "DATABASE_"))}
+    env |= {"PALIMPSEST_DATA_DIR": str(store), name: value}
+    done = refused_serve(env)
+    assert done.returncode == EXIT_USAGE, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert name in line
+    assert not store.exists()  # no database started, nothing written

@@ -14,6 +14,7 @@ from api.cli.exit_code import EXIT_USAGE
 from api.cli.serve import DRAIN_NICENESS
 from projections.runtime import Runtime
 from tests.api.cli.serving import (
+    assert_setting_refused_before_writing,
     published,
     refused_serve,
     serve_env,
@@ -89,14 +90,7 @@ def test_a_bad_setting_of_the_daily_jobs_stops_serve_before_any_drain_process(
 def test_a_drain_process_setting_that_is_not_a_boolean_stops_serve_before_it_writes(
     tmp_path: Path,
 ) -> None:
-    store = tmp_path / "store"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PALIMPSEST_", "DATABASE_"))}
-    env |= {"PALIMPSEST_DATA_DIR": str(store), "PALIMPSEST_DRAIN_PROCESS": "maybe"}
-    done = refused_serve(env)
-    assert done.returncode == EXIT_USAGE, done.stderr
-    [line] = done.stderr.strip().splitlines()
-    assert "PALIMPSEST_DRAIN_PROCESS" in line
-    assert not store.exists()  # no database started, nothing written
+    assert_setting_refused_before_writing(tmp_path / "store", "PALIMPSEST_DRAIN_PROCESS", "maybe")
 
 
 def test_the_http_processes_of_workers_n_see_whether_the_drain_process_runs(

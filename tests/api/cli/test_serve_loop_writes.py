@@ -3,7 +3,6 @@ and never holds the loop for another transaction's lock."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
@@ -11,10 +10,14 @@ from typing import Any
 
 import httpx2
 
-from api.cli import EXIT_USAGE
 from projections.runtime import Runtime
 from projections.store.schema import EVENTS_TABLE
-from tests.api.cli.serving import refused_serve, start_serve, stop_serve, until
+from tests.api.cli.serving import (
+    assert_setting_refused_before_writing,
+    start_serve,
+    stop_serve,
+    until,
+)
 from tests.conftest import Tenant
 from tests.projections.commands.test_group_commit import _waiting_on_lock
 
@@ -133,11 +136,4 @@ def test_writes_stay_off_the_loop_when_the_setting_says_so(
 def test_a_writes_on_loop_setting_that_is_not_a_boolean_stops_serve_before_it_writes(
     tmp_path: Path,
 ) -> None:
-    store = tmp_path / "store"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PALIMPSEST_", "DATABASE_"))}
-    env |= {"PALIMPSEST_DATA_DIR": str(store), "PALIMPSEST_WRITES_ON_LOOP": "maybe"}
-    done = refused_serve(env)
-    assert done.returncode == EXIT_USAGE, done.stderr
-    [line] = done.stderr.strip().splitlines()
-    assert "PALIMPSEST_WRITES_ON_LOOP" in line
-    assert not store.exists()  # no database started, nothing written
+    assert_setting_refused_before_writing(tmp_path / "store", "PALIMPSEST_WRITES_ON_LOOP", "maybe")

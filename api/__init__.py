@@ -3,43 +3,43 @@
 
 Modules:
 
-- :mod:`api.admission`: Caps on what a token and a tenant may hold open at once:
+- :mod:`palimpsest.api.admission`: Caps on what a token and a tenant may hold open at once:
   event streams and waits.
-- :mod:`api.app`: The FastAPI application factory.
-- :mod:`api.candidate_budget`: A serving process's budget for a write's
+- :mod:`palimpsest.api.app`: The FastAPI application factory.
+- :mod:`palimpsest.api.candidate_budget`: A serving process's budget for a write's
   contradiction candidates, spent only while it pays.
-- :mod:`api.cli`: The ``palimpsest`` command line.
-- :mod:`api.client`: The Python client of the HTTP API: ``Client`` and
+- :mod:`palimpsest.api.cli`: The ``palimpsest`` command line.
+- :mod:`palimpsest.api.client`: The Python client of the HTTP API: ``Client`` and
   ``AsyncClient``, and a LangGraph store over them.
-- :mod:`api.connections`: How many HTTP connections this serving process has
+- :mod:`palimpsest.api.connections`: How many HTTP connections this serving process has
   open, as uvicorn counts them.
-- :mod:`api.cursor`: Opaque pagination cursors: a listing's
+- :mod:`palimpsest.api.cursor`: Opaque pagination cursors: a listing's
   :class:`ListingCursor`, base64url-encoded.
-- :mod:`api.deps`: Dependencies shared by the routers: the runtime, the caller,
+- :mod:`palimpsest.api.deps`: Dependencies shared by the routers: the runtime, the caller,
   its role, writes.
-- :mod:`api.headers`: Headers every response carries, whatever route or error
+- :mod:`palimpsest.api.headers`: Headers every response carries, whatever route or error
   produced it.
-- :mod:`api.logformat`: Structured logs: one JSON object per line.
-- :mod:`api.mcp`: The MCP server: the tools for agents, at ``/mcp`` and over
+- :mod:`palimpsest.api.logformat`: Structured logs: one JSON object per line.
+- :mod:`palimpsest.api.mcp`: The MCP server: the tools for agents, at ``/mcp`` and over
   stdio.
-- :mod:`api.metrics`: Prometheus metrics of one app instance, and the
+- :mod:`palimpsest.api.metrics`: Prometheus metrics of one app instance, and the
   middleware that records them.
-- :mod:`api.plain_requests`: Plain requests answered without FastAPI's
+- :mod:`palimpsest.api.plain_requests`: Plain requests answered without FastAPI's
   dependency solving.
-- :mod:`api.problems`: RFC 9457 problem details: one mapping from error class
+- :mod:`palimpsest.api.problems`: RFC 9457 problem details: one mapping from error class
   to type and status.
-- :mod:`api.query_params`: Unknown query parameters: refused with 400
+- :mod:`palimpsest.api.query_params`: Unknown query parameters: refused with 400
   problem+json, never ignored.
-- :mod:`api.routers`:
-- :mod:`api.schemas`: Typed request and response bodies of the HTTP API, one
+- :mod:`palimpsest.api.routers`:
+- :mod:`palimpsest.api.schemas`: Typed request and response bodies of the HTTP API, one
   module per resource.
-- :mod:`api.sessions`: Browser sessions of the review page: signing in with a
+- :mod:`palimpsest.api.sessions`: Browser sessions of the review page: signing in with a
   token, and CSRF tokens.
-- :mod:`api.settings`: HTTP and write-path settings of the service.
-- :mod:`api.specs`: Translation of validated request bodies into write specs.
-- :mod:`api.waiting`: Waiting for the drains, and for new events, from async
+- :mod:`palimpsest.api.settings`: HTTP and write-path settings of the service.
+- :mod:`palimpsest.api.specs`: Translation of validated request bodies into write specs.
+- :mod:`palimpsest.api.waiting`: Waiting for the drains, and for new events, from async
   routes, holding no thread while waiting.
-- :mod:`api.worker_threads`: The hop from the event loop to a worker thread, for
+- :mod:`palimpsest.api.worker_threads`: The hop from the event loop to a worker thread, for
   every blocking call of ``api/``.
 """
 

@@ -23,9 +23,9 @@ from uuid import UUID
 
 from fastapi import Depends, Request
 
-from api.deps import CallerDep
-from domain.errors import PalimpsestError
-from projections.commands.tokens import token_digest
+from palimpsest.api.deps import CallerDep
+from palimpsest.domain.errors import PalimpsestError
+from palimpsest.projections.commands.tokens import token_digest
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -9,14 +9,14 @@ from typing import Any
 
 from fastapi import Depends, FastAPI
 
-from api.admission import Admission, Caps
-from api.candidate_budget import CandidateBudget
-from api.headers import NoSniff
-from api.mcp.http import mount_mcp
-from api.metrics import Metrics, ObserveRequests
-from api.problems import install_problem_handlers
-from api.query_params import refuse_unknown_query
-from api.routers import (
+from palimpsest.api.admission import Admission, Caps
+from palimpsest.api.candidate_budget import CandidateBudget
+from palimpsest.api.headers import NoSniff
+from palimpsest.api.mcp.http import mount_mcp
+from palimpsest.api.metrics import Metrics, ObserveRequests
+from palimpsest.api.problems import install_problem_handlers
+from palimpsest.api.query_params import refuse_unknown_query
+from palimpsest.api.routers import (
     admin,
     batch,
     contributions,
@@ -36,13 +36,13 @@ from api.routers import (
     revision,
     tenant,
 )
-from api.sessions import Sessions
-from api.settings import ApiSettings
-from api.waiting import AnnounceWrites
-from projections.commands.writer import CapturePolicy, Writer
-from projections.runtime import Runtime
-from projections.views.publications import TenantWakers
-from projections.views.revision_status import revision_totals
+from palimpsest.api.sessions import Sessions
+from palimpsest.api.settings import ApiSettings
+from palimpsest.api.waiting import AnnounceWrites
+from palimpsest.projections.commands.writer import CapturePolicy, Writer
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.views.publications import TenantWakers
+from palimpsest.projections.views.revision_status import revision_totals
 
 __all__ = [
     "create_app",

@@ -1,9 +1,9 @@
 """A serving process's budget for a write's contradiction candidates, spent only
-while it pays (the policy: :mod:`domain.candidate_budget`)."""
+while it pays (the policy: :mod:`palimpsest.domain.candidate_budget`)."""
 
 from __future__ import annotations
 
-from domain.candidate_budget import (
+from palimpsest.domain.candidate_budget import (
     BudgetOdds,
     after_probe,
     after_skip,

@@ -1,7 +1,7 @@
 """How many HTTP connections this serving process has open, as uvicorn counts them.
 
 A write runs on the event loop only while its connection is the process's one
-open connection (:func:`api.worker_threads.in_thread_unless_alone`): with
+open connection (:func:`palimpsest.api.worker_threads.in_thread_unless_alone`): with
 HTTP/1.1, one connection carries one request at a time, so no other request
 of this process can then be waiting for the loop. Uvicorn keeps the set of
 its connections (``ServerState.connections``) but hands the app no way to
@@ -20,7 +20,7 @@ from uvicorn.server import ServerState
 
 __all__ = ["CountedHttpProtocol", "PROTOCOL", "open_connections"]
 
-PROTOCOL = "api.connections:CountedHttpProtocol"
+PROTOCOL = "palimpsest.api.connections:CountedHttpProtocol"
 """The ``http`` argument that gives uvicorn this protocol (its workers import it)."""
 
 _served: list[ServerState] = []

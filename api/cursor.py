@@ -6,8 +6,8 @@ import base64
 import hashlib
 from uuid import UUID
 
-from domain.errors import InvalidInputError
-from projections.views.listing import ListingCursor
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.projections.views.listing import ListingCursor
 
 __all__ = ["decode_cursor", "decode_recall_cursor", "encode_cursor", "encode_recall_cursor"]
 

@@ -14,14 +14,14 @@ from fastapi import Depends, Header, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
-from api.candidate_budget import CandidateBudget
-from api.worker_threads import in_thread
-from domain.errors import AuthenticationError, InvalidInputError, TenantClosedError
-from domain.limits import MAX_IDEMPOTENCY_KEY_CHARS
-from projections.commands.caller import Caller
-from projections.commands.tokens import authenticate, verified_caller
-from projections.commands.writer import Writer, WriteSpec
-from projections.runtime import Runtime
+from palimpsest.api.candidate_budget import CandidateBudget
+from palimpsest.api.worker_threads import in_thread
+from palimpsest.domain.errors import AuthenticationError, InvalidInputError, TenantClosedError
+from palimpsest.domain.limits import MAX_IDEMPOTENCY_KEY_CHARS
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.tokens import authenticate, verified_caller
+from palimpsest.projections.commands.writer import Writer, WriteSpec
+from palimpsest.projections.runtime import Runtime
 
 __all__ = [
     "AdminDep",

@@ -11,9 +11,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.connections import open_connections
-from api.problems import problem_response
-from projections.drains.counters import (
+from palimpsest.api.connections import open_connections
+from palimpsest.api.problems import problem_response
+from palimpsest.projections.drains.counters import (
     DRAIN_FAILURES,
     HINTS_UNSENT,
     JUDGE_REFUSED,
@@ -21,7 +21,7 @@ from projections.drains.counters import (
     WRITES_ON_LOOP,
     counts,
 )
-from projections.drains.judge_budget import OPERATION
+from palimpsest.projections.drains.judge_budget import OPERATION
 
 __all__ = ["Metrics", "ObserveRequests"]
 
@@ -93,7 +93,7 @@ class _FiguresCollector:
 
 class _AdmissionCollector:
     """Open event streams and waits of this process, and the requests refused for
-    exceeding a cap; every label comes from a closed set (:mod:`api.admission`)."""
+    exceeding a cap; every label comes from a closed set (:mod:`palimpsest.api.admission`)."""
 
     def __init__(
         self,
@@ -124,7 +124,7 @@ class _AdmissionCollector:
 
 class _ConnectionsCollector:
     """The HTTP connections this process has open (the scrape's own among them), when
-    served by ``palimpsest serve`` (:mod:`api.connections`)."""
+    served by ``palimpsest serve`` (:mod:`palimpsest.api.connections`)."""
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         count = open_connections()
@@ -137,7 +137,7 @@ class _ConnectionsCollector:
 
 
 class _BackgroundCollector:
-    """The process's background failures (:mod:`projections.drains.counters`):
+    """The process's background failures (:mod:`palimpsest.projections.drains.counters`):
     drain stages that failed, by stage, and post-commit hints not sent, by queue."""
 
     def collect(self) -> Iterator[CounterMetricFamily]:

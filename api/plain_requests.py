@@ -16,7 +16,7 @@ with a body, ``Content-Type: application/json`` exactly and JSON the route's
 model accepts; and the app overrides no dependency (tests that do get
 FastAPI's handler). Whatever is not plain is where a problem answer comes
 from, so every refusal is still FastAPI's and the exception handlers'
-(:mod:`api.problems`); an error the endpoint raises goes to the same handlers
+(:mod:`palimpsest.api.problems`); an error the endpoint raises goes to the same handlers
 by the same route wrapper.
 
 Only the arguments are built here: the endpoint, the response model's
@@ -47,8 +47,8 @@ from fastapi.security.utils import get_authorization_scheme_param
 from fastapi.utils import is_body_allowed_for_status_code
 from pydantic import BaseModel, TypeAdapter
 
-from api.admission import get_holder
-from api.deps import (
+from palimpsest.api.admission import get_holder
+from palimpsest.api.deps import (
     get_clock,
     get_idempotency_key,
     get_open_caller,
@@ -56,10 +56,10 @@ from api.deps import (
     get_write,
     recently_verified,
 )
-from api.query_params import refuse_unknown_query
-from api.specs import RoleCheck
-from domain.errors import PalimpsestError
-from projections.commands.caller import Caller
+from palimpsest.api.query_params import refuse_unknown_query
+from palimpsest.api.specs import RoleCheck
+from palimpsest.domain.errors import PalimpsestError
+from palimpsest.projections.commands.caller import Caller
 
 __all__ = ["PlainRoute", "SKIPPED_WITHOUT_QUERY", "SUPPLIED", "plain_route"]
 
@@ -108,8 +108,8 @@ class PlainRoute(APIRoute):
     dependencies of :data:`SUPPLIED`, at least one that needs the caller; and
     query parameters whose defaults are neither computed nor validated. The
     route, its routers and the app may add role checks
-    (:func:`api.specs.requires`) and
-    :func:`~api.query_params.refuse_unknown_query`. Anything else raises
+    (:func:`palimpsest.api.specs.requires`) and
+    :func:`~palimpsest.api.query_params.refuse_unknown_query`. Anything else raises
     ``TypeError`` where FastAPI builds the handler (for the route's own, when it
     is declared; for what an ``include_router`` or the app adds, when FastAPI
     first routes to it), so that nothing is ever skipped here in silence.

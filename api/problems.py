@@ -16,10 +16,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from api.admission import ConcurrencyLimitError
-from api.deps import RepeatedHeaderError
-from api.query_params import UnknownQueryParameterError
-from domain.errors import (
+from palimpsest.api.admission import ConcurrencyLimitError
+from palimpsest.api.deps import RepeatedHeaderError
+from palimpsest.api.query_params import UnknownQueryParameterError
+from palimpsest.domain.errors import (
     AuthenticationError,
     CollapseGuardError,
     ConfigurationError,
@@ -44,8 +44,8 @@ from domain.errors import (
     StructurallyArchivedError,
     TenantClosedError,
 )
-from projections.judgment.judge import JudgeUnavailableError
-from projections.store.errors import (
+from palimpsest.projections.judgment.judge import JudgeUnavailableError
+from palimpsest.projections.store.errors import (
     ConcurrentWriteError,
     DatabaseUnavailableError,
     DataDirectoryInUseError,
@@ -54,7 +54,7 @@ from projections.store.errors import (
     SchemaTooNewError,
     StaleReadError,
 )
-from projections.views.erasures import erasure_placeholder
+from palimpsest.projections.views.erasures import erasure_placeholder
 
 __all__ = [
     "PROBLEMS",

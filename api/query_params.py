@@ -13,7 +13,7 @@ from fastapi import Request
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
-from domain.errors import InvalidInputError
+from palimpsest.domain.errors import InvalidInputError
 
 __all__ = ["UnknownQueryParameterError", "declared_query_names", "refuse_unknown_query"]
 

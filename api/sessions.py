@@ -11,7 +11,7 @@ they are between requests without handing the token back to the browser:
   secret a script, a log or a proxy could replay against the API, and the
   table of sessions holds no value a browser could present.
 - Every request authenticates the kept token again through the API's own
-  lookup (:func:`projections.commands.tokens.authenticate`), so revoking a
+  lookup (:func:`palimpsest.projections.commands.tokens.authenticate`), so revoking a
   token ends its sessions at once, and a role is never cached.
 - Sessions end after :data:`IDLE_S` without use or :data:`LIFETIME_S` in
   all, at sign-out, or when the process restarts; at most :data:`CAPACITY`

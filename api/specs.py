@@ -3,7 +3,7 @@
 This is the one place where HTTP models meet the command layer: each route
 calls the function for its model (with the ids its path names), and a batch
 maps each item by its ``op``. Nothing here dispatches a write: each spec
-applies itself (:mod:`projections.commands.spec`).
+applies itself (:mod:`palimpsest.projections.commands.spec`).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from api.deps import CallerDep
-from domain.errors import NotFoundError
-from projections.commands.contributions import ContributionSpec
-from projections.commands.memory import EdgeRetractSpec
-from projections.commands.writer import (
+from palimpsest.api.deps import CallerDep
+from palimpsest.domain.errors import NotFoundError
+from palimpsest.projections.commands.contributions import ContributionSpec
+from palimpsest.projections.commands.memory import EdgeRetractSpec
+from palimpsest.projections.commands.writer import (
     EdgeSpec,
     EraseSpec,
     EvidenceSpec,
@@ -33,7 +33,7 @@ from projections.commands.writer import (
 )
 
 if TYPE_CHECKING:
-    from api.schemas import (
+    from palimpsest.api.schemas import (
         BatchCreate,
         ContributionsCreate,
         EdgeCreate,
@@ -50,8 +50,8 @@ if TYPE_CHECKING:
         VersionCreate,
         WithdrawCreate,
     )
-    from projections.commands.caller import Caller
-    from projections.commands.decisions import LabelOp
+    from palimpsest.projections.commands.caller import Caller
+    from palimpsest.projections.commands.decisions import LabelOp
 
 __all__ = [
     "RoleCheck",
@@ -78,7 +78,7 @@ class RoleCheck:
 
     Declared on the route, it runs before the body is validated: a caller who may
     not write gets 403 and learns nothing about the body's rules (a 422 would).
-    A class, not a closure, so that :mod:`api.plain_requests` can ask it the same
+    A class, not a closure, so that :mod:`palimpsest.api.plain_requests` can ask it the same
     question without FastAPI.
     """
 

@@ -4,13 +4,13 @@ while waiting.
 A read with ``?wait=`` and a write waiting for its version's candidates check
 their answer on a worker thread (the reads are synchronous psycopg), then,
 if the drains have not caught up, await the tenant's publication notices
-(:class:`~projections.views.publications.PublicationWatch`) on the event
+(:class:`~palimpsest.projections.views.publications.PublicationWatch`) on the event
 loop, not in a thread. Between checks nothing is held: hundreds of waiting
 requests cost no more threads or connections than idle ones. Each one that
-waits holds a ``wait`` slot (:mod:`api.admission`) while it does.
+waits holds a ``wait`` slot (:mod:`palimpsest.api.admission`) while it does.
 
 An event stream awaits the same notices, and also the writes this process
-committed, by tenant (a :class:`~projections.views.publications.TenantWakers`),
+committed, by tenant (a :class:`~palimpsest.projections.views.publications.TenantWakers`),
 announced by :class:`AnnounceWrites` once each write has answered. Publication notices
 cover writes of any process that change a belief; the rest (an observation,
 a token) written by another process is seen at the stream's next recheck.
@@ -25,15 +25,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeVar
 from uuid import UUID
 
-from api.admission import ConcurrencyLimitError
-from api.worker_threads import in_thread
-from projections.runtime import Runtime
-from projections.views.publications import TenantWakers
+from palimpsest.api.admission import ConcurrencyLimitError
+from palimpsest.api.worker_threads import in_thread
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.views.publications import TenantWakers
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-    from api.admission import Holder, Slot
+    from palimpsest.api.admission import Holder, Slot
 
 __all__ = ["AnnounceWrites", "RECHECK_LISTENING_S", "RECHECK_S", "await_drains", "jittered"]
 

@@ -38,9 +38,9 @@ import anyio.lowlevel
 import anyio.to_thread
 from anyio import WouldBlock
 
-from api.connections import open_connections
-from projections.drains.counters import WRITES_ON_LOOP, count
-from projections.store.brief_waits import WouldWaitError, briefly, connection_idle
+from palimpsest.api.connections import open_connections
+from palimpsest.projections.drains.counters import WRITES_ON_LOOP, count
+from palimpsest.projections.store.brief_waits import WouldWaitError, briefly, connection_idle
 
 if TYPE_CHECKING:
     from eventsourcing.postgres import PostgresDatastore
@@ -113,12 +113,12 @@ async def in_thread_unless_alone(
     datastore's pool has an idle connection; else as :func:`in_thread` runs it.
 
     On the loop the write runs with this task's context variables (a copy, as on a
-    thread) within :func:`~projections.store.brief_waits.briefly`: if it would wait
+    thread) within :func:`~palimpsest.projections.store.brief_waits.briefly`: if it would wait
     longer than :data:`LONE_LOCK_WAIT_S` for a lock, or at all for a group commit,
     or meets a database error, it writes nothing and runs again on a thread, where
     it waits, and is tried again, as any write is. So the loop waits for the write's
     own statements, not for another transaction or a database that is away (what it
-    does not bound: ``projections.store.brief_waits``). ``func`` must not wait for
+    does not bound: ``palimpsest.projections.store.brief_waits``). ``func`` must not wait for
     anything else (a sleep, another request's answer). Counted in
     ``palimpsest_writes_on_event_loop``.
 

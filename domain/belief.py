@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 from uuid import UUID
 
-from domain.salience import confidence
+from palimpsest.domain.salience import confidence
 
 __all__ = [
     "Archival",
@@ -166,7 +166,7 @@ class Belief:
     reasons: tuple[Reason, ...]
     confidence: float = 1.0
     """The base of salience: the grade's weight times the mean trust of the support
-    (:func:`domain.salience.confidence`)."""
+    (:func:`palimpsest.domain.salience.confidence`)."""
     erased_by: UUID | None = None
     """The erasure decision, once the memory is erased: reads answer a placeholder."""
 

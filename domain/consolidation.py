@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from domain.evidence import Excerpt
+from palimpsest.domain.evidence import Excerpt
 
 __all__ = [
     "MAX_GROUP",

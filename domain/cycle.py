@@ -1,7 +1,7 @@
 """The ``Cycle`` aggregate: one decay cycle over a tenant, recorded (``CycleCompleted``).
 
 A cycle scores every live memory at one snapshot time and buckets it keep,
-fade or prune (:mod:`domain.retention_score`). Its one event records the
+fade or prune (:mod:`palimpsest.domain.retention_score`). Its one event records the
 snapshot time, the policy version, the counts per bucket and per type, the
 likely duplicates it forced into the prune path, the memories it faded (and
 those a later cycle kept again: no longer faded), the proposals it created and

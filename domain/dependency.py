@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
-from domain.cycle import Cycle
-from domain.decision import Decision
-from domain.memory import Memory
-from domain.observation import Observation
-from domain.proposal import Proposal
-from domain.reflection import Reflection
-from domain.tenant import Tenant
+from palimpsest.domain.cycle import Cycle
+from palimpsest.domain.decision import Decision
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.observation import Observation
+from palimpsest.domain.proposal import Proposal
+from palimpsest.domain.reflection import Reflection
+from palimpsest.domain.tenant import Tenant
 
 __all__ = [
     "CycleRow",

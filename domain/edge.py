@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from domain.errors import EdgeNotAllowedError
+from palimpsest.domain.errors import EdgeNotAllowedError
 
 __all__ = ["EDGE_KINDS", "EdgeKind", "check_edge"]
 

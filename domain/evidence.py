@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from domain.digest import content_digest
-from domain.errors import EvidenceOutOfRangeError
+from palimpsest.domain.digest import content_digest
+from palimpsest.domain.errors import EvidenceOutOfRangeError
 
 __all__ = ["Excerpt", "cut_excerpt"]
 

@@ -23,8 +23,8 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
-from domain.errors import InvalidInputError
-from domain.memory import MEMORY_TYPES
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.domain.memory import MEMORY_TYPES
 
 __all__ = [
     "DEFAULT_HALF_LIFE_DAYS",
@@ -113,8 +113,8 @@ class ForgettingPolicy:
             InvalidInputError: an unknown field, factor or memory type; a value of
                 the wrong kind or outside its range. (No rule ties two fields
                 together, so the published schema says everything: see
-                :func:`domain.retention_score.bucket` and
-                :func:`~domain.retention_score.retention_score` for ``prune_below``
+                :func:`palimpsest.domain.retention_score.bucket` and
+                :func:`~palimpsest.domain.retention_score.retention_score` for ``prune_below``
                 above ``fade_below`` and all-zero weights.)
         """
         known = {f.name for f in fields(cls)} - {"version"}

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import UUID
 
-from domain.errors import InvalidInputError
-from domain.verdicts import REF_PATTERN, Verdict
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.domain.verdicts import REF_PATTERN, Verdict
 
 __all__ = [
     "JSONValue",

@@ -7,7 +7,7 @@ works against another.
 
 from __future__ import annotations
 
-from domain.errors import ContentTooLargeError, InvalidInputError
+from palimpsest.domain.errors import ContentTooLargeError, InvalidInputError
 
 __all__ = [
     "MAX_BATCH_ITEMS",

@@ -9,10 +9,15 @@ from uuid import UUID, uuid4
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.belief import ArchiveFact, ContributionFact
-from domain.edge import check_edge
-from domain.errors import ConflictError, EdgeExistsError, InvalidInputError, NotFoundError
-from domain.evidence import Excerpt
+from palimpsest.domain.belief import ArchiveFact, ContributionFact
+from palimpsest.domain.edge import check_edge
+from palimpsest.domain.errors import (
+    ConflictError,
+    EdgeExistsError,
+    InvalidInputError,
+    NotFoundError,
+)
+from palimpsest.domain.evidence import Excerpt
 
 __all__ = [
     "MEMORY_TYPES",
@@ -426,7 +431,7 @@ class Memory(Aggregate):
             The new edge's id.
 
         Raises:
-            EdgeNotAllowedError: see :func:`domain.edge.check_edge`.
+            EdgeNotAllowedError: see :func:`palimpsest.domain.edge.check_edge`.
             EdgeExistsError: the same kind of edge to ``target`` already exists.
         """
         check_edge(

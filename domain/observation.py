@@ -7,7 +7,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.errors import InvalidInputError
+from palimpsest.domain.errors import InvalidInputError
 
 __all__ = [
     "Observation",

@@ -29,7 +29,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.errors import InvalidInputError, ProposalClosedError
+from palimpsest.domain.errors import InvalidInputError, ProposalClosedError
 
 __all__ = [
     "DEFAULT_THRESHOLDS",

@@ -5,14 +5,14 @@
 
 a weighted arithmetic mean of four factors, each in [0, 1]:
 
-- *importance*: :mod:`domain.importance`;
+- *importance*: :mod:`palimpsest.domain.importance`;
 - *recency*: ``0.5 ** (Δt / half_life)`` with the type's half-life, Δt from
   the last access, else from the memory's time (the latest ``captured_at`` of
   its current version's evidence, else the version's own time), never
   negative (:func:`recency`);
 - *scope*: nearness to where the tenant is working (:func:`scope_nearness`);
 - *trust*: the belief's confidence: the grade's weight times the mean trust of
-  its active support (:func:`domain.salience.confidence`).
+  its active support (:func:`palimpsest.domain.salience.confidence`).
 
 Every score of one cycle is computed at one snapshot time, passed in: nothing
 here reads a clock. :func:`bucket` turns a score into keep, fade or prune;
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from domain.salience import decay
+from palimpsest.domain.salience import decay
 
 __all__ = [
     "Bucket",

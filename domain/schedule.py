@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
-from domain.errors import InvalidInputError
+from palimpsest.domain.errors import InvalidInputError
 
 __all__ = ["DailySchedule", "parse_daily"]
 

@@ -7,10 +7,10 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.errors import InvalidInputError, NotFoundError
-from domain.forgetting_policy import DEFAULT_POLICY, ForgettingPolicy
-from domain.limits import MAX_DAILY_JUDGE_CALLS, MAX_DAILY_JUDGE_TOKENS
-from domain.role import ROLES
+from palimpsest.domain.errors import InvalidInputError, NotFoundError
+from palimpsest.domain.forgetting_policy import DEFAULT_POLICY, ForgettingPolicy
+from palimpsest.domain.limits import MAX_DAILY_JUDGE_CALLS, MAX_DAILY_JUDGE_TOKENS
+from palimpsest.domain.role import ROLES
 
 __all__ = [
     "Tenant",
@@ -102,7 +102,7 @@ class Tenant(Aggregate):
 
     class ForgettingSet(Aggregate.Event):
         """An administrator set the tenant's forgetting policy (``ForgettingPolicySet``):
-        every field of :class:`~domain.forgetting_policy.ForgettingPolicy`, validated."""
+        every field of :class:`~palimpsest.domain.forgetting_policy.ForgettingPolicy`, validated."""
 
         TOPIC = "palimpsest:ForgettingPolicySet"
         policy: dict[str, Any]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from domain.errors import InvalidInputError
+from palimpsest.domain.errors import InvalidInputError
 
 __all__ = [
     "ACTIONS",

@@ -3,20 +3,20 @@
 Which room may import which is drawn in ``docs/architecture.md`` and enforced
 by ``tests/test_architecture.py``: ``store`` sits at the bottom, ``commands``
 and ``views`` are siblings that never import each other, ``recall``,
-``drains`` and ``history`` sit above them, and :mod:`projections.runtime`
+``drains`` and ``history`` sit above them, and :mod:`palimpsest.projections.runtime`
 ties one process's connections together.
 
 Modules:
 
-- :mod:`projections.commands`: commands
-- :mod:`projections.drains`: drains
-- :mod:`projections.history`: history
-- :mod:`projections.judgment`: judgment
-- :mod:`projections.recall`: recall
-- :mod:`projections.runtime`: One process's connection to palimpsest's database
+- :mod:`palimpsest.projections.commands`: commands
+- :mod:`palimpsest.projections.drains`: drains
+- :mod:`palimpsest.projections.history`: history
+- :mod:`palimpsest.projections.judgment`: judgment
+- :mod:`palimpsest.projections.recall`: recall
+- :mod:`palimpsest.projections.runtime`: One process's connection to palimpsest's database
   and event log.
-- :mod:`projections.store`: store
-- :mod:`projections.views`: views
+- :mod:`palimpsest.projections.store`: store
+- :mod:`palimpsest.projections.views`: views
 """
 
 from __future__ import annotations

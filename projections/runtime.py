@@ -8,16 +8,16 @@ from dataclasses import dataclass, field
 
 from eventsourcing.persistence import PersistenceError
 
-from projections.recall.embedders import Embedder
-from projections.recall.settings import EmbeddingSettings
-from projections.store.database import Database, open_database
-from projections.store.errors import DatabaseUnavailableError
-from projections.store.eventlog import EventLog
-from projections.store.migrations import migrate
-from projections.store.schema import vector_index_ddl
-from projections.store.settings import DatabaseSettings
-from projections.views.publications import PublicationWatch
-from projections.views.version_cache import VersionCache, cache_for
+from palimpsest.projections.recall.embedders import Embedder
+from palimpsest.projections.recall.settings import EmbeddingSettings
+from palimpsest.projections.store.database import Database, open_database
+from palimpsest.projections.store.errors import DatabaseUnavailableError
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.migrations import migrate
+from palimpsest.projections.store.schema import vector_index_ddl
+from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.projections.views.publications import PublicationWatch
+from palimpsest.projections.views.version_cache import VersionCache, cache_for
 
 __all__ = [
     "Runtime",

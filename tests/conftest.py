@@ -23,16 +23,16 @@ import pytest
 from fastapi.testclient import TestClient
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from api.app import create_app
-from api.settings import ApiSettings
-from domain.errors import PalimpsestError
-from projections.commands.tokens import IssuedToken, create_tenant, issue_token
-from projections.commands.writer import CapturePolicy, MemorySpec, Writer
-from projections.drains.revision import drain_revisions
-from projections.recall.indexing import index_pending
-from projections.runtime import Runtime, start_runtime
-from projections.store.schema import EVENTS_TABLE
-from projections.store.settings import DatabaseSettings
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.domain.errors import PalimpsestError
+from palimpsest.projections.commands.tokens import IssuedToken, create_tenant, issue_token
+from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.recall.indexing import index_pending
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.store.settings import DatabaseSettings
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from domain.errors import PalimpsestError
-from projections.runtime import Runtime, start_runtime
-from projections.store.settings import DatabaseSettings
+from palimpsest.domain.errors import PalimpsestError
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.settings import DatabaseSettings
 
 
 @contextmanager

@@ -16,39 +16,48 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("domain", "projections", "workers", "api")
+# The rooms, as the one import package names them (palimpsest/ links each room).
+PACKAGES = ("palimpsest.domain", "palimpsest.projections", "palimpsest.workers", "palimpsest.api")
 
 # Each room, and the rooms (besides itself) it may import. Rooms are listed
 # from the bottom of the house up; a room never imports one that sits above it.
 ALLOWED: dict[str, set[str]] = {
-    "domain": set(),
-    "projections.store": {"domain"},
-    "projections.commands": {"domain", "projections.store"},
-    "projections.views": {"domain", "projections.store"},
-    "projections.recall": {"domain", "projections.store", "projections.views"},
-    "projections.judgment": {"domain", "projections.store"},
-    "projections.drains": {
-        "domain",
-        "projections.store",
-        "projections.commands",
-        "projections.views",
-        "projections.recall",
-        "projections.judgment",
+    "palimpsest.domain": set(),
+    "palimpsest.projections.store": {"palimpsest.domain"},
+    "palimpsest.projections.commands": {"palimpsest.domain", "palimpsest.projections.store"},
+    "palimpsest.projections.views": {"palimpsest.domain", "palimpsest.projections.store"},
+    "palimpsest.projections.recall": {
+        "palimpsest.domain",
+        "palimpsest.projections.store",
+        "palimpsest.projections.views",
     },
-    "projections.history": {"domain", "projections.store", "projections.views"},
-    "projections.runtime": {
-        "domain",
-        "projections.store",
-        "projections.views",
-        "projections.recall",
+    "palimpsest.projections.judgment": {"palimpsest.domain", "palimpsest.projections.store"},
+    "palimpsest.projections.drains": {
+        "palimpsest.domain",
+        "palimpsest.projections.store",
+        "palimpsest.projections.commands",
+        "palimpsest.projections.views",
+        "palimpsest.projections.recall",
+        "palimpsest.projections.judgment",
     },
-    "workers": {"domain", "projections"},
-    "api": {"domain", "projections"},
+    "palimpsest.projections.history": {
+        "palimpsest.domain",
+        "palimpsest.projections.store",
+        "palimpsest.projections.views",
+    },
+    "palimpsest.projections.runtime": {
+        "palimpsest.domain",
+        "palimpsest.projections.store",
+        "palimpsest.projections.views",
+        "palimpsest.projections.recall",
+    },
+    "palimpsest.workers": {"palimpsest.domain", "palimpsest.projections"},
+    "palimpsest.api": {"palimpsest.domain", "palimpsest.projections"},
 }
 
 
 def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)  # palimpsest/<room>/...
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -56,7 +65,7 @@ def _module_name(path: Path) -> str:
 
 def _modules() -> Iterator[tuple[str, Path]]:
     for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
+        for path in sorted(ROOT.joinpath(*package.split(".")).rglob("*.py")):
             yield _module_name(path), path
 
 
@@ -78,8 +87,13 @@ def _room(module: str) -> str:
     """The most specific room of ALLOWED that holds ``module``."""
     candidates = [room for room in ALLOWED if module == room or module.startswith(room + ".")]
     if not candidates:
-        return module.split(".", maxsplit=1)[0]
+        return ".".join(module.split(".")[:2])
     return max(candidates, key=len)
+
+
+def _top(module: str) -> str:
+    """The room at the top of ``module``: ``palimpsest.api`` for ``palimpsest.api.cli``."""
+    return ".".join(module.split(".")[:2])
 
 
 def _graph() -> dict[str, set[str]]:
@@ -88,7 +102,9 @@ def _graph() -> dict[str, set[str]]:
 
 def test_every_module_lives_in_a_room() -> None:
     homeless = [
-        name for name, _ in _modules() if _room(name) not in ALLOWED and name != "projections"
+        name
+        for name, _ in _modules()
+        if _room(name) not in ALLOWED and name != "palimpsest.projections"
     ]
     assert homeless == []
 
@@ -101,7 +117,7 @@ def test_rooms_import_only_the_rooms_below_them() -> None:
             continue
         for target in imported:
             other = _room(target)
-            if other == room or target == "projections":
+            if other == room or target == "palimpsest.projections":
                 continue
             allowed = ALLOWED[room]
             if other not in allowed and not any(other.startswith(a + ".") for a in allowed):
@@ -115,7 +131,8 @@ def test_commands_and_views_never_import_each_other() -> None:
         f"{module} -> {target}"
         for module, imported in graph.items()
         for target in imported
-        if {_room(module), _room(target)} == {"projections.commands", "projections.views"}
+        if {_room(module), _room(target)}
+        == {"palimpsest.projections.commands", "palimpsest.projections.views"}
     ]
     assert crossing == []
 
@@ -164,14 +181,16 @@ def test_nothing_imports_the_api_or_the_workers_from_below() -> None:
     upward = [
         f"{module} -> {target}"
         for module, imported in _graph().items()
-        if module.split(".")[0] in ("domain", "projections")
+        if _top(module) in ("palimpsest.domain", "palimpsest.projections")
         for target in imported
-        if target.split(".")[0] in ("api", "workers")
+        if _top(target) in ("palimpsest.api", "palimpsest.workers")
     ]
     assert upward == []
 
 
-@pytest.mark.parametrize("module_name", [name for name, _ in _modules() if name != "workers.boot"])
+@pytest.mark.parametrize(
+    "module_name", [name for name, _ in _modules() if name != "palimpsest.workers.boot"]
+)
 def test_every_module_lists_its_public_names_sorted_in_all(module_name: str) -> None:
     # workers.boot is dramatiq's entry point: importing it connects to a broker.
     path = dict(_modules())[module_name]
@@ -195,9 +214,14 @@ def test_every_module_lists_its_public_names_sorted_in_all(module_name: str) -> 
 
 
 # Packages whose face re-exports names rather than listing their modules.
-RE_EXPORTING = {"api.cli", "api.client", "api.schemas", "projections.store.migrations"}
+RE_EXPORTING = {
+    "palimpsest.api.cli",
+    "palimpsest.api.client",
+    "palimpsest.api.schemas",
+    "palimpsest.projections.store.migrations",
+}
 # Modules a package face leaves out on purpose.
-UNLISTED = {"workers.boot": "importing it connects to the broker"}
+UNLISTED = {"palimpsest.workers.boot": "importing it connects to the broker"}
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,11 @@
-"""Entry point of distributed drain workers: ``dramatiq workers.boot``.
+"""Entry point of distributed drain workers: ``dramatiq palimpsest.workers.boot``.
 
 Reads ``BROKER_URL`` and the database settings, connects, registers the
 actors and starts a sweeper that sends a hint every sweep interval, so that a
 lost message or a killed worker delays work and never loses it. Migrations
 are not run here: run ``palimpsest migrate`` (or ``serve``) first. Each actor
 runs its stages one tenant at a time (a failing tenant is backed off, the others
-go on); see :mod:`projections.drains.stages`.
+go on); see :mod:`palimpsest.projections.drains.stages`.
 """
 
 from __future__ import annotations
@@ -17,24 +17,24 @@ from datetime import UTC, datetime, timedelta
 
 import dramatiq
 
-from projections.commands.writer import CapturePolicy, Writer
-from projections.drains.counters import HINTS_UNSENT, count
-from projections.drains.decay_cycle import ScheduledCycle
-from projections.drains.forgetting_pass import ScheduledPass
-from projections.drains.hints import broker_for
-from projections.drains.settings import DrainSettings, ForgettingPassSettings
-from projections.judgment.importance import configured_importance
-from projections.judgment.settings import JudgeSettings, judge_from
-from projections.recall.settings import EmbeddingSettings
-from projections.store.database import open_database
-from projections.store.eventlog import EventLog
-from projections.store.settings import DatabaseSettings
-from workers.cycles import register_cycle_actor
-from workers.erasure import register_erasure_actor
-from workers.expiry import register_expiry_actor
-from workers.forgetting import register_forgetting_actor
-from workers.indexing import register_index_actor
-from workers.revision import register_drain_actor
+from palimpsest.projections.commands.writer import CapturePolicy, Writer
+from palimpsest.projections.drains.counters import HINTS_UNSENT, count
+from palimpsest.projections.drains.decay_cycle import ScheduledCycle
+from palimpsest.projections.drains.forgetting_pass import ScheduledPass
+from palimpsest.projections.drains.hints import broker_for
+from palimpsest.projections.drains.settings import DrainSettings, ForgettingPassSettings
+from palimpsest.projections.judgment.importance import configured_importance
+from palimpsest.projections.judgment.settings import JudgeSettings, judge_from
+from palimpsest.projections.recall.settings import EmbeddingSettings
+from palimpsest.projections.store.database import open_database
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.workers.cycles import register_cycle_actor
+from palimpsest.workers.erasure import register_erasure_actor
+from palimpsest.workers.expiry import register_expiry_actor
+from palimpsest.workers.forgetting import register_forgetting_actor
+from palimpsest.workers.indexing import register_index_actor
+from palimpsest.workers.revision import register_drain_actor
 
 _log = logging.getLogger(__name__)
 _settings = DrainSettings()

@@ -1,7 +1,7 @@
 """The ``decay_cycle`` dramatiq actor: the scheduled decay cycle, distributed.
 
 Every worker's sweeper sends it a hint each minute. A hint runs
-:class:`~projections.drains.decay_cycle.ScheduledCycle`: the cycle of every
+:class:`~palimpsest.projections.drains.decay_cycle.ScheduledCycle`: the cycle of every
 tenant whose forgetting policy enables it and whose current slot (hourly by
 default) no process has claimed yet. Any number of workers may run: the
 claim of a (tenant, slot) row is the one scheduler.
@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import dramatiq
 
-from projections.drains.decay_cycle import ScheduledCycle
+from palimpsest.projections.drains.decay_cycle import ScheduledCycle
 
 __all__ = ["CYCLE_ACTOR", "register_cycle_actor"]
 

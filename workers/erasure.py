@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
-from projections.drains.isolation import Backoff
-from projections.drains.stages import erasure_stage, run_pass
-from workers.hints import hinted_drain
+from palimpsest.projections.drains.isolation import Backoff
+from palimpsest.projections.drains.stages import erasure_stage, run_pass
+from palimpsest.workers.hints import hinted_drain
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = ["ERASURE_ACTOR", "register_erasure_actor"]
 

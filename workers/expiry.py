@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
-from projections.drains.isolation import Backoff
-from projections.drains.stages import expiry_stage, retention_stage, run_pass
-from workers.hints import hinted_drain
+from palimpsest.projections.drains.isolation import Backoff
+from palimpsest.projections.drains.stages import expiry_stage, retention_stage, run_pass
+from palimpsest.workers.hints import hinted_drain
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = ["EXPIRY_ACTOR", "register_expiry_actor"]
 

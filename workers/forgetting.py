@@ -1,7 +1,7 @@
 """The ``forgetting_pass`` dramatiq actor: the scheduled forgetting pass, distributed.
 
 Every worker's sweeper sends it a hint each minute. A hint runs
-:class:`~projections.drains.forgetting_pass.ScheduledPass`: with the pass
+:class:`~palimpsest.projections.drains.forgetting_pass.ScheduledPass`: with the pass
 off (``PALIMPSEST_FORGETTING_PASS_ENABLED`` false, or no judge) it completes
 as a no-op having read nothing; on, the first worker to claim the day's row
 runs the day's pass once the schedule makes it due, and every other hint
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 import dramatiq
 
-from projections.drains.forgetting_pass import ScheduledPass
+from palimpsest.projections.drains.forgetting_pass import ScheduledPass
 
 __all__ = ["FORGETTING_ACTOR", "register_forgetting_actor"]
 

@@ -6,14 +6,14 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
-from projections.drains.hints import DRAIN_ACTOR, DRAIN_QUEUE
-from projections.drains.isolation import Backoff
-from projections.drains.revision import LEASE_SECONDS
-from projections.drains.stages import revision_stage, run_pass
-from workers.hints import hinted_drain
+from palimpsest.projections.drains.hints import DRAIN_ACTOR, DRAIN_QUEUE
+from palimpsest.projections.drains.isolation import Backoff
+from palimpsest.projections.drains.revision import LEASE_SECONDS
+from palimpsest.projections.drains.stages import revision_stage, run_pass
+from palimpsest.workers.hints import hinted_drain
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = ["register_drain_actor"]
 

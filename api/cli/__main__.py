@@ -1,10 +1,10 @@
-"""``python -m api.cli``: the ``palimpsest`` command without its installed script."""
+"""``python -m palimpsest.api.cli``: the ``palimpsest`` command without its installed script."""
 
 from __future__ import annotations
 
 import sys
 
-from api.cli.entry import main
+from palimpsest.api.cli.entry import main
 
 __all__: list[str] = []
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from api.cli.console import print_json
-from api.cli.exit_code import EXIT_OK
-from domain.errors import NotFoundError
-from projections.commands.tokens import (
+from palimpsest.api.cli.console import print_json
+from palimpsest.api.cli.exit_code import EXIT_OK
+from palimpsest.domain.errors import NotFoundError
+from palimpsest.projections.commands.tokens import (
     create_tenant,
     find_tenant,
     issue_token,
@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     import argparse
     from pathlib import Path
 
-    from api.settings import ApiSettings
-    from projections.runtime import Runtime
-    from projections.store.settings import DatabaseSettings
+    from palimpsest.api.settings import ApiSettings
+    from palimpsest.projections.runtime import Runtime
+    from palimpsest.projections.store.settings import DatabaseSettings
 
 __all__ = [
     "ADMIN_TOKEN_FILE",

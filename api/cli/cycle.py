@@ -1,7 +1,7 @@
 """``palimpsest cycle``: run the decay cycle once, through the running service's API.
 
 It sends ``POST /v1/cycles`` to the service (``--url``, default the serve
-address) and prints the service's report (:mod:`api.cli.service_run`: the
+address) and prints the service's report (:mod:`palimpsest.api.cli.service_run`: the
 token, ``--tenant``); ``--dry-run`` scores and buckets only.
 """
 
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from api.cli.service_run import run_through_service
+from palimpsest.api.cli.service_run import run_through_service
 
 if TYPE_CHECKING:
     import argparse
 
-    from api.settings import ApiSettings
-    from projections.store.settings import DatabaseSettings
+    from palimpsest.api.settings import ApiSettings
+    from palimpsest.projections.store.settings import DatabaseSettings
 
 __all__ = ["run_decay_cycle"]
 

@@ -6,16 +6,16 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from api.cli.exit_code import EXIT_OK
-from projections.drains.settings import DrainSettings
-from projections.recall.settings import EmbeddingSettings
+from palimpsest.api.cli.exit_code import EXIT_OK
+from palimpsest.projections.drains.settings import DrainSettings
+from palimpsest.projections.recall.settings import EmbeddingSettings
 
 if TYPE_CHECKING:
     import argparse
 
-    from api.settings import ApiSettings
-    from projections.runtime import Runtime
-    from projections.store.settings import DatabaseSettings
+    from palimpsest.api.settings import ApiSettings
+    from palimpsest.projections.runtime import Runtime
+    from palimpsest.projections.store.settings import DatabaseSettings
 
 __all__ = ["run_config", "run_migrate"]
 
@@ -52,7 +52,7 @@ def _masked_url(settings: DatabaseSettings) -> str | None:
 def run_migrate(runtime: Runtime, args: argparse.Namespace) -> int:
     """Report the schema current: starting ``runtime`` has applied every migration
     (each reported as it was applied) and the revision it is at."""
-    from projections.store.migrations import schema_version
+    from palimpsest.projections.store.migrations import schema_version
 
     print(f"schema is current (revision {schema_version(runtime.database)})", file=sys.stderr)
     return EXIT_OK

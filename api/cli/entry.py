@@ -1,7 +1,7 @@
 """The entry point: parse the arguments, run one command, translate failures to exit codes.
 
 Every failure is one line on stderr, ``palimpsest: error: <message>``, and a
-named exit code (:mod:`api.cli.exit_code`); ``--debug`` shows the traceback.
+named exit code (:mod:`palimpsest.api.cli.exit_code`); ``--debug`` shows the traceback.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
-from api.cli.admin import (
+from palimpsest.api.cli.admin import (
     run_tenant_create,
     run_tenant_list,
     run_token_create,
@@ -24,27 +24,32 @@ from api.cli.admin import (
     run_token_path,
     run_token_revoke,
 )
-from api.cli.console import report
-from api.cli.cycle import run_decay_cycle
-from api.cli.deployment import run_config, run_migrate
-from api.cli.exit_code import EXIT_DATABASE, EXIT_FAILURE, EXIT_USAGE
-from api.cli.forgetting import run_forgetting_pass
-from api.cli.history import run_rebuild, run_replay, run_verify
-from api.cli.mcp_stdio import run_mcp
-from api.cli.reindex import run_reindex
-from api.cli.serve import run_serve
-from api.logformat import configure_logging
-from api.settings import ApiSettings
-from domain.errors import ConfigurationError, InvalidInputError, NotFoundError, PalimpsestError
-from domain.role import ROLES
-from projections.runtime import start_runtime
-from projections.store.errors import DatabaseUnavailableError, DataDirectoryInUseError
-from projections.store.settings import DatabaseSettings
+from palimpsest.api.cli.console import report
+from palimpsest.api.cli.cycle import run_decay_cycle
+from palimpsest.api.cli.deployment import run_config, run_migrate
+from palimpsest.api.cli.exit_code import EXIT_DATABASE, EXIT_FAILURE, EXIT_USAGE
+from palimpsest.api.cli.forgetting import run_forgetting_pass
+from palimpsest.api.cli.history import run_rebuild, run_replay, run_verify
+from palimpsest.api.cli.mcp_stdio import run_mcp
+from palimpsest.api.cli.reindex import run_reindex
+from palimpsest.api.cli.serve import run_serve
+from palimpsest.api.logformat import configure_logging
+from palimpsest.api.settings import ApiSettings
+from palimpsest.domain.errors import (
+    ConfigurationError,
+    InvalidInputError,
+    NotFoundError,
+    PalimpsestError,
+)
+from palimpsest.domain.role import ROLES
+from palimpsest.projections.runtime import start_runtime
+from palimpsest.projections.store.errors import DatabaseUnavailableError, DataDirectoryInUseError
+from palimpsest.projections.store.settings import DatabaseSettings
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from projections.runtime import Runtime
+    from palimpsest.projections.runtime import Runtime
 
 __all__ = ["main"]
 

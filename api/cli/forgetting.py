@@ -14,16 +14,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from api.cli.console import report
-from api.cli.exit_code import EXIT_OK
-from api.cli.service_run import run_through_service
-from projections.drains.settings import ForgettingPassSettings
+from palimpsest.api.cli.console import report
+from palimpsest.api.cli.exit_code import EXIT_OK
+from palimpsest.api.cli.service_run import run_through_service
+from palimpsest.projections.drains.settings import ForgettingPassSettings
 
 if TYPE_CHECKING:
     import argparse
 
-    from api.settings import ApiSettings
-    from projections.store.settings import DatabaseSettings
+    from palimpsest.api.settings import ApiSettings
+    from palimpsest.projections.store.settings import DatabaseSettings
 
 __all__ = ["run_forgetting_pass"]
 

@@ -10,16 +10,16 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from api.cli.console import print_json, report
-from api.cli.exit_code import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK
-from projections.history.rebuild import rebuild
-from projections.history.replay import replay_beliefs
-from projections.history.verify import verify
+from palimpsest.api.cli.console import print_json, report
+from palimpsest.api.cli.exit_code import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK
+from palimpsest.projections.history.rebuild import rebuild
+from palimpsest.projections.history.replay import replay_beliefs
+from palimpsest.projections.history.verify import verify
 
 if TYPE_CHECKING:
     import argparse
 
-    from projections.runtime import Runtime
+    from palimpsest.projections.runtime import Runtime
 
 __all__ = ["run_rebuild", "run_replay", "run_verify"]
 

@@ -27,22 +27,22 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from api.cli.console import report
-from api.cli.exit_code import EXIT_OK, EXIT_USAGE
-from api.deps import get_caller
-from api.mcp.backend import Backend
-from api.mcp.server import build_server
-from api.mcp.settings import McpSettings
-from projections.commands.tokens import authenticate
-from projections.commands.writer import CapturePolicy, Writer
-from projections.drains.hints import broker_for, send_drain_hint
-from projections.drains.loop import DrainLoop
-from projections.drains.settings import DrainSettings
-from projections.runtime import Runtime, start_runtime
+from palimpsest.api.cli.console import report
+from palimpsest.api.cli.exit_code import EXIT_OK, EXIT_USAGE
+from palimpsest.api.deps import get_caller
+from palimpsest.api.mcp.backend import Backend
+from palimpsest.api.mcp.server import build_server
+from palimpsest.api.mcp.settings import McpSettings
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.commands.writer import CapturePolicy, Writer
+from palimpsest.projections.drains.hints import broker_for, send_drain_hint
+from palimpsest.projections.drains.loop import DrainLoop
+from palimpsest.projections.drains.settings import DrainSettings
+from palimpsest.projections.runtime import Runtime, start_runtime
 
 if TYPE_CHECKING:
-    from api.settings import ApiSettings
-    from projections.store.settings import DatabaseSettings
+    from palimpsest.api.settings import ApiSettings
+    from palimpsest.projections.store.settings import DatabaseSettings
 
 __all__ = ["TOKEN_VARIABLE", "run_mcp"]
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from api.cli.console import print_json, report
-from api.cli.exit_code import EXIT_INTERRUPTED, EXIT_OK
-from projections.recall.indexing import reindex
+from palimpsest.api.cli.console import print_json, report
+from palimpsest.api.cli.exit_code import EXIT_INTERRUPTED, EXIT_OK
+from palimpsest.projections.recall.indexing import reindex
 
 if TYPE_CHECKING:
     import argparse
 
-    from projections.runtime import Runtime
+    from palimpsest.projections.runtime import Runtime
 
 __all__ = ["run_reindex"]
 

@@ -18,23 +18,23 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING
 
-from api.cli.admin import admin_token_path
-from api.cli.exit_code import EXIT_OK
-from domain.errors import PalimpsestError
-from projections.commands.tokens import create_tenant
-from projections.commands.writer import CapturePolicy, Writer
-from projections.drains.decay_cycle import ScheduledCycle
-from projections.drains.forgetting_pass import ScheduledPass
-from projections.drains.hints import broker_for, send_drain_hint
-from projections.drains.loop import DrainLoop, ElectedDrains, PeriodicJob, drains_elected
-from projections.drains.settings import DrainSettings, ForgettingPassSettings
-from projections.history.log_scan import log_head
-from projections.judgment.importance import configured_importance
-from projections.judgment.settings import JudgeSettings, judge_from
-from projections.recall.settings import EmbeddingSettings
-from projections.runtime import start_runtime
-from projections.store.embedded import ServeLock
-from projections.store.eventlog import SERVING_GROUPS_AHEAD
+from palimpsest.api.cli.admin import admin_token_path
+from palimpsest.api.cli.exit_code import EXIT_OK
+from palimpsest.domain.errors import PalimpsestError
+from palimpsest.projections.commands.tokens import create_tenant
+from palimpsest.projections.commands.writer import CapturePolicy, Writer
+from palimpsest.projections.drains.decay_cycle import ScheduledCycle
+from palimpsest.projections.drains.forgetting_pass import ScheduledPass
+from palimpsest.projections.drains.hints import broker_for, send_drain_hint
+from palimpsest.projections.drains.loop import DrainLoop, ElectedDrains, PeriodicJob, drains_elected
+from palimpsest.projections.drains.settings import DrainSettings, ForgettingPassSettings
+from palimpsest.projections.history.log_scan import log_head
+from palimpsest.projections.judgment.importance import configured_importance
+from palimpsest.projections.judgment.settings import JudgeSettings, judge_from
+from palimpsest.projections.recall.settings import EmbeddingSettings
+from palimpsest.projections.runtime import start_runtime
+from palimpsest.projections.store.embedded import ServeLock
+from palimpsest.projections.store.eventlog import SERVING_GROUPS_AHEAD
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,9 +42,9 @@ if TYPE_CHECKING:
 
     from fastapi import FastAPI
 
-    from api.settings import ApiSettings
-    from projections.runtime import Runtime
-    from projections.store.settings import DatabaseSettings
+    from palimpsest.api.settings import ApiSettings
+    from palimpsest.projections.runtime import Runtime
+    from palimpsest.projections.store.settings import DatabaseSettings
 
 __all__ = ["DRAIN_NICENESS", "run_drains", "run_serve", "worker_app"]
 
@@ -62,7 +62,7 @@ DRAIN_NICENESS = 10
 def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
     """Serve HTTP until stopped; an embedded data directory is locked to this process.
 
-    With ``api.workers`` above 1, this process starts (and migrates) the database,
+    With ``palimpsest.api.workers`` above 1, this process starts (and migrates) the database,
     then uvicorn runs that many HTTP processes on the one port, each with its
     own runtime (:func:`worker_app`); one of them, elected, runs the drains. With
     ``PALIMPSEST_DRAIN_PROCESS``, none does: a process of their own runs them
@@ -75,7 +75,7 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
     """
     import uvicorn
 
-    from api.connections import PROTOCOL
+    from palimpsest.api.connections import PROTOCOL
 
     # A missing local model is a configuration error, not an outage to retry:
     # refuse before starting anything.
@@ -121,7 +121,7 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
             if api.workers > 1:
                 # The workers read their settings from the environment, as this did.
                 uvicorn.run(
-                    "api.cli.serve:worker_app",
+                    "palimpsest.api.cli.serve:worker_app",
                     factory=True,
                     host=api.host,
                     port=api.port,
@@ -155,9 +155,9 @@ def worker_app() -> FastAPI:
     its own runtime on the database the first process started, and its own bid for
     the drains (none with ``PALIMPSEST_DRAIN_PROCESS``). Both end when the process
     exits."""
-    from api.logformat import configure_logging
-    from api.settings import ApiSettings
-    from projections.store.settings import DatabaseSettings
+    from palimpsest.api.logformat import configure_logging
+    from palimpsest.api.settings import ApiSettings
+    from palimpsest.projections.store.settings import DatabaseSettings
 
     api = ApiSettings()
     configure_logging(api.log_level)
@@ -180,7 +180,7 @@ class _Worker:
     def __init__(
         self, runtime: Runtime, api: ApiSettings, apart: _DrainProcess | None = None
     ) -> None:
-        from api.app import create_app
+        from palimpsest.api.app import create_app
 
         runtime.log.group.ahead = SERVING_GROUPS_AHEAD
         self.loader = _EmbedderLoader(runtime)
@@ -327,9 +327,9 @@ def run_drains(parent_pid: int) -> None:
     """The drain process of ``serve`` (``PALIMPSEST_DRAIN_PROCESS``): its own runtime,
     on the database ``serve`` started, the elected drains and the daily jobs, until
     SIGTERM or until its parent is gone. It serves no HTTP."""
-    from api.logformat import configure_logging
-    from api.settings import ApiSettings
-    from projections.store.settings import DatabaseSettings
+    from palimpsest.api.logformat import configure_logging
+    from palimpsest.api.settings import ApiSettings
+    from palimpsest.projections.store.settings import DatabaseSettings
 
     api = ApiSettings()
     configure_logging(api.log_level)

@@ -16,15 +16,15 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING
 
-from api.cli.admin import admin_token_path
-from api.cli.console import print_json, report
-from api.cli.exit_code import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from palimpsest.api.cli.admin import admin_token_path
+from palimpsest.api.cli.console import print_json, report
+from palimpsest.api.cli.exit_code import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     import argparse
 
-    from api.settings import ApiSettings
-    from projections.store.settings import DatabaseSettings
+    from palimpsest.api.settings import ApiSettings
+    from palimpsest.projections.store.settings import DatabaseSettings
 
 __all__ = ["admin_token", "run_through_service"]
 

@@ -1,6 +1,6 @@
 """``AsyncClient``: the HTTP API from asyncio, method for method as ``AsyncClient``.
 
-Each endpoint of :mod:`api.client.calls` is a coroutine method with the same
+Each endpoint of :mod:`palimpsest.api.client.calls` is a coroutine method with the same
 arguments, returning its typed answer; listings also have an ``iter_`` method
 that walks every page (``async for``), and the event feed streams as an async
 iterator.
@@ -16,8 +16,8 @@ from typing import Any, Generic, ParamSpec, TypeVar
 
 import httpx2
 
-from api.client import calls
-from api.client.base import (
+from palimpsest.api.client import calls
+from palimpsest.api.client.base import (
     DEFAULT_TIMEOUT_S,
     EVENT_PAGES,
     MEMORY_PAGES,
@@ -31,11 +31,11 @@ from api.client.base import (
     feed_entry,
     request_for,
 )
-from api.client.calls import Call
-from api.client.errors import APIConnectionError, problem_error
-from api.client.retries import RetryPolicy
-from api.client.sse import SseParser
-from api.schemas import EventPublic
+from palimpsest.api.client.calls import Call
+from palimpsest.api.client.errors import APIConnectionError, problem_error
+from palimpsest.api.client.retries import RetryPolicy
+from palimpsest.api.client.sse import SseParser
+from palimpsest.api.schemas import EventPublic
 
 __all__ = ["AsyncClient"]
 
@@ -91,8 +91,8 @@ class AsyncClient:
     """The palimpsest HTTP API, over an ``httpx2.AsyncClient`` (yours, if you pass one).
 
     ``base_url`` and ``token`` fall back to ``PALIMPSEST_URL`` and ``PALIMPSEST_TOKEN``.
-    Failed attempts are retried as ``retry`` says (:mod:`api.client.retries`); errors
-    raise :mod:`api.client.errors`. Use it as a context manager, or ``close()`` it."""
+    Failed attempts are retried as ``retry`` says (:mod:`palimpsest.api.client.retries`); errors
+    raise :mod:`palimpsest.api.client.errors`. Use it as a context manager, or ``close()`` it."""
 
     def __init__(
         self,

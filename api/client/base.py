@@ -1,6 +1,6 @@
 """What the synchronous and asynchronous clients share: settings, requests, answers.
 
-Both clients send a :class:`~api.client.calls.Call` the same way: bearer
+Both clients send a :class:`~palimpsest.api.client.calls.Call` the same way: bearer
 token, one ``Idempotency-Key`` per call that is not a ``GET`` (kept for all
 its attempts, so a retry after a lost answer replays the original instead of
 writing twice), a timeout lengthened by what the server may hold the answer
@@ -19,12 +19,12 @@ from typing import Any, Generic, TypeVar, cast
 
 import httpx2
 
-from api.client.calls import Call
-from api.client.errors import problem_error
-from api.client.retries import RetryPolicy
-from api.client.sse import ServerSentEvent
-from api.client.wire import read_as
-from api.schemas import (
+from palimpsest.api.client.calls import Call
+from palimpsest.api.client.errors import problem_error
+from palimpsest.api.client.retries import RetryPolicy
+from palimpsest.api.client.sse import ServerSentEvent
+from palimpsest.api.client.wire import read_as
+from palimpsest.api.schemas import (
     EventPagePublic,
     EventPublic,
     MemoryListItem,
@@ -34,7 +34,7 @@ from api.schemas import (
     RecalledMemory,
     RecallPublic,
 )
-from api.schemas.observations import ObservationListItem, ObservationPagePublic
+from palimpsest.api.schemas.observations import ObservationListItem, ObservationPagePublic
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

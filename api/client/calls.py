@@ -1,7 +1,7 @@
 """Every endpoint of the HTTP API as a typed :class:`Call`, written once.
 
 Each function here takes an endpoint's parameters and returns what to send
-and what the answer is (a response model of :mod:`api.schemas`); ``Client``
+and what the answer is (a response model of :mod:`palimpsest.api.schemas`); ``Client``
 and ``AsyncClient`` expose each one as a method that sends it and returns the
 answer. Arguments left ``None`` are not sent, so the server's defaults apply
 and the server alone validates (a bad value raises the problem's exception).
@@ -17,7 +17,7 @@ from uuid import UUID
 
 from pydantic_core import to_jsonable_python
 
-from api.schemas import (
+from palimpsest.api.schemas import (
     BatchPublic,
     BeliefPublic,
     CacheEvicted,
@@ -45,9 +45,9 @@ from api.schemas import (
     VerdictsRecorded,
     VersionCreated,
 )
-from api.schemas.cycles import CyclePublic, ForgettingPolicyPublic
-from api.schemas.memories import MemoryBatchPublic
-from api.schemas.observations import ObservationPagePublic
+from palimpsest.api.schemas.cycles import CyclePublic, ForgettingPolicyPublic
+from palimpsest.api.schemas.memories import MemoryBatchPublic
+from palimpsest.api.schemas.observations import ObservationPagePublic
 
 __all__ = [
     "Call",

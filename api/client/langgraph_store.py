@@ -1,6 +1,6 @@
 """A LangGraph ``BaseStore`` kept in palimpsest, over the Python client.
 
-Install with ``pip install 'palimpsest[langgraph]'``. An item
+Install with ``pip install 'palimpsest-memory[langgraph]'``. An item
 ``(namespace, key) -> value`` is one memory: its scope is the namespace's first
 label, its project the rest joined with ``/`` (none for a one-label
 namespace), its topic the key, and its content the value as JSON. ``put`` of a
@@ -36,8 +36,8 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from api.client.sync import Client
-from projections.views.current_beliefs import (
+from palimpsest.api.client.sync import Client
+from palimpsest.projections.views.current_beliefs import (
     CurrentBelief,
     ListedCurrentBelief,
     ListedPendingBelief,

@@ -1,6 +1,6 @@
 """Reading a response body into the server's own response models.
 
-The client reuses the models in :mod:`api.schemas` (one shape, written once).
+The client reuses the models in :mod:`palimpsest.api.schemas` (one shape, written once).
 Some of their fields go by another name on the wire (a memory's
 ``memory_type`` is served as ``type``: a *serialization* alias), and pydantic
 validates by field name only, so :func:`read_as` first renames every such key

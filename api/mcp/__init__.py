@@ -1,19 +1,19 @@
 """The MCP server: palimpsest's tools for agents, over streamable HTTP at ``/mcp`` and
-over stdio (``palimpsest mcp``, :mod:`api.cli.mcp_stdio`; see docs/agents.md).
+over stdio (``palimpsest mcp``, :mod:`palimpsest.api.cli.mcp_stdio`; see docs/agents.md).
 
 Modules:
 
-- :mod:`api.mcp.admin_tools`: The administrative tools, behind
+- :mod:`palimpsest.api.mcp.admin_tools`: The administrative tools, behind
   ``PALIMPSEST_MCP_ADMIN_TOOLS``.
-- :mod:`api.mcp.backend`: The caller (never a tool argument), the one write path,
+- :mod:`palimpsest.api.mcp.backend`: The caller (never a tool argument), the one write path,
   and tool results and errors.
-- :mod:`api.mcp.http`: ``/mcp`` on the service's app, authenticated by bearer token.
-- :mod:`api.mcp.models`: What the tools answer: explicit models, each tool's
+- :mod:`palimpsest.api.mcp.http`: ``/mcp`` on the service's app, authenticated by bearer token.
+- :mod:`palimpsest.api.mcp.models`: What the tools answer: explicit models, each tool's
   ``outputSchema``.
-- :mod:`api.mcp.server`: The MCP server: the default tools, and the admin tools
+- :mod:`palimpsest.api.mcp.server`: The MCP server: the default tools, and the admin tools
   when configured.
-- :mod:`api.mcp.settings`: MCP settings (``PALIMPSEST_MCP_*``).
-- :mod:`api.mcp.tools`: The five default tools: remember, recall, revise, forget,
+- :mod:`palimpsest.api.mcp.settings`: MCP settings (``PALIMPSEST_MCP_*``).
+- :mod:`palimpsest.api.mcp.tools`: The five default tools: remember, recall, revise, forget,
   history.
 """
 

@@ -14,24 +14,30 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from api.cursor import decode_cursor, encode_cursor
-from api.mcp.backend import Backend
-from api.mcp.models import (
+from palimpsest.api.cursor import decode_cursor, encode_cursor
+from palimpsest.api.mcp.backend import Backend
+from palimpsest.api.mcp.models import (
     DecisionResult,
     ErasureResult,
     ProposalItem,
     ProposalList,
     RetentionResult,
 )
-from api.mcp.tools import MemoryId, decision_result
-from api.schemas import ErasureCreate, LabelChange, ProposalApply, ProposalReject, RetentionUpdate
-from api.schemas.common import Cursor, Reason
-from api.specs import erase_spec, label_spec, retention_spec
-from projections.commands.caller import Caller
-from projections.commands.decisions import LabelOp
-from projections.commands.proposals import ProposalDecisionSpec
-from projections.views.proposals import ProposalFilter, list_proposals
-from projections.views.receipts import erasure_receipt
+from palimpsest.api.mcp.tools import MemoryId, decision_result
+from palimpsest.api.schemas import (
+    ErasureCreate,
+    LabelChange,
+    ProposalApply,
+    ProposalReject,
+    RetentionUpdate,
+)
+from palimpsest.api.schemas.common import Cursor, Reason
+from palimpsest.api.specs import erase_spec, label_spec, retention_spec
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.decisions import LabelOp
+from palimpsest.projections.commands.proposals import ProposalDecisionSpec
+from palimpsest.projections.views.proposals import ProposalFilter, list_proposals
+from palimpsest.projections.views.receipts import erasure_receipt
 
 __all__ = ["add_admin_tools"]
 

@@ -1,14 +1,14 @@
 """What every MCP tool stands on: the caller, the one write path, and tool results.
 
 The caller is never a tool argument. Over HTTP it is the bearer token's, which
-:mod:`api.mcp.http` authenticated before the request reached the MCP server
+:mod:`palimpsest.api.mcp.http` authenticated before the request reached the MCP server
 and left on the request's state; over stdio (and in-process) it is the
 process's token (``PALIMPSEST_TOKEN``), authenticated again on every call (a
 check is trusted for ``PALIMPSEST_TOKEN_CACHE_S`` seconds, as over HTTP),
 so a revoked token or a deleted tenant stops working.
 
-Writes go through the same :class:`~projections.commands.writer.Writer` and the
-same specs (:mod:`api.specs`) as the HTTP routes; reads call the same views.
+Writes go through the same :class:`~palimpsest.projections.commands.writer.Writer` and the
+same specs (:mod:`palimpsest.api.specs`) as the HTTP routes; reads call the same views.
 Refusals come back as tool errors (``isError``) whose text is the RFC 9457
 problem document the HTTP API would answer, so an agent (or a test) branches on
 its ``type``.
@@ -29,15 +29,15 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
-from api.deps import get_caller
-from api.mcp.models import BeliefStatus
-from api.problems import problem_of, problem_type
-from domain.errors import AuthenticationError, PalimpsestError
-from projections.commands.caller import Caller
-from projections.commands.tokens import TOKEN_CACHE_S, authenticate
-from projections.commands.writer import Writer, WriteSpec
-from projections.runtime import Runtime
-from projections.views.current_beliefs import current_belief
+from palimpsest.api.deps import get_caller
+from palimpsest.api.mcp.models import BeliefStatus
+from palimpsest.api.problems import problem_of, problem_type
+from palimpsest.domain.errors import AuthenticationError, PalimpsestError
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.tokens import TOKEN_CACHE_S, authenticate
+from palimpsest.projections.commands.writer import Writer, WriteSpec
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.views.current_beliefs import current_belief
 
 __all__ = [
     "Backend",
@@ -48,7 +48,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 CALLER_STATE = "palimpsest_mcp_caller"
-"""Where :mod:`api.mcp.http` leaves the authenticated caller on the request state."""
+"""Where :mod:`palimpsest.api.mcp.http` leaves the authenticated caller on the request state."""
 
 
 @dataclass(frozen=True)

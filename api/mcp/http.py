@@ -1,7 +1,7 @@
 """``/mcp``: the MCP server over streamable HTTP, on the service's own app.
 
 Every request is authenticated before the MCP server reads it, with the bearer
-token and the same rules as the HTTP API (:func:`api.deps.get_any_caller`); a
+token and the same rules as the HTTP API (:func:`palimpsest.api.deps.get_any_caller`); a
 request without a valid token is refused with a problem document (401, or 410
 for a deleted tenant) and never reaches a tool. There is no unauthenticated
 mode on any address but loopback: there, ``PALIMPSEST_MCP_LOCAL_TOKEN`` may name
@@ -32,13 +32,13 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.deps import get_any_caller, get_caller
-from api.mcp.backend import CALLER_STATE, Backend
-from api.mcp.server import build_server
-from api.mcp.settings import McpSettings
-from api.problems import problem_of, problem_response
-from domain.errors import ConfigurationError, PalimpsestError
-from projections.commands.caller import Caller
+from palimpsest.api.deps import get_any_caller, get_caller
+from palimpsest.api.mcp.backend import CALLER_STATE, Backend
+from palimpsest.api.mcp.server import build_server
+from palimpsest.api.mcp.settings import McpSettings
+from palimpsest.api.problems import problem_of, problem_response
+from palimpsest.domain.errors import ConfigurationError, PalimpsestError
+from palimpsest.projections.commands.caller import Caller
 
 __all__ = ["MCP_PATH", "McpEndpoint", "is_loopback", "mount_mcp"]
 

@@ -14,8 +14,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.belief import Grade
-from domain.memory import MemoryType
+from palimpsest.domain.belief import Grade
+from palimpsest.domain.memory import MemoryType
 
 __all__ = [
     "BeliefStatus",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import MCPServer
 
-from api.mcp.admin_tools import add_admin_tools
-from api.mcp.backend import Backend
-from api.mcp.tools import add_core_tools
+from palimpsest.api.mcp.admin_tools import add_admin_tools
+from palimpsest.api.mcp.backend import Backend
+from palimpsest.api.mcp.tools import add_core_tools
 
 __all__ = ["INSTRUCTIONS", "build_server"]
 

@@ -2,8 +2,8 @@
 
 Few on purpose: an advertised tool costs every conversation context. Each
 builds the HTTP API's request model from its arguments (the same rules refuse
-the same values), turns it into the same write spec (:mod:`api.specs`) or calls
-the same view, and answers an explicit model (:mod:`api.mcp.models`).
+the same values), turns it into the same write spec (:mod:`palimpsest.api.specs`) or calls
+the same view, and answers an explicit model (:mod:`palimpsest.api.mcp.models`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from api.mcp.backend import Backend
-from api.mcp.models import (
+from palimpsest.api.mcp.backend import Backend
+from palimpsest.api.mcp.models import (
     BeliefStatus,
     DecisionResult,
     HistoryEvent,
@@ -29,18 +29,24 @@ from api.mcp.models import (
     ReviseResult,
     summarise,
 )
-from api.schemas import ForgetCreate, MemoryCreate, ObservationCreate, RecallCreate, VersionCreate
-from api.schemas.common import MAX_POSITION, Label, PgText, Reason, Rfc3339
-from api.specs import label_spec, memory_spec, observation_spec, version_spec
-from domain.errors import InvalidInputError
-from domain.memory import MemoryType
-from projections.commands.caller import Caller
-from projections.commands.writer import WriteSpec
-from projections.recall.recalled import RecalledCurrent, RecalledPending, RecallMode
-from projections.recall.search import RecallQuery, recall
-from projections.views.as_of import belief_as_of, position_at
-from projections.views.current_beliefs import current_belief
-from projections.views.timeline import memory_history
+from palimpsest.api.schemas import (
+    ForgetCreate,
+    MemoryCreate,
+    ObservationCreate,
+    RecallCreate,
+    VersionCreate,
+)
+from palimpsest.api.schemas.common import MAX_POSITION, Label, PgText, Reason, Rfc3339
+from palimpsest.api.specs import label_spec, memory_spec, observation_spec, version_spec
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.domain.memory import MemoryType
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.writer import WriteSpec
+from palimpsest.projections.recall.recalled import RecalledCurrent, RecalledPending, RecallMode
+from palimpsest.projections.recall.search import RecallQuery, recall
+from palimpsest.projections.views.as_of import belief_as_of, position_at
+from palimpsest.projections.views.current_beliefs import current_belief
+from palimpsest.projections.views.timeline import memory_history
 
 __all__ = ["add_core_tools", "decision_result"]
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from api.deps import AdminDep, RuntimeDep
-from api.schemas import CacheEvicted
-from projections.store.aggregate_cache import aggregate_cache
+from palimpsest.api.deps import AdminDep, RuntimeDep
+from palimpsest.api.schemas import CacheEvicted
+from palimpsest.projections.store.aggregate_cache import aggregate_cache
 
 __all__ = [
     "evict_cache",

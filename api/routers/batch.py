@@ -6,10 +6,15 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
-from api.deps import WriteDep
-from api.schemas import BatchCreate, BatchPublic
-from api.specs import batch_specs, requires
-from projections.commands.writer import EdgeSpec, MemorySpec, ObservationSpec, VersionSpec
+from palimpsest.api.deps import WriteDep
+from palimpsest.api.schemas import BatchCreate, BatchPublic
+from palimpsest.api.specs import batch_specs, requires
+from palimpsest.projections.commands.writer import (
+    EdgeSpec,
+    MemorySpec,
+    ObservationSpec,
+    VersionSpec,
+)
 
 __all__ = [
     "create_batch",

@@ -7,10 +7,10 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends
 
-from api.deps import WriteDep
-from api.schemas import ContributionsCreate, ContributionsCreated
-from api.specs import contributions_spec, requires
-from projections.commands.contributions import ContributionSpec
+from palimpsest.api.deps import WriteDep
+from palimpsest.api.schemas import ContributionsCreate, ContributionsCreated
+from palimpsest.api.specs import contributions_spec, requires
+from palimpsest.projections.commands.contributions import ContributionSpec
 
 __all__ = [
     "create_contributions",

@@ -7,12 +7,12 @@ from uuid import UUID
 
 from fastapi import APIRouter, Request
 
-from api.deps import AdminDep, CallerDep, ClockDep, RuntimeDep
-from api.schemas.cycles import CycleCreate, CyclePublic
-from api.worker_threads import in_thread
-from domain.errors import NotFoundError
-from projections.drains.decay_cycle import run_cycle
-from projections.views.cycles import cycle_report
+from palimpsest.api.deps import AdminDep, CallerDep, ClockDep, RuntimeDep
+from palimpsest.api.schemas.cycles import CycleCreate, CyclePublic
+from palimpsest.api.worker_threads import in_thread
+from palimpsest.domain.errors import NotFoundError
+from palimpsest.projections.drains.decay_cycle import run_cycle
+from palimpsest.projections.views.cycles import cycle_report
 
 __all__ = ["read_cycle", "router", "run_decay_cycle"]
 

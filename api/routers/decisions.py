@@ -6,9 +6,9 @@ from uuid import UUID
 
 from fastapi import APIRouter
 
-from api.deps import CallerDep, RuntimeDep
-from api.schemas import DecisionPublic
-from projections.views.decision_records import DecisionRecord, decision_record
+from palimpsest.api.deps import CallerDep, RuntimeDep
+from palimpsest.api.schemas import DecisionPublic
+from palimpsest.projections.views.decision_records import DecisionRecord, decision_record
 
 __all__ = [
     "read_decision",

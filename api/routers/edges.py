@@ -7,10 +7,10 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends
 
-from api.deps import WriteDep
-from api.schemas import DecisionOutcome, EdgeRetract
-from api.specs import edge_retract_spec, requires
-from projections.commands.memory import EdgeRetractSpec
+from palimpsest.api.deps import WriteDep
+from palimpsest.api.schemas import DecisionOutcome, EdgeRetract
+from palimpsest.api.specs import edge_retract_spec, requires
+from palimpsest.projections.commands.memory import EdgeRetractSpec
 
 __all__ = [
     "retract_edge",

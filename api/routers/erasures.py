@@ -6,11 +6,11 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Response
 
-from api.deps import AnyAdminDep, RuntimeDep, WriteDep
-from api.schemas import ErasureCreate, ErasureReceipt
-from api.specs import erase_spec, requires
-from projections.commands.writer import EraseSpec
-from projections.views.receipts import Receipt, erasure_receipt
+from palimpsest.api.deps import AnyAdminDep, RuntimeDep, WriteDep
+from palimpsest.api.schemas import ErasureCreate, ErasureReceipt
+from palimpsest.api.specs import erase_spec, requires
+from palimpsest.projections.commands.writer import EraseSpec
+from palimpsest.projections.views.receipts import Receipt, erasure_receipt
 
 __all__ = [
     "erase",

@@ -12,15 +12,15 @@ from uuid import UUID
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
-from api.admission import OVER_CAP, HolderDep, Slot
-from api.deps import CallerDep, RuntimeDep
-from api.schemas import EventPagePublic
-from api.schemas.common import MAX_POSITION
-from api.waiting import jittered
-from api.worker_threads import in_thread
-from projections.runtime import Runtime
-from projections.views.publications import TenantWakers
-from projections.views.timeline import event_feed
+from palimpsest.api.admission import OVER_CAP, HolderDep, Slot
+from palimpsest.api.deps import CallerDep, RuntimeDep
+from palimpsest.api.schemas import EventPagePublic
+from palimpsest.api.schemas.common import MAX_POSITION
+from palimpsest.api.waiting import jittered
+from palimpsest.api.worker_threads import in_thread
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.views.publications import TenantWakers
+from palimpsest.projections.views.timeline import event_feed
 
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send

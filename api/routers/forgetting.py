@@ -8,25 +8,25 @@ from uuid import uuid4
 
 from fastapi import APIRouter, Depends, Request
 
-from api.deps import AdminDep, CallerDep, ClockDep, RuntimeDep, WriteDep
-from api.schemas import (
+from palimpsest.api.deps import AdminDep, CallerDep, ClockDep, RuntimeDep, WriteDep
+from palimpsest.api.schemas import (
     JudgeItemsPublic,
     PassRunCreate,
     PassRunPublic,
     VerdictsCreate,
     VerdictsRecorded,
 )
-from api.specs import requires
-from api.worker_threads import in_thread
-from domain.errors import PassDisabledError
-from domain.judge_state import render_state
-from domain.proposal import dismissed
-from projections.commands.proposals import ProposalSettings, ProposeSpec
-from projections.drains.forgetting_pass import judge_items, run_pass
-from projections.drains.settings import ForgettingPassSettings
-from projections.judgment.judge import Judge
-from projections.judgment.settings import JudgeSettings, judge_from
-from projections.recall.pass_candidates import PassSettings, select_candidates
+from palimpsest.api.specs import requires
+from palimpsest.api.worker_threads import in_thread
+from palimpsest.domain.errors import PassDisabledError
+from palimpsest.domain.judge_state import render_state
+from palimpsest.domain.proposal import dismissed
+from palimpsest.projections.commands.proposals import ProposalSettings, ProposeSpec
+from palimpsest.projections.drains.forgetting_pass import judge_items, run_pass
+from palimpsest.projections.drains.settings import ForgettingPassSettings
+from palimpsest.projections.judgment.judge import Judge
+from palimpsest.projections.judgment.settings import JudgeSettings, judge_from
+from palimpsest.projections.recall.pass_candidates import PassSettings, select_candidates
 
 __all__ = [
     "read_items",

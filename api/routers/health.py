@@ -21,13 +21,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from psycopg import sql
 from pydantic import BaseModel
 
-import projections.store.migrations
-from api.deps import RuntimeDep
-from api.problems import problem_response
-from domain.errors import PalimpsestError
-from projections.runtime import Runtime
-from projections.store.database import Database
-from projections.store.tenancy import read_transaction
+import palimpsest.projections.store.migrations
+from palimpsest.api.deps import RuntimeDep
+from palimpsest.api.problems import problem_response
+from palimpsest.domain.errors import PalimpsestError
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.database import Database
+from palimpsest.projections.store.tenancy import read_transaction
 
 __all__ = [
     "Checks",
@@ -130,7 +130,7 @@ def _database(runtime: Runtime) -> Check:
 @lru_cache(maxsize=1)
 def _head_revision() -> str | None:
     """The newest migration this code has (read from its scripts, once)."""
-    scripts = Path(projections.store.migrations.__file__).resolve().parent
+    scripts = Path(palimpsest.projections.store.migrations.__file__).resolve().parent
     return ScriptDirectory(str(scripts)).get_current_head()
 
 

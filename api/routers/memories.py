@@ -8,11 +8,11 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from api.admission import OVER_CAP, Holder, HolderDep
-from api.cursor import decode_cursor, encode_cursor
-from api.deps import CallerDep, ClockDep, RuntimeDep, WriteDep, WriteRequest
-from api.plain_requests import plain_route
-from api.schemas import (
+from palimpsest.api.admission import OVER_CAP, Holder, HolderDep
+from palimpsest.api.cursor import decode_cursor, encode_cursor
+from palimpsest.api.deps import CallerDep, ClockDep, RuntimeDep, WriteDep, WriteRequest
+from palimpsest.api.plain_requests import plain_route
+from palimpsest.api.schemas import (
     BeliefPublic,
     CandidatesPublic,
     DecisionOutcome,
@@ -28,26 +28,37 @@ from api.schemas import (
     VersionCreate,
     VersionCreated,
 )
-from api.schemas.common import MAX_POSITION, Cursor, Label, QueryFlag, Rfc3339
-from api.schemas.memories import MAX_IDS, MemoryBatchPublic
-from api.specs import edge_spec, label_spec, memory_spec, requires, version_spec
-from api.waiting import await_drains
-from api.worker_threads import in_thread, in_thread_unless_alone
-from domain.errors import ContentErasedError
-from domain.memory import MemoryType
-from projections.commands.caller import Caller
-from projections.commands.writer import EdgeSpec, LabelSpec, MemorySpec, VersionSpec, WriteSpec
-from projections.runtime import Runtime
-from projections.store.aggregate_cache import aggregate_cache
-from projections.views.access_stamps import scores_of, stamp_accesses
-from projections.views.as_of import BeliefAsOf, belief_as_of, list_beliefs_as_of, position_at
-from projections.views.candidates import (
+from palimpsest.api.schemas.common import MAX_POSITION, Cursor, Label, QueryFlag, Rfc3339
+from palimpsest.api.schemas.memories import MAX_IDS, MemoryBatchPublic
+from palimpsest.api.specs import edge_spec, label_spec, memory_spec, requires, version_spec
+from palimpsest.api.waiting import await_drains
+from palimpsest.api.worker_threads import in_thread, in_thread_unless_alone
+from palimpsest.domain.errors import ContentErasedError
+from palimpsest.domain.memory import MemoryType
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.writer import (
+    EdgeSpec,
+    LabelSpec,
+    MemorySpec,
+    VersionSpec,
+    WriteSpec,
+)
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.aggregate_cache import aggregate_cache
+from palimpsest.projections.views.access_stamps import scores_of, stamp_accesses
+from palimpsest.projections.views.as_of import (
+    BeliefAsOf,
+    belief_as_of,
+    list_beliefs_as_of,
+    position_at,
+)
+from palimpsest.projections.views.candidates import (
     PAIRED_TYPES,
     Candidates,
     never_paired,
     potential_contradictions,
 )
-from projections.views.current_beliefs import (
+from palimpsest.projections.views.current_beliefs import (
     CurrentBelief,
     ErasedBelief,
     PendingBelief,
@@ -56,10 +67,10 @@ from projections.views.current_beliefs import (
     list_beliefs,
     scored_current_belief,
 )
-from projections.views.listing import MemoryFilter
-from projections.views.reflections import list_reflections
-from projections.views.timeline import MemoryHistory, memory_history
-from projections.views.versions import MemoryVersions, memory_versions
+from palimpsest.projections.views.listing import MemoryFilter
+from palimpsest.projections.views.reflections import list_reflections
+from palimpsest.projections.views.timeline import MemoryHistory, memory_history
+from palimpsest.projections.views.versions import MemoryVersions, memory_versions
 
 __all__ = [
     "create_edge",
@@ -213,7 +224,7 @@ async def _with_candidates(
 ) -> dict[str, Any]:
     """Add the new version's potential contradictions (``found`` by the first look),
     waiting up to ``budget_s`` for them to be ready; the wait holds no thread
-    (:func:`api.waiting.await_drains`). A wait of the short budget (not asked for
+    (:func:`palimpsest.api.waiting.await_drains`). A wait of the short budget (not asked for
     with ``?candidates=wait``) that did wait, its first look not ready, is counted
     toward whether the next ones pay."""
     version_id = UUID(str(result["version_id"]))

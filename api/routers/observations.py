@@ -7,20 +7,20 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from api.cursor import decode_cursor, encode_cursor
-from api.deps import CallerDep, ClockDep, RuntimeDep, WriteDep
-from api.schemas import (
+from palimpsest.api.cursor import decode_cursor, encode_cursor
+from palimpsest.api.deps import CallerDep, ClockDep, RuntimeDep, WriteDep
+from palimpsest.api.schemas import (
     DecisionOutcome,
     ObservationCreate,
     ObservationCreated,
     ObservationPublic,
     RetractCreate,
 )
-from api.schemas.common import Cursor
-from api.schemas.observations import ObservationPagePublic
-from api.specs import observation_spec, requires, retract_spec
-from projections.commands.writer import ObservationSpec, RetractSpec
-from projections.views.observations import (
+from palimpsest.api.schemas.common import Cursor
+from palimpsest.api.schemas.observations import ObservationPagePublic
+from palimpsest.api.specs import observation_spec, requires, retract_spec
+from palimpsest.projections.commands.writer import ObservationSpec, RetractSpec
+from palimpsest.projections.views.observations import (
     ObservationRecord,
     list_observations,
     observation_content,

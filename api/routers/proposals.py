@@ -7,20 +7,20 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Query
 
-from api.cursor import decode_cursor, encode_cursor
-from api.deps import CallerDep, RuntimeDep, WriteDep
-from api.schemas import (
+from palimpsest.api.cursor import decode_cursor, encode_cursor
+from palimpsest.api.deps import CallerDep, RuntimeDep, WriteDep
+from palimpsest.api.schemas import (
     DecisionOutcome,
     ProposalApply,
     ProposalPagePublic,
     ProposalPublic,
     ProposalReject,
 )
-from api.schemas.common import Cursor
-from api.specs import requires
-from domain.memory import MemoryType
-from projections.commands.proposals import ProposalDecisionSpec
-from projections.views.proposals import (
+from palimpsest.api.schemas.common import Cursor
+from palimpsest.api.specs import requires
+from palimpsest.domain.memory import MemoryType
+from palimpsest.projections.commands.proposals import ProposalDecisionSpec
+from palimpsest.projections.views.proposals import (
     ProposalFilter,
     ProposalRecord,
     list_proposals,

@@ -7,13 +7,13 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Path, Query
 
-from api.deps import WriteDep
-from api.schemas import DecisionOutcome, WithdrawCreate
-from api.schemas.common import CONTROLS, Label
-from api.specs import requires, withdraw_spec
-from domain.errors import NotFoundError
-from domain.limits import MAX_LABEL_CHARS
-from projections.commands.writer import WithdrawSpec
+from palimpsest.api.deps import WriteDep
+from palimpsest.api.schemas import DecisionOutcome, WithdrawCreate
+from palimpsest.api.schemas.common import CONTROLS, Label
+from palimpsest.api.specs import requires, withdraw_spec
+from palimpsest.domain.errors import NotFoundError
+from palimpsest.domain.limits import MAX_LABEL_CHARS
+from palimpsest.projections.commands.writer import WithdrawSpec
 
 __all__ = [
     "router",

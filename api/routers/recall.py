@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from api.cursor import decode_recall_cursor, encode_recall_cursor
-from api.deps import CallerDep, ClockDep, RuntimeDep
-from api.schemas import RecallCreate, RecallPublic
-from domain.errors import InvalidInputError
-from projections.recall.search import RecallQuery, recall
-from projections.views.reflections import list_reflections
+from palimpsest.api.cursor import decode_recall_cursor, encode_recall_cursor
+from palimpsest.api.deps import CallerDep, ClockDep, RuntimeDep
+from palimpsest.api.schemas import RecallCreate, RecallPublic
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.projections.recall.search import RecallQuery, recall
+from palimpsest.projections.views.reflections import list_reflections
 
 __all__ = [
     "recall_memories",

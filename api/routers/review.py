@@ -2,7 +2,7 @@
 
 Server-rendered HTML (Jinja2, every value escaped) with a vendored htmx
 (``/review/static/htmx.min.js``; no CDN, no build step). A person signs in
-with a token (:mod:`api.sessions`), sees the open proposals with both
+with a token (:mod:`palimpsest.api.sessions`), sees the open proposals with both
 memories side by side, and applies or rejects each; with htmx a decided
 proposal leaves the list without a reload, and an error (a stale proposal,
 the collapse guard, a closed proposal, a missing reason) replaces its card
@@ -32,13 +32,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import ValidationError
 
-from api.cursor import decode_cursor, encode_cursor
-from api.deps import RuntimeDep, WriteRequest
-from api.problems import PROBLEMS
-from api.routers import proposals
-from api.schemas import ProposalApply, ProposalReject
-from api.schemas.common import Cursor
-from api.sessions import (
+from palimpsest.api.cursor import decode_cursor, encode_cursor
+from palimpsest.api.deps import RuntimeDep, WriteRequest
+from palimpsest.api.problems import PROBLEMS
+from palimpsest.api.routers import proposals
+from palimpsest.api.schemas import ProposalApply, ProposalReject
+from palimpsest.api.schemas.common import Cursor
+from palimpsest.api.sessions import (
     COOKIE,
     SIGN_IN_COOKIE,
     SIGN_IN_S,
@@ -48,18 +48,18 @@ from api.sessions import (
     same_origin,
     tokens_match,
 )
-from domain.errors import (
+from palimpsest.domain.errors import (
     AuthenticationError,
     ContentTooLargeError,
     InvalidInputError,
     NotFoundError,
     PalimpsestError,
 )
-from domain.memory import MEMORY_TYPES
-from domain.proposal import PROPOSAL_ACTIONS
-from projections.commands.caller import Caller
-from projections.commands.tokens import authenticate
-from projections.views.proposals import ProposalFilter, ProposalRecord, list_proposals
+from palimpsest.domain.memory import MEMORY_TYPES
+from palimpsest.domain.proposal import PROPOSAL_ACTIONS
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.views.proposals import ProposalFilter, ProposalRecord, list_proposals
 
 __all__ = [
     "HTMX_VERSION",
@@ -125,7 +125,7 @@ _STATIC = {
 }
 
 _templates = Environment(
-    loader=PackageLoader("api", "templates"),
+    loader=PackageLoader("palimpsest.api", "templates"),
     autoescape=True,  # every template, whatever its name: memories' text is data
     undefined=StrictUndefined,
     trim_blocks=True,
@@ -480,7 +480,7 @@ def _refused(
 
 @cache
 def _static(name: str) -> bytes:
-    return resources.files("api").joinpath("static", "review", name).read_bytes()
+    return resources.files("palimpsest.api").joinpath("static", "review", name).read_bytes()
 
 
 @router.get("/static/{name}")

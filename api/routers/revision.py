@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.deps import CallerDep, RuntimeDep
-from api.schemas import RevisionStatusPublic
-from projections.views.revision_status import RevisionStatus, revision_status
+from palimpsest.api.deps import CallerDep, RuntimeDep
+from palimpsest.api.schemas import RevisionStatusPublic
+from palimpsest.projections.views.revision_status import RevisionStatus, revision_status
 
 __all__ = [
     "read_revision_status",

@@ -11,8 +11,16 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Query, Response
 from fastapi.responses import StreamingResponse
 
-from api.deps import AdminDep, CallerDep, ClockDep, RuntimeDep, UnkeyedWriteDep, WriteDep, WriterDep
-from api.schemas import (
+from palimpsest.api.deps import (
+    AdminDep,
+    CallerDep,
+    ClockDep,
+    RuntimeDep,
+    UnkeyedWriteDep,
+    WriteDep,
+    WriterDep,
+)
+from palimpsest.api.schemas import (
     ErasureReceipt,
     JudgmentPublic,
     JudgmentUpdate,
@@ -22,17 +30,17 @@ from api.schemas import (
     RetentionUpdate,
     TenantDeletion,
 )
-from api.schemas.cycles import ForgettingPolicyPublic, ForgettingPolicyUpdate
-from api.specs import requires, retention_spec, tenant_deletion_spec
-from domain.errors import ConfirmationRequiredError
-from projections.commands.forgetting_policy import ForgettingPolicySpec, forgetting_for
-from projections.commands.judgment import JudgmentSpec, judgment_for, tenant_name
-from projections.commands.tenant_deletion import confirmation_token
-from projections.commands.writer import RetentionSpec
-from projections.drains.judge_budget import usage_on
-from projections.runtime import Runtime
-from projections.views.export import export_tenant
-from projections.views.receipts import Receipt, erasure_receipt
+from palimpsest.api.schemas.cycles import ForgettingPolicyPublic, ForgettingPolicyUpdate
+from palimpsest.api.specs import requires, retention_spec, tenant_deletion_spec
+from palimpsest.domain.errors import ConfirmationRequiredError
+from palimpsest.projections.commands.forgetting_policy import ForgettingPolicySpec, forgetting_for
+from palimpsest.projections.commands.judgment import JudgmentSpec, judgment_for, tenant_name
+from palimpsest.projections.commands.tenant_deletion import confirmation_token
+from palimpsest.projections.commands.writer import RetentionSpec
+from palimpsest.projections.drains.judge_budget import usage_on
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.views.export import export_tenant
+from palimpsest.projections.views.receipts import Receipt, erasure_receipt
 
 __all__ = [
     "delete_tenant",

@@ -1,48 +1,48 @@
 """Typed request and response bodies of the HTTP API, one module per resource.
 
-Response bodies derive from the read models of :mod:`projections.views` (and
+Response bodies derive from the read models of :mod:`palimpsest.projections.views` (and
 recall's), declared there once; request bodies are declared here.
 """
 
 from __future__ import annotations
 
-from api.schemas.admin import (
+from palimpsest.api.schemas.admin import (
     CacheEvicted,
 )
-from api.schemas.batch import (
+from palimpsest.api.schemas.batch import (
     BatchCreate,
     BatchItem,
     BatchPublic,
 )
-from api.schemas.common import (
+from palimpsest.api.schemas.common import (
     BatchRef,
     Label,
     MediaType,
     Reason,
     RequestBody,
 )
-from api.schemas.contributions import (
+from palimpsest.api.schemas.contributions import (
     ContributionAdded,
     ContributionsCreate,
     ContributionsCreated,
 )
-from api.schemas.decisions import (
+from palimpsest.api.schemas.decisions import (
     DecisionOutcome,
     DecisionPublic,
 )
-from api.schemas.edges import (
+from palimpsest.api.schemas.edges import (
     EdgeRetract,
 )
-from api.schemas.erasures import (
+from palimpsest.api.schemas.erasures import (
     ErasureCreate,
     ErasureReceipt,
     ErasureRemoved,
 )
-from api.schemas.events import (
+from palimpsest.api.schemas.events import (
     EventPagePublic,
     EventPublic,
 )
-from api.schemas.forgetting import (
+from palimpsest.api.schemas.forgetting import (
     JudgeItemsPublic,
     OperatorVerdict,
     PassRunCreate,
@@ -51,7 +51,7 @@ from api.schemas.forgetting import (
     VerdictsCreate,
     VerdictsRecorded,
 )
-from api.schemas.memories import (
+from palimpsest.api.schemas.memories import (
     BeliefPublic,
     CandidatePublic,
     CandidatesPublic,
@@ -75,7 +75,7 @@ from api.schemas.memories import (
     VersionCreated,
     VersionPublic,
 )
-from api.schemas.observations import (
+from palimpsest.api.schemas.observations import (
     Milestone,
     Milestones,
     ObservationCreate,
@@ -83,26 +83,26 @@ from api.schemas.observations import (
     ObservationPublic,
     RetractCreate,
 )
-from api.schemas.proposals import (
+from palimpsest.api.schemas.proposals import (
     ProposalApply,
     ProposalPagePublic,
     ProposalPublic,
     ProposalReject,
     ProposedMemoryPublic,
 )
-from api.schemas.proposers import (
+from palimpsest.api.schemas.proposers import (
     WithdrawCreate,
 )
-from api.schemas.recall import (
+from palimpsest.api.schemas.recall import (
     RecallCreate,
     RecalledMemory,
     RecallPublic,
     RecallRank,
 )
-from api.schemas.revision import (
+from palimpsest.api.schemas.revision import (
     RevisionStatusPublic,
 )
-from api.schemas.tenant import (
+from palimpsest.api.schemas.tenant import (
     JudgmentPublic,
     JudgmentUpdate,
     RetentionPublic,

@@ -7,10 +7,10 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import BatchRef, RequestBody
-from api.schemas.memories import EdgeCreate, MemoryCreate, VersionCreate
-from api.schemas.observations import ObservationCreate
-from domain.limits import MAX_BATCH_ITEMS
+from palimpsest.api.schemas.common import BatchRef, RequestBody
+from palimpsest.api.schemas.memories import EdgeCreate, MemoryCreate, VersionCreate
+from palimpsest.api.schemas.observations import ObservationCreate
+from palimpsest.domain.limits import MAX_BATCH_ITEMS
 
 __all__ = [
     "BatchCreate",

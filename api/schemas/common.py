@@ -16,7 +16,7 @@ from typing import Annotated
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
-from domain.limits import MAX_LABEL_CHARS, MAX_REASON_CHARS
+from palimpsest.domain.limits import MAX_LABEL_CHARS, MAX_REASON_CHARS
 
 __all__ = [
     "BatchRef",

@@ -6,9 +6,9 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import Label, RequestBody
-from api.schemas.memories import EvidenceIn
-from domain.limits import MAX_EVIDENCE_ITEMS
+from palimpsest.api.schemas.common import Label, RequestBody
+from palimpsest.api.schemas.memories import EvidenceIn
+from palimpsest.domain.limits import MAX_EVIDENCE_ITEMS
 
 __all__ = [
     "ContributionAdded",

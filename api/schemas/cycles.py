@@ -8,8 +8,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import JsonInt, RequestBody
-from domain.forgetting_policy import (
+from palimpsest.api.schemas.common import JsonInt, RequestBody
+from palimpsest.domain.forgetting_policy import (
     DEFAULT_HALF_LIFE_DAYS,
     DEFAULT_POLICY,
     DEFAULT_WEIGHTS,

@@ -6,7 +6,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from projections.views.decision_records import DecisionRecord
+from palimpsest.projections.views.decision_records import DecisionRecord
 
 __all__ = [
     "DecisionOutcome",

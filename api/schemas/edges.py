@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api.schemas.common import Reason, RequestBody
+from palimpsest.api.schemas.common import Reason, RequestBody
 
 __all__ = ["EdgeRetract"]
 

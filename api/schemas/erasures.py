@@ -6,9 +6,9 @@ from uuid import UUID
 
 from pydantic import ConfigDict, Field, model_validator
 
-from api.schemas.common import Reason, RequestBody
-from domain.limits import MAX_BATCH_ITEMS
-from projections.views.receipts import Receipt, RemovedCounts
+from palimpsest.api.schemas.common import Reason, RequestBody
+from palimpsest.domain.limits import MAX_BATCH_ITEMS
+from palimpsest.projections.views.receipts import Receipt, RemovedCounts
 
 __all__ = [
     "ErasureCreate",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from projections.views.timeline import EventRecord
+from palimpsest.projections.views.timeline import EventRecord
 
 __all__ = [
     "EventPagePublic",

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import Label, Reason, RequestBody
+from palimpsest.api.schemas.common import Label, Reason, RequestBody
 
 __all__ = [
     "JudgeItemsPublic",

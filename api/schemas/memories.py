@@ -7,14 +7,14 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import NOT_BLANK, BatchRef, JsonInt, Label, Reason, RequestBody
-from domain.edge import EdgeKind
-from domain.evidence import Excerpt
-from domain.limits import MAX_EVIDENCE_ITEMS
-from domain.memory import MemoryType
-from projections.views.as_of import BeliefAsOf, ListedBeliefAsOf
-from projections.views.candidates import Candidate, Candidates
-from projections.views.current_beliefs import (
+from palimpsest.api.schemas.common import NOT_BLANK, BatchRef, JsonInt, Label, Reason, RequestBody
+from palimpsest.domain.edge import EdgeKind
+from palimpsest.domain.evidence import Excerpt
+from palimpsest.domain.limits import MAX_EVIDENCE_ITEMS
+from palimpsest.domain.memory import MemoryType
+from palimpsest.projections.views.as_of import BeliefAsOf, ListedBeliefAsOf
+from palimpsest.projections.views.candidates import Candidate, Candidates
+from palimpsest.projections.views.current_beliefs import (
     CurrentBelief,
     ErasedBelief,
     ListedCurrentBelief,
@@ -25,9 +25,14 @@ from projections.views.current_beliefs import (
     Revision,
     UnprojectableBelief,
 )
-from projections.views.reflections import ReflectionRecord
-from projections.views.timeline import ContributionRecord, EdgeRecord, HistoryVersion, MemoryHistory
-from projections.views.versions import MemoryVersions, RecordedVersion
+from palimpsest.projections.views.reflections import ReflectionRecord
+from palimpsest.projections.views.timeline import (
+    ContributionRecord,
+    EdgeRecord,
+    HistoryVersion,
+    MemoryHistory,
+)
+from palimpsest.projections.views.versions import MemoryVersions, RecordedVersion
 
 __all__ = [
     "BeliefPublic",

@@ -7,8 +7,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import Label, MediaType, Reason, RequestBody, Rfc3339
-from projections.views.observations import (
+from palimpsest.api.schemas.common import Label, MediaType, Reason, RequestBody, Rfc3339
+from palimpsest.projections.views.observations import (
     Milestone,
     Milestones,
     ObservationRecord,

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import Reason, RequestBody
-from projections.views.proposals import ProposalRecord, ProposedMemory
+from palimpsest.api.schemas.common import Reason, RequestBody
+from palimpsest.projections.views.proposals import ProposalRecord, ProposedMemory
 
 __all__ = [
     "ProposalApply",

@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import JsonInt, Label, PgText, RequestBody
-from domain.memory import MemoryType
-from projections.recall.recalled import RecallItem, RecallMode, RecallRank
-from projections.views.reflections import ReflectionRecord
+from palimpsest.api.schemas.common import JsonInt, Label, PgText, RequestBody
+from palimpsest.domain.memory import MemoryType
+from palimpsest.projections.recall.recalled import RecallItem, RecallMode, RecallRank
+from palimpsest.projections.views.reflections import ReflectionRecord
 
 __all__ = [
     "RecallCreate",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from projections.views.revision_status import RevisionStatus
+from palimpsest.projections.views.revision_status import RevisionStatus
 
 __all__ = ["RevisionStatusPublic"]
 

@@ -6,8 +6,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import JsonInt, JsonPositiveInt, Reason, RequestBody
-from domain.limits import MAX_DAILY_JUDGE_CALLS, MAX_DAILY_JUDGE_TOKENS
+from palimpsest.api.schemas.common import JsonInt, JsonPositiveInt, Reason, RequestBody
+from palimpsest.domain.limits import MAX_DAILY_JUDGE_CALLS, MAX_DAILY_JUDGE_TOKENS
 
 __all__ = [
     "JudgmentPublic",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from domain.errors import PermissionDeniedError
-from domain.role import ROLES, Role, can_administer, can_write
+from palimpsest.domain.errors import PermissionDeniedError
+from palimpsest.domain.role import ROLES, Role, can_administer, can_write
 
 __all__ = ["Caller"]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from domain.errors import InvalidInputError
-from domain.limits import MAX_OBSERVATION_BYTES, encode_content
-from domain.observation import Observation
-from domain.retention import retention_deadline
-from projections.commands.retention import retention_for
-from projections.commands.spec import Batch, WriteSpec
-from projections.commands.unit_of_work import Item
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.domain.limits import MAX_OBSERVATION_BYTES, encode_content
+from palimpsest.domain.observation import Observation
+from palimpsest.domain.retention import retention_deadline
+from palimpsest.projections.commands.retention import retention_for
+from palimpsest.projections.commands.spec import Batch, WriteSpec
+from palimpsest.projections.commands.unit_of_work import Item
 
 if TYPE_CHECKING:
     from datetime import datetime

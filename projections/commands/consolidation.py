@@ -10,7 +10,7 @@ person applies a ``merge`` proposal) recorded in the same write.
 
 By default consolidation only *proposes* a merge (:class:`ProposeMergeSpec`):
 the text is stored then, and a person applies it through the review queue
-(:mod:`projections.commands.proposals`). :class:`MergeSpec` folds directly:
+(:mod:`palimpsest.projections.commands.proposals`). :class:`MergeSpec` folds directly:
 consolidation uses it only where the tenant's policy lets extractive merges
 of near duplicates apply.
 """
@@ -20,25 +20,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID, uuid4
 
-from domain.consolidation import union_excerpts
-from domain.decision import POLICY_VERSION
-from domain.errors import ConflictError, InvalidInputError, StaleProposalError
-from domain.limits import MAX_VERSION_BYTES, encode_content
-from domain.memory import Memory
-from domain.proposal import Proposal
-from domain.reflection import Reflection
-from projections.commands.decisions import (
+from palimpsest.domain.consolidation import union_excerpts
+from palimpsest.domain.decision import POLICY_VERSION
+from palimpsest.domain.errors import ConflictError, InvalidInputError, StaleProposalError
+from palimpsest.domain.limits import MAX_VERSION_BYTES, encode_content
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.proposal import Proposal
+from palimpsest.domain.reflection import Reflection
+from palimpsest.projections.commands.decisions import (
     Operations,
     record_decision,
     seen_version,
     superseding_edges,
 )
-from projections.commands.spec import Batch, WriteSpec
-from projections.commands.unit_of_work import Item, UnitOfWork
-from projections.store.aggregates import aggregates_of
-from projections.store.eventlog import EventLog
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.projections.commands.spec import Batch, WriteSpec
+from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
+from palimpsest.projections.store.aggregates import aggregates_of
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 
 __all__ = [
     "MergeSpec",

@@ -4,7 +4,7 @@ A contribution is an excerpt of an observation that a proposer (the caller)
 cites as support for one version of a memory. Writing a version records the
 writer's own; this adds more, by anyone with the writer role, to the
 current version or a named one. Each excerpt goes through the same checks as
-a version's evidence (:func:`~projections.commands.memory.cite_evidence`),
+a version's evidence (:func:`~palimpsest.projections.commands.memory.cite_evidence`),
 and each contribution is its proposer's alone: withdrawing one proposer
 deactivates only theirs, and the support the others gave still counts.
 """
@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from domain.memory import Memory
-from projections.commands.memory import EvidenceSpec, cite_evidence
-from projections.commands.spec import Batch, WriteSpec
-from projections.commands.unit_of_work import Item
+from palimpsest.domain.memory import Memory
+from palimpsest.projections.commands.memory import EvidenceSpec, cite_evidence
+from palimpsest.projections.commands.spec import Batch, WriteSpec
+from palimpsest.projections.commands.unit_of_work import Item
 
 __all__ = ["ContributionSpec"]
 

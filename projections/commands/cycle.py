@@ -1,6 +1,6 @@
 """Recording a decay cycle: its fades, its prunes, and its report, in one write.
 
-The decay cycle (:mod:`projections.drains.decay_cycle`) scores and buckets the
+The decay cycle (:mod:`palimpsest.projections.drains.decay_cycle`) scores and buckets the
 tenant's memories; this spec records the outcome on the aggregates, so one
 transaction holds all of it, or none (a cycle killed mid-write leaves nothing):
 
@@ -28,15 +28,15 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid5
 
-from domain.cycle import Cycle
-from domain.memory import Memory
-from domain.proposal import Proposal
-from projections.commands.decisions import LabelSpec, decide_label, seen_version
-from projections.commands.proposals import open_proposal_ids
-from projections.commands.spec import Batch, WriteSpec
-from projections.commands.unit_of_work import Item, UnitOfWork
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.domain.cycle import Cycle
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.proposal import Proposal
+from palimpsest.projections.commands.decisions import LabelSpec, decide_label, seen_version
+from palimpsest.projections.commands.proposals import open_proposal_ids
+from palimpsest.projections.commands.spec import Batch, WriteSpec
+from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 
 __all__ = [
     "CYCLE_MODEL",

@@ -4,7 +4,7 @@ Each decision request is evaluated on the aggregates it affects (loaded
 from the log, never from a read model); its effects and its
 ``DecisionRecorded`` event are recorded in the request's one transaction.
 A request that would apply nothing, and repeats the logical decision (see
-:func:`domain.decision.logical_key`) that last produced that state, is a
+:func:`palimpsest.domain.decision.logical_key`) that last produced that state, is a
 replay: it records nothing and returns the original outcome. Every decision
 records the caller's ``reason`` (required for a forget, an erasure and a
 tenant deletion, optional elsewhere).
@@ -22,20 +22,20 @@ from dataclasses import dataclass
 from typing import Any, Literal, LiteralString
 from uuid import UUID, uuid4
 
-from domain.decision import POLICY_VERSION, Decision, DecisionParams, logical_key
-from domain.errors import (
+from palimpsest.domain.decision import POLICY_VERSION, Decision, DecisionParams, logical_key
+from palimpsest.domain.errors import (
     ConflictError,
     InvalidInputError,
     NotFoundError,
     StructurallyArchivedError,
 )
-from domain.memory import Memory
-from domain.observation import Observation
-from projections.commands.spec import Batch, WriteSpec
-from projections.commands.unit_of_work import Item, UnitOfWork
-from projections.store.eventlog import EventLog
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.observation import Observation
+from palimpsest.projections.commands.spec import Batch, WriteSpec
+from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 
 __all__ = [
     "LabelSpec",

@@ -6,7 +6,7 @@ effects are recorded in the same transaction:
 - ``ObservationErased`` for each named observation, and ``MemoryErased``
   for each named memory (all its versions go);
 - ``MemoryVersionErased`` for each version formed only from erased
-  observations (:func:`domain.erasure.versions_formed_only_from`), and
+  observations (:func:`palimpsest.domain.erasure.versions_formed_only_from`), and
   ``MemoryErased`` once a memory has no live version left;
 - ``ContributionDeactivated`` for each active contribution citing an erased
   observation, so memories that keep other support are recomputed from it;
@@ -26,22 +26,22 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from domain.decision import DecisionParams
-from domain.erasure import versions_formed_only_from
-from domain.errors import ConflictError, InvalidInputError
-from domain.limits import MAX_BATCH_ITEMS, MAX_REASON_CHARS
-from domain.memory import Memory
-from domain.observation import Observation
-from projections.commands.consolidation import redact_reflections
-from projections.commands.decisions import (
+from palimpsest.domain.decision import DecisionParams
+from palimpsest.domain.erasure import versions_formed_only_from
+from palimpsest.domain.errors import ConflictError, InvalidInputError
+from palimpsest.domain.limits import MAX_BATCH_ITEMS, MAX_REASON_CHARS
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.observation import Observation
+from palimpsest.projections.commands.consolidation import redact_reflections
+from palimpsest.projections.commands.decisions import (
     Operations,
     record_decision,
     seen_version,
 )
-from projections.commands.spec import Batch, WriteSpec
-from projections.commands.unit_of_work import Item, UnitOfWork
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.projections.commands.spec import Batch, WriteSpec
+from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 
 __all__ = [
     "EraseSpec",

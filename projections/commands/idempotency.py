@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from domain.errors import IdempotencyKeyReusedError
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.domain.errors import IdempotencyKeyReusedError
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 
 if TYPE_CHECKING:
     from eventsourcing.postgres import PostgresDatastore
 
-    from projections.commands.caller import Caller
+    from palimpsest.projections.commands.caller import Caller
 
 __all__ = ["find_response"]
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from domain.tenant import Tenant
-from projections.commands.spec import Batch, WriteSpec
-from projections.commands.unit_of_work import Item
-from projections.store.aggregates import load_aggregate
+from palimpsest.domain.tenant import Tenant
+from palimpsest.projections.commands.spec import Batch, WriteSpec
+from palimpsest.projections.commands.unit_of_work import Item
+from palimpsest.projections.store.aggregates import load_aggregate
 
 if TYPE_CHECKING:
     from uuid import UUID
 
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "JudgmentPolicy",

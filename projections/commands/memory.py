@@ -6,19 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from domain.errors import (
+from palimpsest.domain.errors import (
     EdgeExistsError,
     EvidenceErasedError,
     EvidenceRetractedError,
     NotFoundError,
 )
-from domain.evidence import Excerpt, cut_excerpt
-from domain.limits import MAX_VERSION_BYTES, encode_content
-from domain.memory import Memory
-from domain.observation import Observation
-from projections.commands.decisions import Operations, record_decision, seen_version
-from projections.commands.spec import Batch, Id, WriteSpec
-from projections.commands.unit_of_work import Item
+from palimpsest.domain.evidence import Excerpt, cut_excerpt
+from palimpsest.domain.limits import MAX_VERSION_BYTES, encode_content
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.observation import Observation
+from palimpsest.projections.commands.decisions import Operations, record_decision, seen_version
+from palimpsest.projections.commands.spec import Batch, Id, WriteSpec
+from palimpsest.projections.commands.unit_of_work import Item
 
 __all__ = [
     "EdgeRetractSpec",

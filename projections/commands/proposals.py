@@ -1,6 +1,6 @@
 """Proposals: recording a judge's verdicts, and a person applying or rejecting them.
 
-A verdict is recorded as a :class:`~domain.proposal.Proposal` (by the
+A verdict is recorded as a :class:`~palimpsest.domain.proposal.Proposal` (by the
 forgetting pass, or by an operator who is the judge); at most one proposal
 per memory and action is open. A person then applies or rejects it, as a
 decision (``apply_proposal`` / ``reject_proposal``) recorded with its reason
@@ -12,7 +12,7 @@ in the same write as its effect:
 - conflict: the review is recorded; ``resolution`` may apply one at once
   (``archive_older``: forget the older memory; ``supersede``: the edge);
 - merge: a consolidated memory with the proposal's text supersedes every
-  memory it saw (:func:`projections.commands.consolidation.merge_into`).
+  memory it saw (:func:`palimpsest.projections.commands.consolidation.merge_into`).
 
 A proposal whose memories changed since the judge saw them (another
 version, archived, erased) is refused as stale; a rejection is final for
@@ -29,29 +29,29 @@ from uuid import UUID, uuid4
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from domain.decision import POLICY_VERSION
-from domain.errors import (
+from palimpsest.domain.decision import POLICY_VERSION
+from palimpsest.domain.errors import (
     CollapseGuardError,
     ConflictError,
     InvalidInputError,
     ProposalClosedError,
     StaleProposalError,
 )
-from domain.memory import Memory
-from domain.proposal import DEFAULT_THRESHOLDS, Proposal
-from projections.commands.consolidation import merge_into, stored_text
-from projections.commands.decisions import (
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.proposal import DEFAULT_THRESHOLDS, Proposal
+from palimpsest.projections.commands.consolidation import merge_into, stored_text
+from palimpsest.projections.commands.decisions import (
     Operations,
     given_reason,
     record_decision,
     seen_version,
     superseding_edges,
 )
-from projections.commands.spec import Batch, WriteSpec
-from projections.commands.unit_of_work import Item, UnitOfWork
-from projections.store.eventlog import EventLog
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.projections.commands.spec import Batch, WriteSpec
+from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 
 __all__ = [
     "Effect",
@@ -160,7 +160,7 @@ class ProposeSpec(WriteSpec):
         Raises:
             NotFoundError: no such memory (or related memory).
             ConflictError: an open proposal of this action about the memory exists.
-            InvalidInputError: see :meth:`domain.proposal.Proposal.propose`.
+            InvalidInputError: see :meth:`palimpsest.domain.proposal.Proposal.propose`.
         """
         uow = batch.uow
         memory = uow.load(self.memory_id, Memory, "memory")

@@ -6,17 +6,17 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from domain.tenant import Tenant
-from projections.commands.spec import Batch, WriteSpec
-from projections.commands.unit_of_work import Item
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.domain.tenant import Tenant
+from palimpsest.projections.commands.spec import Batch, WriteSpec
+from palimpsest.projections.commands.unit_of_work import Item
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 
 if TYPE_CHECKING:
     from uuid import UUID
 
-    from projections.commands.policy import CapturePolicy
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.commands.policy import CapturePolicy
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "RetentionSpec",

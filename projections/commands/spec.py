@@ -16,10 +16,10 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar
 from uuid import UUID
 
-from domain.errors import InvalidInputError
-from domain.role import ROLES, Role
-from projections.commands.policy import CapturePolicy
-from projections.commands.unit_of_work import Item, UnitOfWork
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.domain.role import ROLES, Role
+from palimpsest.projections.commands.policy import CapturePolicy
+from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
 
 __all__ = [
     "Batch",

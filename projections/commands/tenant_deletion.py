@@ -19,14 +19,14 @@ from uuid import UUID
 
 from psycopg import sql
 
-from domain.errors import ConflictError
-from domain.tenant import Tenant
-from projections.commands.decisions import Operations, record_decision
-from projections.commands.spec import Batch, WriteSpec
-from projections.commands.unit_of_work import Item, UnitOfWork
-from projections.store.eventlog import EventLog
-from projections.store.schema import EVENTS_TABLE
-from projections.store.tenancy import tenant_transaction
+from palimpsest.domain.errors import ConflictError
+from palimpsest.domain.tenant import Tenant
+from palimpsest.projections.commands.decisions import Operations, record_decision
+from palimpsest.projections.commands.spec import Batch, WriteSpec
+from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.store.tenancy import tenant_transaction
 
 __all__ = [
     "DELETION_PRINCIPAL",

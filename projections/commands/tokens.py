@@ -31,14 +31,24 @@ from uuid import UUID, uuid4
 from eventsourcing.persistence import StoredEvent
 from psycopg import Cursor
 
-from domain.errors import AuthenticationError, ConflictError, InvalidInputError, NotFoundError
-from domain.limits import MAX_LABEL_CHARS
-from domain.tenant import Tenant
-from projections.commands.caller import Caller
-from projections.store.aggregates import load_aggregate
-from projections.store.eventlog import EventLog, TokenRow, WriteContext
-from projections.store.sql import schema_sql
-from projections.store.tenancy import read_transaction, set_tenant, tenant_scope, tenant_transaction
+from palimpsest.domain.errors import (
+    AuthenticationError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+)
+from palimpsest.domain.limits import MAX_LABEL_CHARS
+from palimpsest.domain.tenant import Tenant
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.store.aggregates import load_aggregate
+from palimpsest.projections.store.eventlog import EventLog, TokenRow, WriteContext
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import (
+    read_transaction,
+    set_tenant,
+    tenant_scope,
+    tenant_transaction,
+)
 
 __all__ = [
     "IssuedToken",

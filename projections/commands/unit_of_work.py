@@ -9,14 +9,14 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from domain.digest import content_digest
-from domain.errors import InvalidInputError, NotFoundError
-from domain.observation import Observation
-from projections.commands.caller import Caller
-from projections.store.aggregates import aggregates_of
-from projections.store.eventlog import EventLog, WriteContext
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.domain.digest import content_digest
+from palimpsest.domain.errors import InvalidInputError, NotFoundError
+from palimpsest.domain.observation import Observation
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.store.aggregates import aggregates_of
+from palimpsest.projections.store.eventlog import EventLog, WriteContext
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 
 __all__ = [
     "Item",

@@ -8,7 +8,7 @@ events, their payload rows and the idempotency record in one transaction. A
 request that is refused raises before anything is saved, so it writes
 nothing.
 
-Each spec applies itself (:class:`~projections.commands.spec.WriteSpec`):
+Each spec applies itself (:class:`~palimpsest.projections.commands.spec.WriteSpec`):
 the writer only orchestrates: roles, the idempotency lookup, the unit of
 work, recording with retries, and the outcome.
 """
@@ -24,28 +24,28 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 
-from domain.errors import InvalidInputError, NotFoundError
-from projections.commands.caller import Caller
-from projections.commands.capture import ObservationSpec
-from projections.commands.decisions import LabelSpec, RetractSpec, WithdrawSpec
-from projections.commands.erasure import EraseSpec
-from projections.commands.idempotency import find_response
-from projections.commands.memory import EdgeSpec, EvidenceSpec, MemorySpec, VersionSpec
-from projections.commands.policy import CapturePolicy
-from projections.commands.retention import RetentionSpec, retention_for
-from projections.commands.spec import Batch, Ref, WriteSpec
-from projections.commands.tenant_deletion import TenantDeletionSpec
-from projections.commands.tokens import forget_tenant_tokens
-from projections.commands.unit_of_work import Item, UnitOfWork
-from projections.store.aggregate_cache import aggregate_cache
-from projections.store.errors import (
+from palimpsest.domain.errors import InvalidInputError, NotFoundError
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.capture import ObservationSpec
+from palimpsest.projections.commands.decisions import LabelSpec, RetractSpec, WithdrawSpec
+from palimpsest.projections.commands.erasure import EraseSpec
+from palimpsest.projections.commands.idempotency import find_response
+from palimpsest.projections.commands.memory import EdgeSpec, EvidenceSpec, MemorySpec, VersionSpec
+from palimpsest.projections.commands.policy import CapturePolicy
+from palimpsest.projections.commands.retention import RetentionSpec, retention_for
+from palimpsest.projections.commands.spec import Batch, Ref, WriteSpec
+from palimpsest.projections.commands.tenant_deletion import TenantDeletionSpec
+from palimpsest.projections.commands.tokens import forget_tenant_tokens
+from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
+from palimpsest.projections.store.aggregate_cache import aggregate_cache
+from palimpsest.projections.store.errors import (
     ConcurrentWriteError,
     DatabaseUnavailableError,
     StaleReadError,
 )
-from projections.store.eventlog import EventLog, IdempotencyRecord, Positions
-from projections.store.ids import as_uuid
-from projections.store.tenancy import tenant_scope
+from palimpsest.projections.store.eventlog import EventLog, IdempotencyRecord, Positions
+from palimpsest.projections.store.ids import as_uuid
+from palimpsest.projections.store.tenancy import tenant_scope
 
 # The specs are re-exported: the writer's callers name what they ask it to write.
 __all__ = [

@@ -3,34 +3,34 @@ dramatiq workers; a message is only ever a hint.
 
 Modules:
 
-- :mod:`projections.drains.consolidation`: Consolidation of a decay cycle's
+- :mod:`palimpsest.projections.drains.consolidation`: Consolidation of a decay cycle's
   survivors (seed 004): merge, then reflect.
-- :mod:`projections.drains.counters`: Process-wide counts of what went wrong in
+- :mod:`palimpsest.projections.drains.counters`: Process-wide counts of what went wrong in
   the background, for ``/metrics``.
-- :mod:`projections.drains.decay_cycle`: The decay cycle for one tenant: score,
+- :mod:`palimpsest.projections.drains.decay_cycle`: The decay cycle for one tenant: score,
   bucket, fade, prune, then consolidate.
-- :mod:`projections.drains.expiry`: Raw expiry: delete observation bytes at
+- :mod:`palimpsest.projections.drains.expiry`: Raw expiry: delete observation bytes at
   their retention deadline.
-- :mod:`projections.drains.forgetting_pass`: The forgetting pass for one tenant:
+- :mod:`palimpsest.projections.drains.forgetting_pass`: The forgetting pass for one tenant:
   candidates, a judge, proposals (seed 000).
-- :mod:`projections.drains.hints`: The dramatiq broker that carries wake-up
+- :mod:`palimpsest.projections.drains.hints`: The dramatiq broker that carries wake-up
   hints, shared by senders and workers.
-- :mod:`projections.drains.isolation`: Drain work one stage and one tenant at a
+- :mod:`palimpsest.projections.drains.isolation`: Drain work one stage and one tenant at a
   time: a failure stays where it happened.
-- :mod:`projections.drains.judge_budget`: The forgetting pass's daily budget of
+- :mod:`palimpsest.projections.drains.judge_budget`: The forgetting pass's daily budget of
   judge calls and tokens, per tenant.
-- :mod:`projections.drains.loop`: The in-process drain loop that embedded
+- :mod:`palimpsest.projections.drains.loop`: The in-process drain loop that embedded
   ``serve`` runs beside the HTTP server.
-- :mod:`projections.drains.reflections`: Consolidation's second pass:
+- :mod:`palimpsest.projections.drains.reflections`: Consolidation's second pass:
   reflections over a cycle's survivors (seed 004).
-- :mod:`projections.drains.retention`: The retention drain: apply a tenant's
+- :mod:`palimpsest.projections.drains.retention`: The retention drain: apply a tenant's
   shorter retention to deadlines already set.
-- :mod:`projections.drains.revision`: The revision drain: recompute dirty
+- :mod:`palimpsest.projections.drains.revision`: The revision drain: recompute dirty
   memories and publish their beliefs.
-- :mod:`projections.drains.settings`: Settings of the drain workers.
-- :mod:`projections.drains.stages`: The stages of a drain pass, each over the
+- :mod:`palimpsest.projections.drains.settings`: Settings of the drain workers.
+- :mod:`palimpsest.projections.drains.stages`: The stages of a drain pass, each over the
   tenants that have its work due.
-- :mod:`projections.drains.tenant_erasure`: The tenant erasure drain: erase a
+- :mod:`palimpsest.projections.drains.tenant_erasure`: The tenant erasure drain: erase a
   deleted tenant in bounded batches, then complete it.
 """
 

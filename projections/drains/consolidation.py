@@ -6,8 +6,8 @@ merged escapes scoring and nothing is scored before a merge (the new
 consolidated memory is an ordinary memory the next cycle scores).
 
 Pass 1, merge: pairs of survivors at or above the tenant's merge similarity
-floor (:mod:`projections.recall.merge_candidates`) form groups
-(:func:`domain.consolidation.merge_groups`); a memory already in an open
+floor (:mod:`palimpsest.projections.recall.merge_candidates`) form groups
+(:func:`palimpsest.domain.consolidation.merge_groups`); a memory already in an open
 merge proposal is left out. Each group's text comes from the summariser
 when one is configured, else it is the centre's text verbatim (extractive).
 Each group is then one write: a ``merge`` proposal for a person, or, when
@@ -16,7 +16,7 @@ extractive merge of exact-or-near duplicates, the merge itself.
 
 Pass 2, reflections: only with a summariser configured and the policy's
 ``reflections_enabled`` (there is no fallback); see
-:mod:`projections.drains.reflections`.
+:mod:`palimpsest.projections.drains.reflections`.
 """
 
 from __future__ import annotations
@@ -27,20 +27,28 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 from uuid import UUID
 
-from domain.consolidation import MergeGroup, MergeMember, merge_groups
-from domain.errors import PalimpsestError
-from domain.memory import Memory
-from domain.tenant import principal_id_for
-from projections.commands.caller import Caller
-from projections.commands.consolidation import MergeSpec, ProposeMergeSpec, open_merge_members
-from projections.commands.writer import Writer
-from projections.drains.reflections import reflect
-from projections.judgment.judge import JudgeUnavailableError
-from projections.judgment.summariser import Summariser, SummariserSettings, summariser_from
-from projections.recall.merge_candidates import similar_pairs
-from projections.store.aggregates import aggregates_of
-from projections.store.eventlog import EventLog
-from projections.views.version_texts import version_events, version_texts
+from palimpsest.domain.consolidation import MergeGroup, MergeMember, merge_groups
+from palimpsest.domain.errors import PalimpsestError
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.tenant import principal_id_for
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.consolidation import (
+    MergeSpec,
+    ProposeMergeSpec,
+    open_merge_members,
+)
+from palimpsest.projections.commands.writer import Writer
+from palimpsest.projections.drains.reflections import reflect
+from palimpsest.projections.judgment.judge import JudgeUnavailableError
+from palimpsest.projections.judgment.summariser import (
+    Summariser,
+    SummariserSettings,
+    summariser_from,
+)
+from palimpsest.projections.recall.merge_candidates import similar_pairs
+from palimpsest.projections.store.aggregates import aggregates_of
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.views.version_texts import version_events, version_texts
 
 __all__ = [
     "CONSOLIDATION_PRINCIPAL",

@@ -4,16 +4,16 @@ Seed 001's batch path, at **one snapshot time** (``now``, read once) for
 every score of the run:
 
 1. Read the tenant's forgetting policy and its live memories with their
-   score inputs (:mod:`projections.views.decay_inputs`), and its recent
+   score inputs (:mod:`palimpsest.projections.views.decay_inputs`), and its recent
    activity per scope and project.
 2. *Duplicates first*: likely duplicates (one type, scope and project,
    similarity at least the policy's ``duplicate_floor``, never ``event``) are
    found before bucketing; the older side of each is forced into the prune
    path (as the older side of a supersession by the newer one).
-3. *Score and bucket* each memory (:mod:`domain.retention_score`): keep,
+3. *Score and bucket* each memory (:mod:`palimpsest.domain.retention_score`): keep,
    fade or prune. Pinned memories, and those at or above the importance
    floor, are never pruned.
-4. *Record* (:class:`~projections.commands.cycle.CycleSpec`), in one write:
+4. *Record* (:class:`~palimpsest.projections.commands.cycle.CycleSpec`), in one write:
    the fades (the ``faded`` label), each prune as a proposal in the review
    queue, or, with ``auto_archive_decayed`` on, archived (reason
    ``decayed``) for non-``event`` memories within the collapse guard
@@ -34,29 +34,29 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
-from domain.forgetting_policy import ForgettingPolicy
-from domain.importance import ImportanceInput, ImportanceScorer
-from domain.memory import MEMORY_TYPES
-from domain.retention_score import Bucket, Factors, bucket, recency, retention_score
-from domain.retention_score import scope_nearness as nearness
-from domain.tenant import Tenant, principal_id_for
-from projections.commands.caller import Caller
-from projections.commands.cycle import CycleSpec, Prune
-from projections.commands.forgetting_policy import forgetting_for
-from projections.commands.proposals import ProposalSettings, archivals_allowed
-from projections.commands.writer import Writer
-from projections.judgment.importance import configured_importance
-from projections.store.aggregates import load_aggregate
-from projections.store.eventlog import EventLog
-from projections.store.sql import schema_sql
-from projections.store.tenancy import known_tenants, tenant_transaction
-from projections.views.decay_inputs import (
+from palimpsest.domain.forgetting_policy import ForgettingPolicy
+from palimpsest.domain.importance import ImportanceInput, ImportanceScorer
+from palimpsest.domain.memory import MEMORY_TYPES
+from palimpsest.domain.retention_score import Bucket, Factors, bucket, recency, retention_score
+from palimpsest.domain.retention_score import scope_nearness as nearness
+from palimpsest.domain.tenant import Tenant, principal_id_for
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.cycle import CycleSpec, Prune
+from palimpsest.projections.commands.forgetting_policy import forgetting_for
+from palimpsest.projections.commands.proposals import ProposalSettings, archivals_allowed
+from palimpsest.projections.commands.writer import Writer
+from palimpsest.projections.judgment.importance import configured_importance
+from palimpsest.projections.store.aggregates import load_aggregate
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import known_tenants, tenant_transaction
+from palimpsest.projections.views.decay_inputs import (
     DecayInput,
     decay_inputs,
     duplicate_pairs,
     recent_activity,
 )
-from projections.views.version_texts import version_texts
+from palimpsest.projections.views.version_texts import version_texts
 
 __all__ = [
     "BUCKETS",
@@ -266,7 +266,7 @@ def run_cycle(
 ) -> CycleReport:
     """Run the decay cycle over one tenant at the snapshot ``now`` (see the module's
     steps) and return its report. ``scorer`` defaults to the configured one
-    (:func:`~projections.judgment.importance.configured_importance`: the
+    (:func:`~palimpsest.projections.judgment.importance.configured_importance`: the
     heuristic unless ``PALIMPSEST_IMPORTANCE=openai``)."""
     snapshot = now  # the one time every score of this run is computed at
     policy = forgetting_for(log, tenant_id)
@@ -364,11 +364,11 @@ def _consolidate(
     cycle_id: UUID,
     model_id: str,
 ) -> dict[str, Any]:
-    """The seam to consolidation (:mod:`projections.drains.consolidation`): called
+    """The seam to consolidation (:mod:`palimpsest.projections.drains.consolidation`): called
     after eviction is recorded, over the survivors. A failure there is logged and
     reported; it never undoes the eviction."""
     try:
-        from projections.drains import consolidation  # type: ignore[attr-defined,unused-ignore]
+        from palimpsest.projections.drains import consolidation  # type: ignore[attr-defined,unused-ignore]
     except ImportError:
         return {"skipped": "consolidation not installed"}
     try:

@@ -7,7 +7,7 @@ or a memory version still has the same content. Batches are bounded; a
 killed pass leaves the rest due, and the next pass picks them up. An
 observation expires once: the aggregate refuses a second expiry. A pass
 reads only tenants whose earliest deadline has passed
-(:func:`projections.store.work_due.expiry_due`), and after each tenant's
+(:func:`palimpsest.projections.store.work_due.expiry_due`), and after each tenant's
 batch records its next deadline.
 """
 
@@ -20,13 +20,13 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
-from domain.errors import InvalidInputError
-from domain.observation import Observation
-from domain.tenant import principal_id_for
-from projections.store.eventlog import EventLog, WriteContext
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_scope, tenant_transaction
-from projections.store.work_due import expiry_due, recompute_expiry
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.domain.observation import Observation
+from palimpsest.domain.tenant import principal_id_for
+from palimpsest.projections.store.eventlog import EventLog, WriteContext
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_scope, tenant_transaction
+from palimpsest.projections.store.work_due import expiry_due, recompute_expiry
 
 __all__ = [
     "EXPIRY_PRINCIPAL",

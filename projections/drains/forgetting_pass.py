@@ -2,13 +2,13 @@
 
 1. Read the tenant's judgment policy; not opted in, the pass stops there,
    having read nothing else (there is no fallback).
-2. Select candidates (:mod:`projections.recall.pass_candidates`): stale
+2. Select candidates (:mod:`palimpsest.projections.recall.pass_candidates`): stale
    singles with their newer neighbours, and likely conflicting pairs.
 3. Render them as the judge's items and split them into the batches the
    judge sends, one request each (``Judge.batches``, measuring the request).
 4. For each batch: read the policy again (an opt-out stops the pass at the
    next call), reserve the call and its tokens in the day's budget
-   (:mod:`projections.drains.judge_budget`; a spent budget stops the pass,
+   (:mod:`palimpsest.projections.drains.judge_budget`; a spent budget stops the pass,
    which never bills past it), send, record what the server reported (or
    release the reservation when the call failed).
 5. Record each verdict as a proposal through the write path, one write per
@@ -30,8 +30,8 @@ from datetime import UTC, date, datetime
 from typing import Literal
 from uuid import UUID, uuid4
 
-from domain.errors import PalimpsestError
-from domain.judge_state import (
+from palimpsest.domain.errors import PalimpsestError
+from palimpsest.domain.judge_state import (
     JudgeItem,
     MemoryView,
     PairItem,
@@ -39,23 +39,31 @@ from domain.judge_state import (
     state_chars,
     verdict_memories,
 )
-from domain.memory import Memory
-from domain.proposal import dismissed
-from domain.tenant import principal_id_for
-from domain.verdicts import Verdict
-from projections.commands.caller import Caller
-from projections.commands.judgment import judgment_for
-from projections.commands.proposals import ProposalSettings, ProposeSpec, open_proposal_ids
-from projections.commands.writer import Writer
-from projections.drains.judge_budget import record, release, reserve
-from projections.drains.settings import ForgettingPassSettings
-from projections.judgment.judge import ItemFailure, Judge, JudgeUnavailableError
-from projections.recall.pass_candidates import PassCandidates, PassSettings, select_candidates
-from projections.store.aggregates import aggregates_of
-from projections.store.eventlog import EventLog
-from projections.store.sql import schema_sql
-from projections.store.tenancy import known_tenants
-from projections.views.version_texts import version_texts
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.proposal import dismissed
+from palimpsest.domain.tenant import principal_id_for
+from palimpsest.domain.verdicts import Verdict
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.judgment import judgment_for
+from palimpsest.projections.commands.proposals import (
+    ProposalSettings,
+    ProposeSpec,
+    open_proposal_ids,
+)
+from palimpsest.projections.commands.writer import Writer
+from palimpsest.projections.drains.judge_budget import record, release, reserve
+from palimpsest.projections.drains.settings import ForgettingPassSettings
+from palimpsest.projections.judgment.judge import ItemFailure, Judge, JudgeUnavailableError
+from palimpsest.projections.recall.pass_candidates import (
+    PassCandidates,
+    PassSettings,
+    select_candidates,
+)
+from palimpsest.projections.store.aggregates import aggregates_of
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import known_tenants
+from palimpsest.projections.views.version_texts import version_texts
 
 __all__ = [
     "PASS_PRINCIPAL",

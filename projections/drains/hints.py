@@ -11,10 +11,8 @@ from __future__ import annotations
 import logging
 
 import dramatiq
-from dramatiq.brokers.rabbitmq import RabbitmqBroker
-from dramatiq.brokers.redis import RedisBroker
 
-from projections.drains.counters import HINTS_UNSENT, count
+from palimpsest.projections.drains.counters import HINTS_UNSENT, count
 
 __all__ = [
     "DRAIN_ACTOR",
@@ -30,9 +28,17 @@ DRAIN_QUEUE = "revisions"
 
 
 def broker_for(url: str) -> dramatiq.Broker:
-    """Return a Redis or RabbitMQ broker for ``url``."""
+    """Return a Redis or RabbitMQ broker for ``url``.
+
+    The broker clients (redis, pika) are the ``distributed`` extra, imported only
+    here: an embedded deployment never needs them.
+    """
     if url.startswith(("amqp://", "amqps://")):
+        from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
         return RabbitmqBroker(url=url)
+    from dramatiq.brokers.redis import RedisBroker
+
     return RedisBroker(url=url)  # type: ignore[no-untyped-call]
 
 

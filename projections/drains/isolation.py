@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 from uuid import UUID
 
-from projections.drains.counters import DRAIN_FAILURES, count
+from palimpsest.projections.drains.counters import DRAIN_FAILURES, count
 
 __all__ = [
     "Backoff",

@@ -7,7 +7,7 @@ reservation is corrected to it), **release** the reservation when the call
 failed. A reservation is one conditional ``UPDATE`` on the tenant's row of
 the day, so concurrent passes can never together spend past the cap. Usage
 is also counted on ``/metrics`` as the operation ``memory.forget.decide``
-(:mod:`projections.drains.counters`, read by each app at scrape time).
+(:mod:`palimpsest.projections.drains.counters`, read by each app at scrape time).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from datetime import date
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from projections.drains.counters import JUDGE_REFUSED, JUDGE_USAGE, count
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.projections.drains.counters import JUDGE_REFUSED, JUDGE_USAGE, count
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "OPERATION",

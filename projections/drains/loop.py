@@ -13,13 +13,13 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from projections.drains.isolation import Backoff, read_listing
-from projections.drains.revision import LEASE_SECONDS
-from projections.drains.stages import drain_stages, run_pass
-from projections.recall.embedders import Embedder
-from projections.store.eventlog import EventLog
-from projections.store.tenancy import read_transaction
-from projections.store.work_due import PassKind, due_work
+from palimpsest.projections.drains.isolation import Backoff, read_listing
+from palimpsest.projections.drains.revision import LEASE_SECONDS
+from palimpsest.projections.drains.stages import drain_stages, run_pass
+from palimpsest.projections.recall.embedders import Embedder
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.tenancy import read_transaction
+from palimpsest.projections.store.work_due import PassKind, due_work
 
 __all__ = ["DRAINS_LOCK_KEY", "DrainLoop", "ElectedDrains", "PeriodicJob", "drains_elected"]
 
@@ -31,7 +31,7 @@ class DrainLoop:
 
     ``wake()`` is the hint a write sends after it commits; the loop also
     sweeps every ``sweep_s`` seconds, so a hint that never came only delays
-    work. Each pass runs the stages of :func:`projections.drains.stages.drain_stages`
+    work. Each pass runs the stages of :func:`palimpsest.projections.drains.stages.drain_stages`
     in order: retention, expiry (by ``clock``), tenant erasure and revisions
     (each again while it finds work), then (with an ``embedder``) indexing.
 

@@ -16,18 +16,18 @@ from collections import defaultdict
 from collections.abc import Sequence
 from uuid import UUID
 
-from domain.errors import PalimpsestError
-from domain.memory import Memory
-from projections.commands.caller import Caller
-from projections.commands.consolidation import ReflectSpec
-from projections.commands.writer import Writer
-from projections.judgment.judge import JudgeUnavailableError
-from projections.judgment.summariser import Summariser
-from projections.store.aggregates import aggregates_of
-from projections.store.eventlog import EventLog
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
-from projections.views.version_texts import version_texts
+from palimpsest.domain.errors import PalimpsestError
+from palimpsest.domain.memory import Memory
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.consolidation import ReflectSpec
+from palimpsest.projections.commands.writer import Writer
+from palimpsest.projections.judgment.judge import JudgeUnavailableError
+from palimpsest.projections.judgment.summariser import Summariser
+from palimpsest.projections.store.aggregates import aggregates_of
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.version_texts import version_texts
 
 __all__ = ["MAX_SOURCES", "MIN_SOURCES", "reflect"]
 

@@ -8,7 +8,7 @@ batches, one write per batch. A killed pass leaves the rest to the next. A
 later lengthening finds nothing to do: deadlines never move later. Captures
 racing the policy change are caught by the next pass. A pass reads only
 tenants marked for retention (a policy change, or a capture in a tenant
-that has one: :mod:`projections.store.work_due`); one with nothing left to
+that has one: :mod:`palimpsest.projections.store.work_due`); one with nothing left to
 move is recorded done.
 """
 
@@ -20,15 +20,15 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError
 from psycopg import sql
 
-from domain.observation import Observation
-from domain.tenant import principal_id_for
-from projections.commands.caller import Caller
-from projections.commands.unit_of_work import UnitOfWork
-from projections.store.eventlog import EventLog, WriteContext
-from projections.store.schema import EVENTS_TABLE
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_scope, tenant_transaction
-from projections.store.work_due import marked_tenants, note_done
+from palimpsest.domain.observation import Observation
+from palimpsest.domain.tenant import principal_id_for
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.unit_of_work import UnitOfWork
+from palimpsest.projections.store.eventlog import EventLog, WriteContext
+from palimpsest.projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_scope, tenant_transaction
+from palimpsest.projections.store.work_due import marked_tenants, note_done
 
 __all__ = [
     "RETENTION_PRINCIPAL",

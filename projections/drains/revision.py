@@ -12,7 +12,7 @@ generation is recomputed next. Many requests for one memory coalesce into
 one recompute. A killed drain loses only its lease, which expires.
 
 Its transactions do not wait for the disk (``durable=False`` in
-:func:`projections.store.tenancy.tenant_transaction`): what they write is
+:func:`palimpsest.projections.store.tenancy.tenant_transaction`): what they write is
 derived from the log, whose writes do wait. A crash of PostgreSQL that loses
 the last publishes leaves those memories dirty (``requested`` was durable),
 so reads answer ``pending`` and the drains publish them again; a belief is
@@ -27,7 +27,7 @@ recorded on its ``revisions`` row, logged once, and the memory answers
 batch, its tenant and other tenants go on. A later write to the memory
 raises ``requested`` and ends the quarantine (the drain tries again), as
 does ``palimpsest rebuild``. Text PostgreSQL cannot store (U+0000) is not
-a reason: it is replaced (:mod:`projections.store.storable`).
+a reason: it is replaced (:mod:`palimpsest.projections.store.storable`).
 """
 
 from __future__ import annotations
@@ -40,20 +40,20 @@ from uuid import UUID
 
 from eventsourcing.persistence import DataError
 
-from domain.belief import MemoryFacts, project_belief
-from projections.store.arrays import Int8Array, TextArray, UuidArray
-from projections.store.eventlog import EventLog
-from projections.store.rollbacks import retry_rolled_back
-from projections.store.sql import schema_query, schema_sql
-from projections.store.storable import storable
-from projections.store.tenancy import (
+from palimpsest.domain.belief import MemoryFacts, project_belief
+from palimpsest.projections.store.arrays import Int8Array, TextArray, UuidArray
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.rollbacks import retry_rolled_back
+from palimpsest.projections.store.sql import schema_query, schema_sql
+from palimpsest.projections.store.storable import storable
+from palimpsest.projections.store.tenancy import (
     PLAN_FOR_TENANT_SQL,
     queued_transaction,
     tenant_transaction,
 )
-from projections.store.work_due import mark_published, marked_tenants
-from projections.views.belief_facts import belief_document, facts_of, projection_error
-from projections.views.publications import publication_channel
+from palimpsest.projections.store.work_due import mark_published, marked_tenants
+from palimpsest.projections.views.belief_facts import belief_document, facts_of, projection_error
+from palimpsest.projections.views.publications import publication_channel
 
 __all__ = [
     "DrainReport",

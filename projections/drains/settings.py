@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from domain.errors import InvalidInputError
-from domain.schedule import DailySchedule, parse_daily
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.domain.schedule import DailySchedule, parse_daily
 
 __all__ = ["DrainSettings", "ForgettingPassSettings"]
 

@@ -3,11 +3,11 @@
 A pass runs, in order: retention (shorter deadlines first, so expiry sees
 them in the same pass), expiry, tenant erasure, revisions, and (with an
 embedder) indexing, which reads what revisions published. Each stage lists
-its tenants from the work-due rows (:mod:`projections.store.work_due`; the
+its tenants from the work-due rows (:mod:`palimpsest.projections.store.work_due`; the
 loop reads those of every stage but indexing in one statement), so an idle
 store costs a few index lookups per pass whatever its number of tenants, and
 runs one bounded batch per tenant. :func:`run_pass` runs a
-stage with :func:`projections.drains.isolation.run_stage`: a failing
+stage with :func:`palimpsest.projections.drains.isolation.run_stage`: a failing
 tenant fails alone.
 """
 
@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from projections.drains.expiry import expire_tenant
-from projections.drains.isolation import Backoff, run_stage
-from projections.drains.retention import apply_tenant_retention
-from projections.drains.revision import LEASE_SECONDS, DrainReport, drain_tenant
-from projections.drains.tenant_erasure import erase_tenant
-from projections.recall.embedders import Embedder
-from projections.recall.indexing import index_pending
-from projections.store.eventlog import EventLog
-from projections.store.sql import schema_sql
-from projections.store.tenancy import known_tenants, tenant_transaction
-from projections.store.work_due import (
+from palimpsest.projections.drains.expiry import expire_tenant
+from palimpsest.projections.drains.isolation import Backoff, run_stage
+from palimpsest.projections.drains.retention import apply_tenant_retention
+from palimpsest.projections.drains.revision import LEASE_SECONDS, DrainReport, drain_tenant
+from palimpsest.projections.drains.tenant_erasure import erase_tenant
+from palimpsest.projections.recall.embedders import Embedder
+from palimpsest.projections.recall.indexing import index_pending
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import known_tenants, tenant_transaction
+from palimpsest.projections.store.work_due import (
     PassKind,
     expiry_due,
     mark_index_due,
@@ -65,8 +65,8 @@ class Stage:
     """The tenants a process's first pass also runs it for, due or not (work that no
     mark records: a model change makes every memory due again)."""
     kind: PassKind | None = None
-    """Its tenants' key in :func:`projections.store.work_due.due_work`, which a pass reads
-    once for the stages that have one (None: only ``due`` reads them: indexing, whose
+    """Its tenants' key in :func:`palimpsest.projections.store.work_due.due_work`, which a
+    pass reads once for the stages that have one (None: only ``due`` reads them: indexing, whose
     tenants the revisions just before it mark)."""
 
 

@@ -1,10 +1,10 @@
 """The tenant erasure drain: erase a deleted tenant in bounded batches, then complete it.
 
 A batch is whatever is not erased yet, so a killed pass loses nothing and the
-next pass goes on (``projections.commands.tenant_deletion`` closes the tenant).
+next pass goes on (``palimpsest.projections.commands.tenant_deletion`` closes the tenant).
 A batch is at most the erasure's own limit (``MAX_BATCH_ITEMS`` ids, half
 observations, half memories), whatever the drain batch is set to. A pass
-reads only tenants marked for deletion (:mod:`projections.store.work_due`);
+reads only tenants marked for deletion (:mod:`palimpsest.projections.store.work_due`);
 one with no deletion open is recorded done.
 """
 
@@ -15,16 +15,16 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 
-from domain.limits import MAX_BATCH_ITEMS
-from domain.tenant import Tenant, principal_id_for
-from projections.commands.caller import Caller
-from projections.commands.erasure import EraseSpec, decide_erase
-from projections.commands.tenant_deletion import DELETION_PRINCIPAL
-from projections.commands.unit_of_work import UnitOfWork
-from projections.store.eventlog import EventLog
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_scope, tenant_transaction
-from projections.store.work_due import marked_tenants, note_done
+from palimpsest.domain.limits import MAX_BATCH_ITEMS
+from palimpsest.domain.tenant import Tenant, principal_id_for
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.erasure import EraseSpec, decide_erase
+from palimpsest.projections.commands.tenant_deletion import DELETION_PRINCIPAL
+from palimpsest.projections.commands.unit_of_work import UnitOfWork
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_scope, tenant_transaction
+from palimpsest.projections.store.work_due import marked_tenants, note_done
 
 __all__ = [
     "MAX_ERASURE_BATCH",

@@ -3,15 +3,15 @@ verify the read models against it.
 
 Modules:
 
-- :mod:`projections.history.log_scan`: Reading the log in order, one write at a
+- :mod:`palimpsest.projections.history.log_scan`: Reading the log in order, one write at a
   time, for rebuild, verify and replay.
-- :mod:`projections.history.rebuild`: Rebuild every read model from position 0,
+- :mod:`palimpsest.projections.history.rebuild`: Rebuild every read model from position 0,
   while the service keeps serving.
-- :mod:`projections.history.replay`: Replay: what every memory was believed to
+- :mod:`palimpsest.projections.history.replay`: Replay: what every memory was believed to
   be at a log position or a time.
-- :mod:`projections.history.replay_workers`: Replaying tenants in parallel, all
+- :mod:`palimpsest.projections.history.replay_workers`: Replaying tenants in parallel, all
   at one pinned log position.
-- :mod:`projections.history.verify`: Verify: recompute every read model at one
+- :mod:`palimpsest.projections.history.verify`: Verify: recompute every read model at one
   pinned log position and compare.
 """
 

@@ -17,9 +17,9 @@ from uuid import UUID
 import psycopg
 from eventsourcing.persistence import Mapper, StoredEvent
 
-from projections.store.sql import schema_sql
-from projections.store.tenancy import set_tenant
-from projections.views.read_models import TenantReadModels
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import set_tenant
+from palimpsest.projections.views.read_models import TenantReadModels
 
 __all__ = [
     "Progress",

@@ -4,7 +4,7 @@
    ones: columns, defaults, constraints, indexes, row-level security,
    policies and grants. Then, in one exported snapshot, worker processes
    replay every tenant's log into memory
-   (:class:`~projections.views.read_models.TenantReadModels`) and copy the rows
+   (:class:`~palimpsest.projections.views.read_models.TenantReadModels`) and copy the rows
    into the shadows. Reads and writes go on meanwhile.
 2. In one short transaction, lock the log against writers (``SHARE``:
    readers go on) and the read models against drains, let the workers
@@ -36,17 +36,17 @@ from eventsourcing.utils import get_topic
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from domain.memory import Memory
-from projections.history.log_scan import Progress, log_head, tenant_ids
-from projections.history.replay_workers import (
+from palimpsest.domain.memory import Memory
+from palimpsest.projections.history.log_scan import Progress, log_head, tenant_ids
+from palimpsest.projections.history.replay_workers import (
     WorkerPlan,
     WorkerPool,
     default_workers,
     split_tenants,
 )
-from projections.store.database import Database
-from projections.store.schema import EVENTS_TABLE, SNAPSHOTS_TABLE
-from projections.views.read_models import TABLES, TenantReadModels
+from palimpsest.projections.store.database import Database
+from palimpsest.projections.store.schema import EVENTS_TABLE, SNAPSHOTS_TABLE
+from palimpsest.projections.views.read_models import TABLES, TenantReadModels
 
 __all__ = ["RebuildReport", "rebuild", "tenant_sizes"]
 

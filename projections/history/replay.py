@@ -13,12 +13,12 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from projections.history.log_scan import Progress, log_head, replay_tenant, tenant_ids
-from projections.store.database import Database
-from projections.store.eventlog import EventLog
-from projections.views.as_of import position_at, write_boundary
-from projections.views.erasures import erased_memories, erasure_placeholder
-from projections.views.read_models import TenantReadModels
+from palimpsest.projections.history.log_scan import Progress, log_head, replay_tenant, tenant_ids
+from palimpsest.projections.store.database import Database
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.views.as_of import position_at, write_boundary
+from palimpsest.projections.views.erasures import erased_memories, erasure_placeholder
+from palimpsest.projections.views.read_models import TenantReadModels
 
 __all__ = ["LogSource", "replay_beliefs"]
 

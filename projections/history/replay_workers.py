@@ -38,9 +38,9 @@ from uuid import UUID
 import psycopg
 from eventsourcing.persistence import Mapper
 
-from projections.history.log_scan import Progress, replay_tenant
-from projections.store.eventlog import event_mapper
-from projections.views.read_models import TenantReadModels
+from palimpsest.projections.history.log_scan import Progress, replay_tenant
+from palimpsest.projections.store.eventlog import event_mapper
+from palimpsest.projections.views.read_models import TenantReadModels
 
 __all__ = ["ReplayTask", "WorkerPlan", "WorkerPool", "default_workers", "split_tenants"]
 

@@ -24,20 +24,20 @@ from uuid import UUID
 from eventsourcing.persistence import Mapper, StoredEvent
 from psycopg import sql
 
-from projections.history.log_scan import Progress, log_head
-from projections.history.rebuild import tenant_sizes
-from projections.history.replay_workers import (
+from palimpsest.projections.history.log_scan import Progress, log_head
+from palimpsest.projections.history.rebuild import tenant_sizes
+from palimpsest.projections.history.replay_workers import (
     WorkerPlan,
     WorkerPool,
     default_workers,
     split_tenants,
 )
-from projections.store.database import Database
-from projections.store.schema import SNAPSHOTS_TABLE
-from projections.store.sql import schema_sql
-from projections.store.tenancy import set_tenant
-from projections.views.belief_facts import projection_error
-from projections.views.read_models import TABLES, TableSpec, TenantReadModels
+from palimpsest.projections.store.database import Database
+from palimpsest.projections.store.schema import SNAPSHOTS_TABLE
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import set_tenant
+from palimpsest.projections.views.belief_facts import projection_error
+from palimpsest.projections.views.read_models import TABLES, TableSpec, TenantReadModels
 
 __all__ = ["Divergence", "VerifyReport", "verify"]
 

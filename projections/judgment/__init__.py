@@ -1,24 +1,24 @@
 """Judgment: asking a judge for the forgetting pass's verdicts. Side effects (HTTP) live
-here; what a verdict and the judged state are lives in :mod:`domain.verdicts` and
-:mod:`domain.judge_state`.
+here; what a verdict and the judged state are lives in :mod:`palimpsest.domain.verdicts` and
+:mod:`palimpsest.domain.judge_state`.
 
 Modules:
 
-- :mod:`projections.judgment.answers`: Reading a judge's answer: each item's line,
+- :mod:`palimpsest.projections.judgment.answers`: Reading a judge's answer: each item's line,
   its verdict, and the distribution at its letter.
-- :mod:`projections.judgment.importance`: Importance from a chat model: how much a
+- :mod:`palimpsest.projections.judgment.importance`: Importance from a chat model: how much a
   memory matters, asked of an OpenAI-compatible model.
-- :mod:`projections.judgment.judge`: The judge interface: items in, one verdict (or
+- :mod:`palimpsest.projections.judgment.judge`: The judge interface: items in, one verdict (or
   one item's failure) out per item.
-- :mod:`projections.judgment.openai_compatible`: A judge behind any
+- :mod:`palimpsest.projections.judgment.openai_compatible`: A judge behind any
   OpenAI-compatible ``/v1/chat/completions`` endpoint.
-- :mod:`projections.judgment.prompt`: The chat request a judge sends for one batch:
+- :mod:`palimpsest.projections.judgment.prompt`: The chat request a judge sends for one batch:
   instructions, the state, the answer format.
-- :mod:`projections.judgment.recorded`: Recorded judge: real responses of a real
+- :mod:`palimpsest.projections.judgment.recorded`: Recorded judge: real responses of a real
   model server, replayed over loopback HTTP.
-- :mod:`projections.judgment.settings`: Settings of the judge: which kind, where it
+- :mod:`palimpsest.projections.judgment.settings`: Settings of the judge: which kind, where it
   is, and how to talk to it.
-- :mod:`projections.judgment.summariser`: Consolidation's summariser: merged text
+- :mod:`palimpsest.projections.judgment.summariser`: Consolidation's summariser: merged text
   for a group, and reflections over memories.
 """
 

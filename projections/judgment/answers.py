@@ -1,13 +1,13 @@
 """Reading a judge's answer: each item's line, its verdict, and the distribution at its letter.
 
 The answer text holds each item's ``<ref>:`` line and its answer on the next
-(see :mod:`projections.judgment.prompt`; ``<ref>: <answer>`` on one line is
+(see :mod:`palimpsest.projections.judgment.prompt`; ``<ref>: <answer>`` on one line is
 read too). Each item's answer is parsed on its own, so a missing or
 malformed one fails that item only. When the server returned
 ``logprobs.content`` (one entry per generated token, each with its
 ``top_logprobs``), the tokens are laid end to end over the answer text; the
 token that holds an item's letter carries the model's distribution over the
-four letters for that item (:func:`domain.verdicts.distribution_from_top_logprobs`).
+four letters for that item (:func:`palimpsest.domain.verdicts.distribution_from_top_logprobs`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from domain.errors import InvalidInputError
-from domain.judge_state import JudgeItem, PairItem, neighbour_ref
-from domain.verdicts import (
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.domain.judge_state import JudgeItem, PairItem, neighbour_ref
+from palimpsest.domain.verdicts import (
     LETTERS,
     REF_PATTERN,
     Verdict,
@@ -26,7 +26,7 @@ from domain.verdicts import (
     distribution_from_top_logprobs,
     parse_answer,
 )
-from projections.judgment.judge import ItemFailure
+from palimpsest.projections.judgment.judge import ItemFailure
 
 __all__ = [
     "AnswerToken",

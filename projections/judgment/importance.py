@@ -5,11 +5,11 @@ With ``PALIMPSEST_IMPORTANCE=openai`` (and ``PALIMPSEST_IMPORTANCE_URL``,
 the decay cycle asks a chat model to rate each memory (its type, grade and
 text) from 1 (small talk) to 5 (a decision, a blocker or a key fact), one request per memory,
 over the judge's HTTP client, retries and failure rules
-(:mod:`projections.judgment.openai_compatible`). The rating read is the
+(:mod:`palimpsest.projections.judgment.openai_compatible`). The rating read is the
 expected value of the model's distribution over the five digits at the
 answer token (from ``top_logprobs``), else the digit it wrote; it maps to
 ``(rating - 1) / 4`` in [0, 1]. Without one (``heuristic``, the default) the
-cycle uses :class:`~domain.importance.HeuristicImportance`.
+cycle uses :class:`~palimpsest.domain.importance.HeuristicImportance`.
 
 An explicit importance and a pin are the heuristic's to answer (the model is
 not asked). A memory whose request fails (after its retries) or whose answer
@@ -37,11 +37,11 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from domain.importance import HeuristicImportance, ImportanceInput, ImportanceScorer
-from projections.judgment.answers import AnswerToken
-from projections.judgment.judge import JudgeUnavailableError
-from projections.judgment.openai_compatible import OpenAICompatibleJudge, _tokens
-from projections.judgment.prompt import TOP_LOGPROBS, Constraint
+from palimpsest.domain.importance import HeuristicImportance, ImportanceInput, ImportanceScorer
+from palimpsest.projections.judgment.answers import AnswerToken
+from palimpsest.projections.judgment.judge import JudgeUnavailableError
+from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge, _tokens
+from palimpsest.projections.judgment.prompt import TOP_LOGPROBS, Constraint
 
 __all__ = [
     "CACHE_SIZE",
@@ -101,7 +101,7 @@ def rating_of(content: str, tokens: Sequence[AnswerToken] | None) -> float | Non
 
 
 class OpenAICompatibleImportance:
-    """An :class:`~domain.importance.ImportanceScorer` that asks a chat model, one
+    """An :class:`~palimpsest.domain.importance.ImportanceScorer` that asks a chat model, one
     request per memory, falling back to the heuristic for a memory it cannot rate."""
 
     def __init__(

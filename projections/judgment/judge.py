@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from domain.errors import PalimpsestError
+from palimpsest.domain.errors import PalimpsestError
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from domain.judge_state import JudgeItem
-    from domain.verdicts import Verdict
+    from palimpsest.domain.judge_state import JudgeItem
+    from palimpsest.domain.verdicts import Verdict
 
 __all__ = [
     "ItemFailure",
@@ -90,6 +90,6 @@ class Judge(Protocol):
             JudgeUnavailableError: a request failed after its retries (the items
                 of that batch and later ones get no result).
             InvalidInputError: the items cannot be rendered (see
-                :func:`domain.judge_state.render_state`).
+                :func:`palimpsest.domain.judge_state.render_state`).
         """
         ...

@@ -1,12 +1,12 @@
 """A judge behind any OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
 A hosted API, vLLM, or llama.cpp's server (``python -m llama_cpp.server``).
-Items are split into batches (:func:`domain.judge_state.batches`, measuring
+Items are split into batches (:func:`palimpsest.domain.judge_state.batches`, measuring
 the very request body this client sends), and each batch is one request:
-:mod:`projections.judgment.prompt` writes it, and
-:mod:`projections.judgment.answers` reads each item's verdict and its
+:mod:`palimpsest.projections.judgment.prompt` writes it, and
+:mod:`palimpsest.projections.judgment.answers` reads each item's verdict and its
 distribution from the response. HTTP goes through the standard library, as
-the embedding client does (:mod:`projections.recall.embedders`); no client
+the embedding client does (:mod:`palimpsest.projections.recall.embedders`); no client
 library is needed at run time.
 
 Failures: 429, 5xx, a refused or dropped connection and a timeout are
@@ -25,21 +25,26 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from domain.judge_state import (
+from palimpsest.domain.judge_state import (
     MAX_BATCH_CHARS,
     MAX_BATCH_ITEMS,
     JSONValue,
     JudgeItem,
     batches,
 )
-from projections.judgment.answers import AnswerToken, read_answers
-from projections.judgment.judge import ItemFailure, JudgeUnavailableError, JudgeUsage
-from projections.judgment.prompt import Constraint, canonical_json, request_body, request_chars
+from palimpsest.projections.judgment.answers import AnswerToken, read_answers
+from palimpsest.projections.judgment.judge import ItemFailure, JudgeUnavailableError, JudgeUsage
+from palimpsest.projections.judgment.prompt import (
+    Constraint,
+    canonical_json,
+    request_body,
+    request_chars,
+)
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from domain.verdicts import Verdict
+    from palimpsest.domain.verdicts import Verdict
 
 __all__ = [
     "OpenAICompatibleJudge",

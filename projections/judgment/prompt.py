@@ -20,7 +20,7 @@ that when recorded).
 With ``constraint="gbnf"`` a GBNF grammar (llama.cpp's ``grammar`` request
 field) forces exactly that text, so every answer parses; the server still
 reports the model's own, unconstrained distribution in ``top_logprobs``,
-which :mod:`projections.judgment.answers` reads. llama.cpp's server also
+which :mod:`palimpsest.projections.judgment.answers` reads. llama.cpp's server also
 applies a repeat penalty of 1.1 by default, which would push each line away
 from the letters of the lines before it; the request sets it to 1. With
 ``constraint="none"`` (a hosted endpoint that refuses unknown fields) the
@@ -33,8 +33,14 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from domain.judge_state import JSONValue, JudgeItem, PairItem, neighbour_ref, render_state
-from domain.verdicts import LETTERS
+from palimpsest.domain.judge_state import (
+    JSONValue,
+    JudgeItem,
+    PairItem,
+    neighbour_ref,
+    render_state,
+)
+from palimpsest.domain.verdicts import LETTERS
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -79,7 +85,7 @@ p0:
 A
 s1:
 C s1n0"""
-"""The instructions: the choices lettered in :data:`domain.verdicts.ACTIONS` order."""
+"""The instructions: the choices lettered in :data:`palimpsest.domain.verdicts.ACTIONS` order."""
 
 
 def canonical_json(value: JSONValue) -> str:
@@ -106,7 +112,7 @@ def answer_grammar(items: Sequence[JudgeItem]) -> str:
 
     A pair may answer any letter; a single with newer memories A or B, or C or
     D followed by one of its neighbours' refs; a single without any, A or B.
-    Refs match :data:`domain.verdicts.REF_PATTERN`, so they need no escaping.
+    Refs match :data:`palimpsest.domain.verdicts.REF_PATTERN`, so they need no escaping.
     """
     rules: list[str] = []
     for item in items:

@@ -1,9 +1,9 @@
 """Recorded judge: real responses of a real model server, replayed over loopback HTTP.
 
 Each recording is one JSON file holding a request body exactly as
-:class:`~projections.judgment.openai_compatible.OpenAICompatibleJudge` sent
+:class:`~palimpsest.projections.judgment.openai_compatible.OpenAICompatibleJudge` sent
 it, the SHA-256 digest of its canonical form
-(:func:`~projections.judgment.prompt.canonical_json`), and the status and
+(:func:`~palimpsest.projections.judgment.prompt.canonical_json`), and the status and
 JSON body the server answered. ``tests/benchmarks/record_judge.py`` makes
 them from ``llama_cpp.server``; nobody writes one by hand.
 
@@ -25,17 +25,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from domain.errors import ConfigurationError
-from projections.judgment.openai_compatible import OpenAICompatibleJudge
-from projections.judgment.prompt import Constraint, canonical_json
+from palimpsest.domain.errors import ConfigurationError
+from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
+from palimpsest.projections.judgment.prompt import Constraint, canonical_json
 
 if TYPE_CHECKING:
     from datetime import datetime
     from types import TracebackType
 
-    from domain.judge_state import JSONValue, JudgeItem
-    from domain.verdicts import Verdict
-    from projections.judgment.judge import ItemFailure, JudgeUsage
+    from palimpsest.domain.judge_state import JSONValue, JudgeItem
+    from palimpsest.domain.verdicts import Verdict
+    from palimpsest.projections.judgment.judge import ItemFailure, JudgeUsage
 
 __all__ = [
     "FORMAT",

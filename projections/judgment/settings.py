@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from domain.judge_state import MAX_BATCH_CHARS, MAX_BATCH_ITEMS
-from projections.judgment.openai_compatible import OpenAICompatibleJudge
-from projections.judgment.recorded import RecordedJudge
+from palimpsest.domain.judge_state import MAX_BATCH_CHARS, MAX_BATCH_ITEMS
+from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
+from palimpsest.projections.judgment.recorded import RecordedJudge
 
 if TYPE_CHECKING:
-    from projections.judgment.judge import Judge
+    from palimpsest.projections.judgment.judge import Judge
 
 __all__ = [
     "JudgeSettings",

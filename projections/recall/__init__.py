@@ -3,25 +3,25 @@ only recall candidates; nothing here decides.
 
 Modules:
 
-- :mod:`projections.recall.embedders`: Embedders: texts in, unit vectors out,
+- :mod:`palimpsest.projections.recall.embedders`: Embedders: texts in, unit vectors out,
   from a named model of known dimension.
-- :mod:`projections.recall.fusion`: Hybrid recall's fusion: one ranking from the
+- :mod:`palimpsest.projections.recall.fusion`: Hybrid recall's fusion: one ranking from the
   vector and the text rankings.
-- :mod:`projections.recall.indexing`: The indexing drain: embed each memory's
+- :mod:`palimpsest.projections.recall.indexing`: The indexing drain: embed each memory's
   current version for recall.
-- :mod:`projections.recall.merge_candidates`: Consolidation's candidates: pairs
+- :mod:`palimpsest.projections.recall.merge_candidates`: Consolidation's candidates: pairs
   of similar current memories that may merge.
-- :mod:`projections.recall.pass_candidates`: The forgetting pass's candidates:
+- :mod:`palimpsest.projections.recall.pass_candidates`: The forgetting pass's candidates:
   stale single memories, and pairs that may conflict.
-- :mod:`projections.recall.recalled`: What recall answers: each memory found,
+- :mod:`palimpsest.projections.recall.recalled`: What recall answers: each memory found,
   current or pending, and why it ranks there.
-- :mod:`projections.recall.search`: Recall: the k current memories nearest a
+- :mod:`palimpsest.projections.recall.search`: Recall: the k current memories nearest a
   query, filtered inside the database.
-- :mod:`projections.recall.settings`: Settings of embeddings, recall and
+- :mod:`palimpsest.projections.recall.settings`: Settings of embeddings, recall and
   contradiction candidates.
-- :mod:`projections.recall.vectors`: pgvector values in psycopg's binary
+- :mod:`palimpsest.projections.recall.vectors`: pgvector values in psycopg's binary
   format, without touching the pool's adapters.
-- :mod:`projections.recall.words`: Recall by words: the candidates of a
+- :mod:`palimpsest.projections.recall.words`: Recall by words: the candidates of a
   full-text query over current versions.
 """
 

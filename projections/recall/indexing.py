@@ -15,7 +15,7 @@ already embedded (an edge or a label changed) only has ``indexed`` moved.
 
 The same write keeps recall's words: the lexemes of the current version
 (``memory_texts``, text search configuration
-:data:`~projections.store.schema.TEXT_SEARCH_CONFIG`, and their inverted rows
+:data:`~palimpsest.projections.store.schema.TEXT_SEARCH_CONFIG`, and their inverted rows
 in ``memory_lexemes``), written for each due memory whose current version has
 none yet, with no model call.
 
@@ -35,17 +35,17 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from domain.memory import Memory
-from projections.recall.embedders import Embedder
-from projections.recall.vectors import VectorValue, binary_vectors
-from projections.store.aggregates import aggregates_of
-from projections.store.eventlog import EventLog
-from projections.store.lexeme_counts import counting
-from projections.store.schema import TEXT_SEARCH_CONFIG
-from projections.store.sql import schema_query, schema_sql
-from projections.store.storable import storable_text
-from projections.store.tenancy import known_tenants, tenant_transaction
-from projections.views.publications import publication_channel
+from palimpsest.domain.memory import Memory
+from palimpsest.projections.recall.embedders import Embedder
+from palimpsest.projections.recall.vectors import VectorValue, binary_vectors
+from palimpsest.projections.store.aggregates import aggregates_of
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.lexeme_counts import counting
+from palimpsest.projections.store.schema import TEXT_SEARCH_CONFIG
+from palimpsest.projections.store.sql import schema_query, schema_sql
+from palimpsest.projections.store.storable import storable_text
+from palimpsest.projections.store.tenancy import known_tenants, tenant_transaction
+from palimpsest.projections.views.publications import publication_channel
 
 __all__ = [
     "IndexReport",

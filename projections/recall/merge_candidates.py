@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import UUID
 
-from projections.store.eventlog import EventLog
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 
 __all__ = ["similar_pairs"]
 

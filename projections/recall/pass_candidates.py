@@ -68,19 +68,19 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, TSQUERY
 
-from domain.memory import Memory
-from domain.observation import Observation
-from projections.store.sql import schema_query, tables_in
-from projections.store.tenancy import tenant_transaction
-from projections.views.candidates import PAIRED_TYPES, cosine_similarity, same_kind
-from projections.views.current_beliefs import unarchived
-from projections.views.decay_inputs import MemoryTimes
-from projections.views.statement import any_of, inline, json_field, param, shaped_sql
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.observation import Observation
+from palimpsest.projections.store.sql import schema_query, tables_in
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.candidates import PAIRED_TYPES, cosine_similarity, same_kind
+from palimpsest.projections.views.current_beliefs import unarchived
+from palimpsest.projections.views.decay_inputs import MemoryTimes
+from palimpsest.projections.views.statement import any_of, inline, json_field, param, shaped_sql
 
 if TYPE_CHECKING:
     from sqlalchemy import CompoundSelect, Select
 
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "CandidatePair",
@@ -247,7 +247,7 @@ def _date(cur: Any, log: EventLog, live: dict[UUID, _Live]) -> set[UUID]:
 
     The states are decoded by the log's mapper, not by PostgreSQL's JSON: the log
     may hold text ``json`` refuses (U+0000, lone surrogates; see
-    :mod:`projections.store.storable`) in fields this never reads.
+    :mod:`palimpsest.projections.store.storable`) in fields this never reads.
     """
     cur.execute(
         schema_query(_TIME_EVENTS, log.datastore.schema),

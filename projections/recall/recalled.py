@@ -7,9 +7,9 @@ from uuid import UUID
 
 from pydantic import Field
 
-from projections.views.belief_facts import BeliefJson
-from projections.views.listing import MemoryAttributes
-from projections.views.record import Record
+from palimpsest.projections.views.belief_facts import BeliefJson
+from palimpsest.projections.views.listing import MemoryAttributes
+from palimpsest.projections.views.record import Record
 
 __all__ = [
     "DecidedBy",

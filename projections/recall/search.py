@@ -34,9 +34,9 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from typing_extensions import TypedDict
 
-from projections.recall.embedders import Embedder
-from projections.recall.fusion import Fused, fuse, text_weight
-from projections.recall.recalled import (
+from palimpsest.projections.recall.embedders import Embedder
+from palimpsest.projections.recall.fusion import Fused, fuse, text_weight
+from palimpsest.projections.recall.recalled import (
     DecidedBy,
     RecalledCurrent,
     RecalledPending,
@@ -44,26 +44,26 @@ from projections.recall.recalled import (
     RecallRank,
     RequestedRevision,
 )
-from projections.recall.words import EVERY_WORD, text_candidates
-from projections.store.sql import tables_in
-from projections.store.tenancy import run_unread, tenant_transaction
-from projections.views.access_stamps import (
+from palimpsest.projections.recall.words import EVERY_WORD, text_candidates
+from palimpsest.projections.store.sql import tables_in
+from palimpsest.projections.store.tenancy import run_unread, tenant_transaction
+from palimpsest.projections.views.access_stamps import (
     salience_columns,
     salience_from,
     score_from,
     stamp_accesses,
 )
-from projections.views.belief_facts import BeliefDocument
-from projections.views.current_beliefs import due_deadlines
-from projections.views.decay_inputs import faded
-from projections.views.listing import attribute_conditions, attribute_values
-from projections.views.statement import events_table, inline, param, shaped_sql
+from palimpsest.projections.views.belief_facts import BeliefDocument
+from palimpsest.projections.views.current_beliefs import due_deadlines
+from palimpsest.projections.views.decay_inputs import faded
+from palimpsest.projections.views.listing import attribute_conditions, attribute_values
+from palimpsest.projections.views.statement import events_table, inline, param, shaped_sql
 
 if TYPE_CHECKING:
     from psycopg import Cursor
     from sqlalchemy import Select
 
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "EF_SEARCH",
@@ -107,7 +107,7 @@ short (pgvector 0.6 filters after the walk)."""
 
 EF_SEARCH = 400
 """The least ``hnsw.ef_search`` of a recall: the index is built sparse for cheap
-inserts (see :func:`projections.store.migrations.vector_index_ddl`), so the search looks
+inserts (see :func:`palimpsest.projections.store.migrations.vector_index_ddl`), so the search looks
 wider: recall@10 0.980 at 100,000 memories against 0.969 at 200, for about 3 ms more
 per search (docs/benchmarks.md, 2026-12-03)."""
 
@@ -166,7 +166,7 @@ class SearchRow(TypedDict):
     content: bytes | None
     due: int
     faded: bool
-    """Faded by the decay cycle (:func:`projections.views.decay_inputs.faded`)."""
+    """Faded by the decay cycle (:func:`palimpsest.projections.views.decay_inputs.faded`)."""
 
 
 def rank_key(similarity: float, salience: float, recency: int, memory_id: str) -> tuple[Any, ...]:
@@ -211,7 +211,7 @@ def search_statement(
     ``limit``.
 
     With ``words`` the candidates are those of the text search instead
-    (:func:`projections.recall.words.text_candidates`, parameter ``words``; with
+    (:func:`palimpsest.projections.recall.words.text_candidates`, parameter ``words``; with
     their similarity to ``q`` unless ``dimension`` is None), in the same query.
     """
     tables = tables_in(schema)
@@ -553,7 +553,7 @@ def recall(
 
     ``vector`` ranks by similarity, ``text`` by the text score (the query is not
     embedded unless ``min_similarity`` is given), ``hybrid`` by the two rankings
-    fused (:mod:`projections.recall.fusion`). With ``min_similarity``, less similar
+    fused (:mod:`palimpsest.projections.recall.fusion`). With ``min_similarity``, less similar
     memories (and memories matched by words that have no embedding yet) are left
     out.
 

@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from domain.errors import ConfigurationError
-from projections.recall.embedders import (
+from palimpsest.domain.errors import ConfigurationError
+from palimpsest.projections.recall.embedders import (
     Embedder,
     LocalMiniLM,
     OpenAICompatibleEmbedder,
@@ -54,7 +54,7 @@ class EmbeddingSettings(BaseSettings):
 
         Raises:
             ConfigurationError: the local embedder is chosen and its extra
-                (``palimpsest[local]``: torch, sentence-transformers, the weights)
+                (``palimpsest-memory[local]``: torch, sentence-transformers, the weights)
                 is not installed.
         """
         if self.embedder == "http":

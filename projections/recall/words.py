@@ -1,7 +1,7 @@
 """Recall by words: the candidates of a full-text query over current versions.
 
 The query's words become lexemes with the text search configuration the
-index was built with (:data:`~projections.store.schema.TEXT_SEARCH_CONFIG`):
+index was built with (:data:`~palimpsest.projections.store.schema.TEXT_SEARCH_CONFIG`):
 stop words dropped, words stemmed, identifiers such as ``PAL-123`` or
 ``25:50`` kept as the same tokens a memory holding them was indexed with.
 A memory is a candidate when it holds *any* of the query's matching lexemes (a
@@ -42,9 +42,9 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy import Float, Integer, Text, Uuid, case, cast, func, not_, null, select
 from sqlalchemy.dialects.postgresql import ARRAY, DOUBLE_PRECISION, REAL, REGCONFIG
 
-from projections.store.lexeme_counts import ANY_LEXEME
-from projections.store.schema import TEXT_SEARCH_CONFIG
-from projections.views.statement import inline, param
+from palimpsest.projections.store.lexeme_counts import ANY_LEXEME
+from palimpsest.projections.store.schema import TEXT_SEARCH_CONFIG
+from palimpsest.projections.views.statement import inline, param
 
 if TYPE_CHECKING:
     from sqlalchemy import CTE, Subquery, Table

@@ -4,54 +4,54 @@ the event log, and the transaction a tenant's work runs in. Imports only
 
 Modules:
 
-- :mod:`projections.store.aggregate_cache`: The write side's resident
+- :mod:`palimpsest.projections.store.aggregate_cache`: The write side's resident
   aggregates: each as last read or written, by tenant and id.
-- :mod:`projections.store.aggregates`: Loading aggregates from the log, one or
+- :mod:`palimpsest.projections.store.aggregates`: Loading aggregates from the log, one or
   many at once, from what this process knows.
-- :mod:`projections.store.arrays`: Arrays of a known element type, sent to
+- :mod:`palimpsest.projections.store.arrays`: Arrays of a known element type, sent to
   PostgreSQL in binary in one step.
-- :mod:`projections.store.brief_waits`: Writes that would rather not happen than
+- :mod:`palimpsest.projections.store.brief_waits`: Writes that would rather not happen than
   wait: for a caller that must not block long.
-- :mod:`projections.store.database`: Connection targets: the owner (migrations,
+- :mod:`palimpsest.projections.store.database`: Connection targets: the owner (migrations,
   admin) and the runtime role.
-- :mod:`projections.store.embedded`: The embedded PostgreSQL (pgserver:
+- :mod:`palimpsest.projections.store.embedded`: The embedded PostgreSQL (pgserver:
   PostgreSQL 16 + pgvector) in a data directory.
-- :mod:`projections.store.errors`: Persistence errors, translated once from
+- :mod:`palimpsest.projections.store.errors`: Persistence errors, translated once from
   driver and library exceptions.
-- :mod:`projections.store.eventlog`: The event log: the eventsourcing
+- :mod:`palimpsest.projections.store.eventlog`: The event log: the eventsourcing
   application and its tenant-scoped recorder.
-- :mod:`projections.store.group_conflicts`: Which writes of a group commit cannot
+- :mod:`palimpsest.projections.store.group_conflicts`: Which writes of a group commit cannot
   share its transaction, decided before it.
-- :mod:`projections.store.ids`: Aggregate ids as UUIDs, whatever the event store
+- :mod:`palimpsest.projections.store.ids`: Aggregate ids as UUIDs, whatever the event store
   typed them as.
-- :mod:`projections.store.lexeme_counts`: Counting recall's words: the statement
+- :mod:`palimpsest.projections.store.lexeme_counts`: Counting recall's words: the statement
   that keeps ``lexeme_counts`` true.
-- :mod:`projections.store.migrations`: Schema migrations: Alembic revisions,
+- :mod:`palimpsest.projections.store.migrations`: Schema migrations: Alembic revisions,
   applied by the owner role before anything connects.
-- :mod:`projections.store.pipelined`: A transaction sent to PostgreSQL in one
+- :mod:`palimpsest.projections.store.pipelined`: A transaction sent to PostgreSQL in one
   round trip, ``COMMIT`` included.
-- :mod:`projections.store.queued`: A transaction queued in Python, then sent
+- :mod:`palimpsest.projections.store.queued`: A transaction queued in Python, then sent
   through libpq's pipeline in one round trip.
-- :mod:`projections.store.resident`: A process's resident copies of what the
+- :mod:`palimpsest.projections.store.resident`: A process's resident copies of what the
   log implies: a bounded, tenant-keyed LRU.
-- :mod:`projections.store.rollbacks`: Transactions PostgreSQL rolled back to
+- :mod:`palimpsest.projections.store.rollbacks`: Transactions PostgreSQL rolled back to
   break a deadlock or a serialization conflict: recognised, and tried again at
   once.
-- :mod:`projections.store.schema`: Every table the service owns, defined once
+- :mod:`palimpsest.projections.store.schema`: Every table the service owns, defined once
   (SQLAlchemy Core).
-- :mod:`projections.store.settings`: Where the database is, and how the service
+- :mod:`palimpsest.projections.store.settings`: Where the database is, and how the service
   connects to it.
-- :mod:`projections.store.sql`: Running SQLAlchemy Core statements on the
+- :mod:`palimpsest.projections.store.sql`: Running SQLAlchemy Core statements on the
   service's own psycopg connections.
-- :mod:`projections.store.storable`: Text PostgreSQL can store, made from text
+- :mod:`palimpsest.projections.store.storable`: Text PostgreSQL can store, made from text
   the log may hold (U+0000 and lone surrogates become U+FFFD).
-- :mod:`projections.store.tenancy`: The tenant a unit of work runs for, and the
+- :mod:`palimpsest.projections.store.tenancy`: The tenant a unit of work runs for, and the
   transactions that enforce it.
-- :mod:`projections.store.transcodings`: How snapshot state that is not plain
+- :mod:`palimpsest.projections.store.transcodings`: How snapshot state that is not plain
   JSON is stored.
-- :mod:`projections.store.unknown_commits`: What became of a write whose
+- :mod:`palimpsest.projections.store.unknown_commits`: What became of a write whose
   connection failed after its ``COMMIT`` was sent.
-- :mod:`projections.store.work_due`: Which tenants have background work due, so
+- :mod:`palimpsest.projections.store.work_due`: Which tenants have background work due, so
   a sweep reads only those tenants.
 """
 

@@ -4,7 +4,7 @@ Rebuilding a memory from the log decodes every event since its last snapshot
 (about 15 microseconds each here), and a memory revised fifty times costs
 that on every write to it and every drain of it. This cache keeps each
 aggregate at the version it was last loaded or recorded at, and a load reads
-only the events after that version (:func:`projections.store.aggregates.aggregates_at`),
+only the events after that version (:func:`palimpsest.projections.store.aggregates.aggregates_at`),
 in the same statement that would have read them all: an entry is never
 trusted alone, so it can never hide an event another process recorded.
 
@@ -25,14 +25,14 @@ import weakref
 from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
 
-from projections.store.resident import ResidentCache
+from palimpsest.projections.store.resident import ResidentCache
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from eventsourcing.domain import Aggregate
 
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "AggregateCache",

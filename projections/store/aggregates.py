@@ -15,14 +15,14 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import StoredEvent
 from psycopg.rows import tuple_row
 
-from domain.errors import NotFoundError
-from projections.store.aggregate_cache import aggregate_cache
-from projections.store.arrays import Int8Array, UuidArray
-from projections.store.eventlog import EventLog
-from projections.store.ids import as_uuid
-from projections.store.queued import QueuingCursor, UnqueueableError
-from projections.store.sql import schema_query
-from projections.store.tenancy import queued_transaction, tenant_transaction
+from palimpsest.domain.errors import NotFoundError
+from palimpsest.projections.store.aggregate_cache import aggregate_cache
+from palimpsest.projections.store.arrays import Int8Array, UuidArray
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.ids import as_uuid
+from palimpsest.projections.store.queued import QueuingCursor, UnqueueableError
+from palimpsest.projections.store.sql import schema_query
+from palimpsest.projections.store.tenancy import queued_transaction, tenant_transaction
 
 __all__ = [
     "CURRENT",
@@ -116,7 +116,7 @@ def aggregates_at(
 
     Each starts from its latest snapshot at or before ``limit``, or, for a current
     read (``limit`` :data:`CURRENT`), from the copy this process last loaded or
-    recorded (:mod:`projections.store.aggregate_cache`): either way one statement
+    recorded (:mod:`palimpsest.projections.store.aggregate_cache`): either way one statement
     reads only the events since, never the whole history of a long memory.
     """
     if isinstance(cur, QueuingCursor):  # its connection would run the load at once
@@ -143,7 +143,7 @@ def loaded_with(
     limit: int = CURRENT,
 ) -> tuple[dict[UUID, Any], _T]:
     """Return what :func:`aggregates_at` returns, read in a transaction of its own sent
-    in one round trip (:func:`~projections.store.tenancy.queued_transaction`), and what
+    in one round trip (:func:`~palimpsest.projections.store.tenancy.queued_transaction`), and what
     ``also`` returned, given the same transaction's cursor to queue its own reads on:
     one snapshot (``REPEATABLE READ``) for both.
 

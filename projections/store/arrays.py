@@ -26,7 +26,7 @@ from psycopg import postgres
 from psycopg.adapt import Buffer, Dumper
 from psycopg.pq import Format
 
-from projections.store.ids import as_uuid
+from palimpsest.projections.store.ids import as_uuid
 
 __all__ = ["BoolArray", "ByteaArray", "Int8Array", "TextArray", "UuidArray"]
 

@@ -2,7 +2,7 @@
 
 A serving process with one open connection runs that connection's write on its
 event loop, sparing it a hop to a worker thread and back: 0.15-0.25 ms of a 2 ms
-write (``api.worker_threads.in_thread_unless_alone``). The loop must not then wait
+write (``palimpsest.api.worker_threads.in_thread_unless_alone``). The loop must not then wait
 behind another transaction, or for a database that is away: a health check on a
 new connection would wait with it. Inside :func:`briefly`, a write waits at most
 ``limit_s`` for any lock its transaction takes (the events table's, a row's),
@@ -16,7 +16,7 @@ What the limit does not bound: the write's own statements; the reads it makes
 before its transaction (no writer's lock stops them: only a table's exclusive
 lock, which a rebuild's swap holds for a moment); finding out whether a write
 whose connection failed after its ``COMMIT`` committed
-(:mod:`projections.store.unknown_commits`); and a connection that stops
+(:mod:`palimpsest.projections.store.unknown_commits`); and a connection that stops
 answering in the middle of a statement (a remote server cut off, a synchronous
 standby that stops confirming). Each holds the caller as it would hold a thread
 (``PALIMPSEST_WRITES_ON_LOOP=false`` keeps writes off the loop).

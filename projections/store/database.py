@@ -11,9 +11,9 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from projections.store.embedded import EmbeddedServer, start_embedded
-from projections.store.errors import DatabaseUnavailableError, PgvectorMissingError
-from projections.store.settings import DatabaseSettings
+from palimpsest.projections.store.embedded import EmbeddedServer, start_embedded
+from palimpsest.projections.store.errors import DatabaseUnavailableError, PgvectorMissingError
+from palimpsest.projections.store.settings import DatabaseSettings
 
 __all__ = ["Database", "open_database"]
 
@@ -69,7 +69,9 @@ class Database:
         """Return the eventsourcing environment for the runtime role."""
         return {
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
-            "APPLICATION_RECORDER_TOPIC": "projections.store.eventlog:TenantScopedRecorder",
+            "APPLICATION_RECORDER_TOPIC": (
+                "palimpsest.projections.store.eventlog:TenantScopedRecorder"
+            ),
             "POSTGRES_HOST": self.host,
             "POSTGRES_PORT": str(self.port),
             "POSTGRES_DBNAME": self.dbname,

@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import psutil
 
-from projections.store.errors import DatabaseUnavailableError, DataDirectoryInUseError
+from palimpsest.projections.store.errors import DatabaseUnavailableError, DataDirectoryInUseError
 
 __all__ = ["EmbeddedServer", "ServeLock", "start_embedded"]
 

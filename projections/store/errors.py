@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from domain.errors import ConfigurationError, ConflictError, PalimpsestError
+from palimpsest.domain.errors import ConfigurationError, ConflictError, PalimpsestError
 
 __all__ = [
     "ConcurrentWriteError",

@@ -44,23 +44,29 @@ from psycopg import sql
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
-from domain.dependency import Dependencies, dependencies_of
-from domain.memory import Memory
-from projections.store.arrays import BoolArray, ByteaArray, Int8Array, TextArray, UuidArray
-from projections.store.brief_waits import WouldWaitError, brief_limit
-from projections.store.errors import DatabaseUnavailableError, StaleReadError
-from projections.store.group_conflicts import conflicting
-from projections.store.ids import as_uuid
-from projections.store.lexeme_counts import counting
-from projections.store.pipelined import CommitUnknownError, pipelined_transaction
-from projections.store.queued import Queued, QueuingCursor, UnqueueableError, send_queued
-from projections.store.schema import SNAPSHOTS_TABLE
-from projections.store.sql import WRITE_POSITION_SETTING, Chain, schema_query
-from projections.store.storable import storable
-from projections.store.tenancy import current_tenant, set_tenant, tenant_transaction
-from projections.store.transcodings import SNAPSHOT_TRANSCODINGS
-from projections.store.unknown_commits import recorded_positions, transaction_ended
-from projections.store.work_due import mark_written
+from palimpsest.domain.dependency import Dependencies, dependencies_of
+from palimpsest.domain.memory import Memory
+from palimpsest.projections.store.arrays import (
+    BoolArray,
+    ByteaArray,
+    Int8Array,
+    TextArray,
+    UuidArray,
+)
+from palimpsest.projections.store.brief_waits import WouldWaitError, brief_limit
+from palimpsest.projections.store.errors import DatabaseUnavailableError, StaleReadError
+from palimpsest.projections.store.group_conflicts import conflicting
+from palimpsest.projections.store.ids import as_uuid
+from palimpsest.projections.store.lexeme_counts import counting
+from palimpsest.projections.store.pipelined import CommitUnknownError, pipelined_transaction
+from palimpsest.projections.store.queued import Queued, QueuingCursor, UnqueueableError, send_queued
+from palimpsest.projections.store.schema import SNAPSHOTS_TABLE
+from palimpsest.projections.store.sql import WRITE_POSITION_SETTING, Chain, schema_query
+from palimpsest.projections.store.storable import storable
+from palimpsest.projections.store.tenancy import current_tenant, set_tenant, tenant_transaction
+from palimpsest.projections.store.transcodings import SNAPSHOT_TRANSCODINGS
+from palimpsest.projections.store.unknown_commits import recorded_positions, transaction_ended
+from palimpsest.projections.store.work_due import mark_written
 
 SNAPSHOT_INTERVAL = 100
 """Events between snapshots of one memory."""
@@ -211,7 +217,7 @@ def _counted(ids: list[int], stored: Sequence[StoredEvent]) -> list[int]:
 def _queueable(write: WriteContext | None) -> bool:
     """Whether ``write``'s transaction may read no answer before its ``COMMIT`` (it
     checks no read and records no idempotency response), so that it is worth
-    composing for :mod:`projections.store.queued` (which finds out for certain)."""
+    composing for :mod:`palimpsest.projections.store.queued` (which finds out for certain)."""
     if write is None:
         return True
     writes = write.members or [write]
@@ -794,7 +800,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         way (:meth:`_in_one_round_trip`).
 
         Raises:
-            WouldWaitError: within :func:`~projections.store.brief_waits.briefly`, a
+            WouldWaitError: within :func:`~palimpsest.projections.store.brief_waits.briefly`, a
                 lock was not had in time, or the database failed and the write is
                 known not to have committed (not tried again here, where the caller
                 must not wait: it writes again).
@@ -868,17 +874,17 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         and each events insert on a cursor of its own from ``new_cursor()``, and
         returns those cursors with the events each inserts. If ``queueable``, it
         runs first on queuing cursors, and what it queued is sent by libpq
-        directly (:mod:`projections.store.queued`). If it reads an answer within
+        directly (:mod:`palimpsest.projections.store.queued`). If it reads an answer within
         the transaction (a check of what the write read, an idempotency record's
         positions, the digests an erasure frees), or is not ``queueable`` (a
         caller that knows it will), it runs in psycopg's pipeline
-        (:func:`projections.store.pipelined.pipelined_transaction`), where it
+        (:func:`palimpsest.projections.store.pipelined.pipelined_transaction`), where it
         waits for that answer, and an exception then rolls back.
 
         Either way the events table's lock is held only while PostgreSQL runs the
         statements, never across a round trip to this process (where a thread may
         wait for the interpreter), because the marks read the write's position in
-        PostgreSQL (``{position}`` in :func:`projections.store.sql.schema_sql`). A
+        PostgreSQL (``{position}`` in :func:`palimpsest.projections.store.sql.schema_sql`). A
         refused statement (a version taken) makes PostgreSQL skip the rest,
         ``COMMIT`` included, and raises when the answers are read.
         """
@@ -1098,7 +1104,7 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
     ) -> list[Sequence[int]]:
         """Return the positions of ``members``' events (the writes of one transaction
         whose connection failed after its ``COMMIT`` was sent) once that transaction
-        is over, if it committed (:mod:`projections.store.unknown_commits`).
+        is over, if it committed (:mod:`palimpsest.projections.store.unknown_commits`).
 
         Raises:
             OperationalError: it did not commit (trying again is safe).
@@ -1336,7 +1342,7 @@ class GroupCommit:
     positions or its own exception. A write that certainly conflicts, with an
     earlier one of its group or with what this process committed since it was
     built, or that read what another write of its group changes, is refused
-    before the transaction (:mod:`projections.store.group_conflicts`), so that it
+    before the transaction (:mod:`palimpsest.projections.store.group_conflicts`), so that it
     neither costs its neighbours a refused group nor a round trip.
 
     A group sent in one round trip (``COMMIT`` included) hands the lead on as
@@ -1378,7 +1384,8 @@ class GroupCommit:
         """The groups sent ahead and not yet answered, oldest first."""
         self._committed: dict[UUID, int] = {}
         """The last version of recently written aggregates, by the writes of this
-        process that committed (:func:`projections.store.group_conflicts.conflicting`)."""
+        process that committed
+        (:func:`palimpsest.projections.store.group_conflicts.conflicting`)."""
 
     @property
     def leading(self) -> bool:
@@ -1405,7 +1412,7 @@ class GroupCommit:
             IntegrityError, StaleReadError, DataError, DatabaseError: the database
                 refused this write (its neighbours are not affected).
             OperationalError, InterfaceError: the database could not be written.
-            WouldWaitError: within :func:`~projections.store.brief_waits.briefly`, a
+            WouldWaitError: within :func:`~palimpsest.projections.store.brief_waits.briefly`, a
                 group was being led or was sent and not yet answered (the write did
                 not join or follow it), or the write, tried alone, did not have a
                 lock in time or met a database error.
@@ -1544,7 +1551,7 @@ class GroupCommit:
     def _conflicting(self, group: list[_Member]) -> dict[int, Exception]:
         """Return, by index, the refusals of ``group``'s writes that conflict with an
         earlier one of it or with what this process committed
-        (:func:`~projections.store.group_conflicts.conflicting`), once no group sent
+        (:func:`~palimpsest.projections.store.group_conflicts.conflicting`), once no group sent
         ahead writes what one of them writes or reads.
 
         Such a group waits for the groups ahead to be answered, as it would have
@@ -1653,10 +1660,10 @@ def event_mapper() -> Mapper[UUID]:
     """Return a mapper that decodes this log's events and snapshots, with no
     application attached (for replay workers in other processes)."""
     # Explicit topics resolve only once their classes are defined: import them all.
-    import domain.decision
-    import domain.memory
-    import domain.observation
-    import domain.tenant  # noqa: F401
+    import palimpsest.domain.decision
+    import palimpsest.domain.memory
+    import palimpsest.domain.observation
+    import palimpsest.domain.tenant  # noqa: F401
 
     transcoder = JSONTranscoder()
     for transcoding in (UUIDAsHex(), DecimalAsStr(), DatetimeAsISO(), *SNAPSHOT_TRANSCODINGS):

@@ -1,6 +1,6 @@
 """Which writes of a group commit cannot share its transaction, decided before it.
 
-A group commit (:class:`projections.store.eventlog.GroupCommit`) gathers the
+A group commit (:class:`palimpsest.projections.store.eventlog.GroupCommit`) gathers the
 concurrent writes of a process into one transaction. Some of them certainly
 conflict, with each other or with what this process committed since they were
 built; the database would refuse the whole group for one of them. This module
@@ -15,8 +15,8 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
-from projections.store.errors import StaleReadError
-from projections.store.ids import as_uuid
+from palimpsest.projections.store.errors import StaleReadError
+from palimpsest.projections.store.ids import as_uuid
 
 __all__ = ["conflicting"]
 

@@ -1,6 +1,6 @@
 """A transaction queued in Python, then sent through libpq's pipeline in one round trip.
 
-:func:`~projections.store.pipelined.pipelined_transaction` sends a transaction
+:func:`~palimpsest.projections.store.pipelined.pipelined_transaction` sends a transaction
 through psycopg's cursors in pipeline mode, and psycopg's Python cost a write
 more per statement (about 33 microseconds here) than PostgreSQL takes to run a
 small one. Here the statements are first composed on :class:`QueuingCursor`\\ s
@@ -29,7 +29,7 @@ import psycopg
 from psycopg.adapt import PyFormat, Transformer
 from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
 
-from projections.store.pipelined import CommitUnknownError
+from palimpsest.projections.store.pipelined import CommitUnknownError
 
 if TYPE_CHECKING:
     from psycopg import Connection, abc

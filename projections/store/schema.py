@@ -3,13 +3,13 @@
 Table and column names have this one home: queries assembled from request
 filters are built on these ``Table`` objects, and a test compares this
 metadata with a database migrated by the Alembic revisions
-(:mod:`projections.store.migrations`, each a frozen step of history that
+(:mod:`palimpsest.projections.store.migrations`, each a frozen step of history that
 spells out its own columns), so that a table changed without a migration
 fails CI.
 
 The tables carry no schema: the schema is a deployment setting
 (``DatabaseSettings.schema``), applied when a statement is compiled
-(:func:`projections.store.sql.compile_query`) and named as an identifier in
+(:func:`palimpsest.projections.store.sql.compile_query`) and named as an identifier in
 hand-written SQL. The eventsourcing library's own events table
 (:data:`EVENTS_TABLE`) stays the library's: its DDL comes from the library.
 
@@ -622,7 +622,7 @@ memory_lexemes = Table(
 how many positions the document holds it at (``occurrences``). Text equality is
 leakproof, so this btree serves text search under row-level security, where the GIN
 index cannot (``@@`` is not leakproof); the occurrences let a search score a memory
-without reading its document (:mod:`projections.recall.words`). Kept and erased with
+without reading its document (:mod:`palimpsest.projections.recall.words`). Kept and erased with
 ``memory_texts``."""
 
 

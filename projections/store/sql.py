@@ -1,7 +1,7 @@
 """Running SQLAlchemy Core statements on the service's own psycopg connections.
 
 Queries assembled from request filters are Core expressions over the tables
-of :mod:`projections.store.schema`; they run on the same psycopg 3
+of :mod:`palimpsest.projections.store.schema`; they run on the same psycopg 3
 connection and transaction as the rest of the request (the tenant is a
 per-transaction setting), so SQLAlchemy compiles them and never connects.
 """
@@ -16,7 +16,12 @@ from psycopg import sql
 from sqlalchemy import MetaData, Table
 from sqlalchemy.dialects.postgresql import psycopg as _psycopg_dialect
 
-from projections.store.schema import EMBEDDINGS_TABLE, EVENTS_TABLE, SNAPSHOTS_TABLE, metadata
+from palimpsest.projections.store.schema import (
+    EMBEDDINGS_TABLE,
+    EVENTS_TABLE,
+    SNAPSHOTS_TABLE,
+    metadata,
+)
 
 if TYPE_CHECKING:
     from psycopg import Cursor
@@ -58,7 +63,7 @@ def compile_query(statement: ClauseElement) -> tuple[str, dict[str, Any]]:
 
 WRITE_POSITION_SETTING = "palimpsest.position"
 """The transaction-local setting that holds a write's log position once its events are
-inserted (the events insert of :mod:`projections.store.eventlog` sets it)."""
+inserted (the events insert of :mod:`palimpsest.projections.store.eventlog` sets it)."""
 
 _TABLE_NAMES = {
     "events": sql.Identifier(EVENTS_TABLE),

@@ -15,9 +15,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from projections.store.pipelined import pipelined_transaction
-from projections.store.queued import Queued, QueuingCursor, fill_answers, send_queued
-from projections.store.sql import schema_query
+from palimpsest.projections.store.pipelined import pipelined_transaction
+from palimpsest.projections.store.queued import Queued, QueuingCursor, fill_answers, send_queued
+from palimpsest.projections.store.sql import schema_query
 
 if TYPE_CHECKING:
     from eventsourcing.postgres import PostgresDatastore
@@ -157,14 +157,14 @@ def queued_transaction(
     """Yield a cursor that queues the statements of a :func:`tenant_transaction`
     (same ``commit``, ``durable`` and ``planned_for_tenant``); once the block ends they
     are sent with ``BEGIN`` and ``COMMIT`` in one round trip, through libpq directly
-    (:mod:`projections.store.queued`).
+    (:mod:`palimpsest.projections.store.queued`).
 
     Nothing is sent before the block ends, so no row lock waits for this process,
     and nothing at all if the block raises. The rows of a statement are read
-    after the block, from the :class:`~projections.store.queued.Answer` that
-    :meth:`~projections.store.queued.QueuingCursor.answer` returned just after it
+    after the block, from the :class:`~palimpsest.projections.store.queued.Answer` that
+    :meth:`~palimpsest.projections.store.queued.QueuingCursor.answer` returned just after it
     was queued; asking the cursor itself for them raises
-    :class:`~projections.store.queued.UnqueueableError`. So it is for
+    :class:`~palimpsest.projections.store.queued.UnqueueableError`. So it is for
     transactions that need no answer before they end: a write that reads
     nothing back (the drains' publish), a claim whose ids are used once it has
     committed, reads that do not depend on each other. Each round trip saved
@@ -179,7 +179,7 @@ def queued_transaction(
             connections, with psycopg's error as its cause: PostgreSQL refused a
             statement (the transaction was rolled back), a parameter could not be
             dumped (nothing was sent), or the connection failed
-            (:class:`~projections.store.pipelined.CommitUnknownError` once ``COMMIT``
+            (:class:`~palimpsest.projections.store.pipelined.CommitUnknownError` once ``COMMIT``
             was being sent, a read's too).
     """
     tenant = "" if tenant_id is None else str(tenant_id)

@@ -17,9 +17,9 @@ from uuid import UUID
 
 from eventsourcing.persistence import Transcoding
 
-from domain.belief import ArchiveFact, ContributionFact
-from domain.evidence import Excerpt
-from domain.memory import VersionRecord
+from palimpsest.domain.belief import ArchiveFact, ContributionFact
+from palimpsest.domain.evidence import Excerpt
+from palimpsest.domain.memory import VersionRecord
 
 __all__ = [
     "SNAPSHOT_TRANSCODINGS",

@@ -1,7 +1,7 @@
 """What became of a write whose connection failed after its ``COMMIT`` was sent.
 
 A pipelined write sends its whole transaction at once
-(:mod:`projections.store.pipelined`): if the connection fails after that, the
+(:mod:`palimpsest.projections.store.pipelined`): if the connection fails after that, the
 backend that received it may have committed it, or may still (one waiting for
 the events table's lock commits once it has the lock). Trying the write again
 before that transaction is over could record it twice. So the writer waits
@@ -19,8 +19,8 @@ from uuid import UUID
 
 from psycopg import sql
 
-from projections.store.ids import as_uuid
-from projections.store.tenancy import read_transaction, tenant_transaction
+from palimpsest.projections.store.ids import as_uuid
+from palimpsest.projections.store.tenancy import read_transaction, tenant_transaction
 
 if TYPE_CHECKING:
     from eventsourcing.persistence import StoredEvent

@@ -23,14 +23,18 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, LiteralString
 from uuid import UUID
 
-from projections.store.sql import schema_query, schema_sql
-from projections.store.tenancy import queued_transaction, read_transaction, tenant_transaction
+from palimpsest.projections.store.sql import schema_query, schema_sql
+from palimpsest.projections.store.tenancy import (
+    queued_transaction,
+    read_transaction,
+    tenant_transaction,
+)
 
 if TYPE_CHECKING:
     from eventsourcing.postgres import PostgresDatastore
     from psycopg import Cursor
 
-    from domain.dependency import Dependencies
+    from palimpsest.domain.dependency import Dependencies
 
 __all__ = [
     "Kind",

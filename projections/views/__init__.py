@@ -1,62 +1,62 @@
 """Reads: what the log and the read models say, each answer a typed record.
-Imports :mod:`projections.store` and :mod:`domain`, never
-:mod:`projections.commands`.
+Imports :mod:`palimpsest.projections.store` and :mod:`domain`, never
+:mod:`palimpsest.projections.commands`.
 
 Modules:
 
-- :mod:`projections.views.access_stamps`: Access counts: the tuning state
+- :mod:`palimpsest.projections.views.access_stamps`: Access counts: the tuning state
   salience reads, stamped by reads.
-- :mod:`projections.views.as_of`: As-of reads: what was believed at a log
+- :mod:`palimpsest.projections.views.as_of`: As-of reads: what was believed at a log
   position, or at a time.
-- :mod:`projections.views.belief_facts`: What the log records about memories,
+- :mod:`palimpsest.projections.views.belief_facts`: What the log records about memories,
   as the projection function takes it.
-- :mod:`projections.views.candidates`: Contradiction candidates: similar
+- :mod:`palimpsest.projections.views.candidates`: Contradiction candidates: similar
   memories that might conflict, never a verdict.
-- :mod:`projections.views.current_beliefs`: Current beliefs: one memory's, or a
+- :mod:`palimpsest.projections.views.current_beliefs`: Current beliefs: one memory's, or a
   filtered page of them, with the watermark.
-- :mod:`projections.views.cycles`: Recorded decay cycles: each one's report, as
+- :mod:`palimpsest.projections.views.cycles`: Recorded decay cycles: each one's report, as
   its ``CycleCompleted`` event holds it.
-- :mod:`projections.views.decay_inputs`: What the decay cycle reads: live
+- :mod:`palimpsest.projections.views.decay_inputs`: What the decay cycle reads: live
   memories with their score inputs, recent activity, likely duplicates, and the
   fade label.
-- :mod:`projections.views.decision_records`: Decision records: one decision as
+- :mod:`palimpsest.projections.views.decision_records`: Decision records: one decision as
   ``GET /v1/decisions/{id}`` explains it.
-- :mod:`projections.views.erasures`: Erasure as reads show it: a placeholder
+- :mod:`palimpsest.projections.views.erasures`: Erasure as reads show it: a placeholder
   naming the erasure, in place of content.
-- :mod:`projections.views.export`: Tenant export: everything a tenant owns, as
+- :mod:`palimpsest.projections.views.export`: Tenant export: everything a tenant owns, as
   JSON lines, from one snapshot.
-- :mod:`projections.views.listing`: What listings of memories filter and page
+- :mod:`palimpsest.projections.views.listing`: What listings of memories filter and page
   by, as SQLAlchemy Core conditions.
-- :mod:`projections.views.observations`: Observation reads: an observation's
+- :mod:`palimpsest.projections.views.observations`: Observation reads: an observation's
   recorded metadata and milestones, its bytes, and the tenant's observations
   page by page.
-- :mod:`projections.views.payloads`: Content from the payload store:
+- :mod:`palimpsest.projections.views.payloads`: Content from the payload store:
   observation bytes and version texts, by digest.
-- :mod:`projections.views.proposals`: Proposals for review: open (or decided)
+- :mod:`palimpsest.projections.views.proposals`: Proposals for review: open (or decided)
   verdicts with both memories side by side.
-- :mod:`projections.views.publications`: Waiting for revision without holding
+- :mod:`palimpsest.projections.views.publications`: Waiting for revision without holding
   a thread: publication notices.
-- :mod:`projections.views.read_models`: Every read model, recomputed from the
+- :mod:`palimpsest.projections.views.read_models`: Every read model, recomputed from the
   log in memory.
-- :mod:`projections.views.receipts`: Erasure receipts: what an erasure or a
+- :mod:`palimpsest.projections.views.receipts`: Erasure receipts: what an erasure or a
   tenant deletion removed, and whether it is done.
-- :mod:`projections.views.record`: The base of every read's answer: an
+- :mod:`palimpsest.projections.views.record`: The base of every read's answer: an
   immutable pydantic model, declared once.
-- :mod:`projections.views.reflections`: Reflections, read apart from memories:
+- :mod:`palimpsest.projections.views.reflections`: Reflections, read apart from memories:
   only when a caller asks for them.
-- :mod:`projections.views.revision_status`: How far revision has caught up:
+- :mod:`palimpsest.projections.views.revision_status`: How far revision has caught up:
   per tenant, and over all tenants for metrics.
-- :mod:`projections.views.statement`: Pieces the reads' SQLAlchemy Core
+- :mod:`palimpsest.projections.views.statement`: Pieces the reads' SQLAlchemy Core
   statements share, and their compiled text.
-- :mod:`projections.views.timeline`: History reads: a memory's whole record,
+- :mod:`palimpsest.projections.views.timeline`: History reads: a memory's whole record,
   and the tenant's event feed.
-- :mod:`projections.views.version_cache`: The one resident cache: decoded
+- :mod:`palimpsest.projections.views.version_cache`: The one resident cache: decoded
   memories at a version, for as-of reads.
-- :mod:`projections.views.version_texts`: The text of current versions, for
+- :mod:`palimpsest.projections.views.version_texts`: The text of current versions, for
   reads that serve a belief with its content.
-- :mod:`projections.views.versions`: Version reads: a memory's recorded
+- :mod:`palimpsest.projections.views.versions`: Version reads: a memory's recorded
   attributes and every version, with its content.
-- :mod:`projections.views.write_times`: When each write became visible: the end
+- :mod:`palimpsest.projections.views.write_times`: When each write became visible: the end
   of the write a log position falls in.
 """
 

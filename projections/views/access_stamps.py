@@ -9,7 +9,7 @@ changes a label; it only feeds salience, and losing it resets ranking,
 nothing else.
 
 Ranking uses the full salience (:func:`salience_from`); reads report its
-bounded score (:func:`score_from`, see :func:`domain.salience.score`).
+bounded score (:func:`score_from`, see :func:`palimpsest.domain.salience.score`).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from uuid import UUID
 from sqlalchemy import and_, select
 from typing_extensions import TypedDict
 
-from domain.salience import salience, score
-from projections.store.sql import schema_query, tables_in
-from projections.store.tenancy import queued_transaction, tenant_transaction
-from projections.views.belief_facts import BeliefDocument
-from projections.views.statement import any_of, events_table, shaped_sql
+from palimpsest.domain.salience import salience, score
+from palimpsest.projections.store.sql import schema_query, tables_in
+from palimpsest.projections.store.tenancy import queued_transaction, tenant_transaction
+from palimpsest.projections.views.belief_facts import BeliefDocument
+from palimpsest.projections.views.statement import any_of, events_table, shaped_sql
 
 if TYPE_CHECKING:
     from psycopg import Cursor
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from sqlalchemy.sql.elements import ColumnElement
     from sqlalchemy.sql.selectable import NamedFromClause
 
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "SalienceRow",

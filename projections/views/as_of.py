@@ -13,25 +13,25 @@ from uuid import UUID
 
 from sqlalchemy import Integer, select
 
-from domain.belief import project_belief
-from domain.errors import NotFoundError
-from projections.store.sql import schema_sql, tables_in
-from projections.store.tenancy import tenant_transaction
-from projections.views.belief_facts import (
+from palimpsest.domain.belief import project_belief
+from palimpsest.domain.errors import NotFoundError
+from palimpsest.projections.store.sql import schema_sql, tables_in
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.belief_facts import (
     BeliefJson,
     belief_document,
     facts_of,
     memory_facts,
     projection_error,
 )
-from projections.views.current_beliefs import (
+from palimpsest.projections.views.current_beliefs import (
     ErasedBelief,
     ListedErasedBelief,
     ListedUnprojectableBelief,
     UnprojectableBelief,
 )
-from projections.views.erasures import erased_memories, erasure_placeholder
-from projections.views.listing import (
+from palimpsest.projections.views.erasures import erased_memories, erasure_placeholder
+from palimpsest.projections.views.listing import (
     ListingCursor,
     MemoryAttributes,
     after_cursor,
@@ -39,14 +39,14 @@ from projections.views.listing import (
     attribute_values,
     cursor_values,
 )
-from projections.views.record import Record
-from projections.views.statement import param, shaped_sql
-from projections.views.write_times import write_ends
+from palimpsest.projections.views.record import Record
+from palimpsest.projections.views.statement import param, shaped_sql
+from palimpsest.projections.views.write_times import write_ends
 
 if TYPE_CHECKING:
     from sqlalchemy import Select
 
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "BeliefAsOf",

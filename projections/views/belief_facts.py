@@ -1,7 +1,7 @@
 """What the log records about memories, as the projection function takes it.
 
 Live drains, as-of reads and (later) rebuild and verify all read facts here
-and hand them to ``domain.belief.project_belief``, so they cannot disagree.
+and hand them to ``palimpsest.domain.belief.project_belief``, so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from uuid import UUID
 from pydantic import PlainSerializer, SkipValidation, WithJsonSchema
 from typing_extensions import TypedDict
 
-from domain.belief import Archival, Belief, EdgeFact, Grade, MemoryFacts
-from domain.memory import Memory
-from projections.store.aggregates import CURRENT, loaded_with
-from projections.store.arrays import UuidArray
-from projections.store.eventlog import EventLog
-from projections.store.queued import Answer, QueuingCursor
-from projections.store.sql import schema_query
-from projections.store.storable import storable
-from projections.store.tenancy import queued_transaction, tenant_scope
-from projections.views.version_cache import cache_for
+from palimpsest.domain.belief import Archival, Belief, EdgeFact, Grade, MemoryFacts
+from palimpsest.domain.memory import Memory
+from palimpsest.projections.store.aggregates import CURRENT, loaded_with
+from palimpsest.projections.store.arrays import UuidArray
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.queued import Answer, QueuingCursor
+from palimpsest.projections.store.sql import schema_query
+from palimpsest.projections.store.storable import storable
+from palimpsest.projections.store.tenancy import queued_transaction, tenant_scope
+from palimpsest.projections.views.version_cache import cache_for
 
 __all__ = [
     "Applicability",
@@ -118,7 +118,7 @@ def memory_facts(
     repository, which starts from the newest snapshot at or below it: the
     cost is bounded by the snapshot interval, not by the memory's history.
     What a memory was at a version never changes, so it is kept in the
-    log's :class:`~projections.views.version_cache.VersionCache` (:func:`cache_for`).
+    log's :class:`~palimpsest.projections.views.version_cache.VersionCache` (:func:`cache_for`).
     """
     if at_position is None:
         return facts_of(log, tenant_id, [memory_id]).get(memory_id)
@@ -235,7 +235,7 @@ def _archived_label(archival: Archival) -> ArchivedLabel:
 
 def belief_document(belief: Belief) -> BeliefDocument:
     """Return the JSON form of a belief, as stored in the read model and served: its
-    text as PostgreSQL can store it (:mod:`projections.store.storable`), so a current
+    text as PostgreSQL can store it (:mod:`palimpsest.projections.store.storable`), so a current
     read and an as-of read of the same belief agree."""
     document: BeliefDocument = {
         "memory_id": str(belief.memory_id),

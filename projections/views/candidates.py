@@ -22,17 +22,17 @@ from uuid import UUID
 
 from sqlalchemy import Float, Integer, and_, exists, not_, select, tuple_
 
-from projections.store.sql import schema_sql, tables_in
-from projections.store.tenancy import tenant_transaction
-from projections.views.current_beliefs import unarchived
-from projections.views.record import Record
-from projections.views.statement import any_of, inline, param, shaped_sql
+from palimpsest.projections.store.sql import schema_sql, tables_in
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.current_beliefs import unarchived
+from palimpsest.projections.views.record import Record
+from palimpsest.projections.views.statement import any_of, inline, param, shaped_sql
 
 if TYPE_CHECKING:
     from sqlalchemy import Select, Table
     from sqlalchemy.sql.elements import ColumnElement
 
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "Candidate",

@@ -5,13 +5,13 @@ requested one and no observation it cites is past its retention deadline
 without having expired yet; otherwise the answer is ``pending``, with no
 belief content. An erased memory answers ``erased``, with the erasure and
 never content. A memory the revision drain quarantined
-(:mod:`projections.drains.revision`) answers ``unprojectable``, with the
+(:mod:`palimpsest.projections.drains.revision`) answers ``unprojectable``, with the
 error, until a later write or a rebuild ends the quarantine. The queries
 are SQLAlchemy Core over the read-model tables, each one statement, so the
 watermark and the belief come from one snapshot.
 
 A current answer carries the memory's type, scope, project and topic, and
-its current version's text (:mod:`projections.views.version_texts`, read
+its current version's text (:mod:`palimpsest.projections.views.version_texts`, read
 with the watermark again: a memory whose watermark moved in between is
 ``pending``, so a text and a belief of different states are never served
 together).
@@ -28,13 +28,17 @@ from pydantic import Field, TypeAdapter
 from sqlalchemy import Integer, and_, cast, exists, func, not_, or_, select
 from sqlalchemy.dialects.postgresql import JSONB, aggregate_order_by
 
-from domain.errors import NotFoundError
-from projections.store.sql import tables_in
-from projections.store.tenancy import tenant_transaction
-from projections.views.access_stamps import scores_in
-from projections.views.belief_facts import PROJECTION_ERROR_CHARS, BeliefJson
-from projections.views.erasures import ErasurePlaceholder, erasure_decision, erasure_placeholder
-from projections.views.listing import (
+from palimpsest.domain.errors import NotFoundError
+from palimpsest.projections.store.sql import tables_in
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.access_stamps import scores_in
+from palimpsest.projections.views.belief_facts import PROJECTION_ERROR_CHARS, BeliefJson
+from palimpsest.projections.views.erasures import (
+    ErasurePlaceholder,
+    erasure_decision,
+    erasure_placeholder,
+)
+from palimpsest.projections.views.listing import (
     ListingCursor,
     MemoryAttributes,
     MemoryFilter,
@@ -44,9 +48,9 @@ from projections.views.listing import (
     attribute_values,
     cursor_values,
 )
-from projections.views.record import Record
-from projections.views.statement import any_of, inline, json_field, param, shaped_sql
-from projections.views.version_texts import (
+from palimpsest.projections.views.record import Record
+from palimpsest.projections.views.statement import any_of, inline, json_field, param, shaped_sql
+from palimpsest.projections.views.version_texts import (
     VersionText,
     _version_texts_in,
 )
@@ -56,7 +60,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Select, Table
     from sqlalchemy.sql.elements import ColumnElement
 
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "BeliefAnswer",
@@ -285,7 +289,7 @@ def scored_current_belief(
     log: EventLog, tenant_id: UUID, memory_id: UUID, at: datetime
 ) -> BeliefAnswer:
     """:func:`current_belief` at ``at``; a current one with its salience score
-    (:func:`projections.views.access_stamps.scores_in`), read in the same transaction.
+    (:func:`palimpsest.projections.views.access_stamps.scores_in`), read in the same transaction.
 
     Raises:
         NotFoundError: no such memory in the tenant.

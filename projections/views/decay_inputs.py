@@ -2,7 +2,7 @@
 likely duplicates, and the fade label.
 
 The cycle computes every score at one snapshot time from these reads
-(:mod:`domain.retention_score`); nothing here reads a clock but the times it is
+(:mod:`palimpsest.domain.retention_score`); nothing here reads a clock but the times it is
 given. A memory's *time* is the latest ``captured_at`` of the observations its
 current version's active support cites, else when that version was recorded.
 
@@ -24,16 +24,16 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 from sqlalchemy import Boolean, and_, cast, false, func, not_, or_
 
-from domain.memory import Memory
-from domain.observation import Observation
-from projections.store.sql import schema_query, schema_sql
-from projections.store.tenancy import tenant_transaction
-from projections.views.statement import inline
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.observation import Observation
+from palimpsest.projections.store.sql import schema_query, schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.statement import inline
 
 if TYPE_CHECKING:
     from sqlalchemy.sql.elements import ColumnElement
 
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "DecayInput",

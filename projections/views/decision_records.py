@@ -8,12 +8,12 @@ from uuid import UUID
 
 from pydantic import Field
 
-from domain.decision import Decision
-from projections.store.aggregates import event_positions, load_aggregate
-from projections.views.record import Record
+from palimpsest.domain.decision import Decision
+from palimpsest.projections.store.aggregates import event_positions, load_aggregate
+from palimpsest.projections.views.record import Record
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = ["DecisionRecord", "decision_record"]
 

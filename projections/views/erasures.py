@@ -12,16 +12,16 @@ from uuid import UUID
 
 from sqlalchemy import select
 
-from projections.store.sql import tables_in
-from projections.store.tenancy import tenant_transaction
-from projections.views.record import Record
-from projections.views.statement import any_of, inline, shaped_sql
+from palimpsest.projections.store.sql import tables_in
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.record import Record
+from palimpsest.projections.views.statement import any_of, inline, shaped_sql
 
 if TYPE_CHECKING:
     from sqlalchemy import Select, Table
     from sqlalchemy.sql.elements import ColumnElement
 
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "ErasurePlaceholder",

@@ -18,14 +18,14 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
-from projections.store.sql import schema_sql
-from projections.store.tenancy import set_tenant
-from projections.views.receipts import Receipt, erasure_receipt
-from projections.views.record import Record
-from projections.views.timeline import EventRecord, describe_event
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import set_tenant
+from palimpsest.projections.views.receipts import Receipt, erasure_receipt
+from palimpsest.projections.views.record import Record
+from palimpsest.projections.views.timeline import EventRecord, describe_event
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "EXPORT_FORMAT",

@@ -6,7 +6,7 @@ project on the columns the indexes lead with). Listings page newest first
 by (creation position, id): memories of one batch share a position, so the
 id breaks ties.
 
-Conditions name their parameters (see :func:`projections.views.statement.shaped_sql`):
+Conditions name their parameters (see :func:`palimpsest.projections.views.statement.shaped_sql`):
 a filter given adds a condition and its value, under the column's name.
 """
 
@@ -19,9 +19,9 @@ from uuid import UUID
 from pydantic import Field
 from sqlalchemy import and_, or_
 
-from domain.memory import MemoryType
-from projections.views.record import Record
-from projections.views.statement import param
+from palimpsest.domain.memory import MemoryType
+from palimpsest.projections.views.record import Record
+from palimpsest.projections.views.statement import param
 
 if TYPE_CHECKING:
     from sqlalchemy.sql.elements import ColumnElement

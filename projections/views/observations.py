@@ -14,18 +14,18 @@ from uuid import UUID
 
 from pydantic import Field
 
-from domain.errors import ContentErasedError, ContentExpiredError, NotFoundError
-from domain.observation import Observation
-from projections.store.aggregates import aggregates_at, event_positions, load_aggregate
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
-from projections.views.erasures import ErasurePlaceholder, erasure_placeholder
-from projections.views.listing import ListingCursor
-from projections.views.payloads import payload_contents
-from projections.views.record import Record
+from palimpsest.domain.errors import ContentErasedError, ContentExpiredError, NotFoundError
+from palimpsest.domain.observation import Observation
+from palimpsest.projections.store.aggregates import aggregates_at, event_positions, load_aggregate
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.erasures import ErasurePlaceholder, erasure_placeholder
+from palimpsest.projections.views.listing import ListingCursor
+from palimpsest.projections.views.payloads import payload_contents
+from palimpsest.projections.views.record import Record
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "Milestone",

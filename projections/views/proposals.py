@@ -15,18 +15,18 @@ from uuid import UUID
 
 from pydantic import Field
 
-from domain.errors import NotFoundError
-from domain.memory import Memory
-from domain.proposal import Proposal
-from projections.store.aggregates import aggregates_of
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
-from projections.views.listing import ListingCursor, MemoryAttributes
-from projections.views.record import Record
-from projections.views.version_texts import version_texts
+from palimpsest.domain.errors import NotFoundError
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.proposal import Proposal
+from palimpsest.projections.store.aggregates import aggregates_of
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.listing import ListingCursor, MemoryAttributes
+from palimpsest.projections.views.record import Record
+from palimpsest.projections.views.version_texts import version_texts
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "ProposalFilter",

@@ -26,7 +26,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from projections.store.database import Database
+from palimpsest.projections.store.database import Database
 
 __all__ = ["PublicationWatch", "TenantWakers", "publication_channel"]
 

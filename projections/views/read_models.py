@@ -17,7 +17,7 @@ keeps ``published`` at 0 and is quarantined at its requested revision with
 the error, as the live drain quarantines it (:meth:`TenantReadModels.unprojectable`
 says why; verify lists it).
 Text PostgreSQL cannot store is replaced as the live write path and drain
-replace it (:mod:`projections.store.storable`).
+replace it (:mod:`palimpsest.projections.store.storable`).
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from uuid import UUID
 
 from eventsourcing.domain import CanMutateAggregate, Snapshot
 
-from domain.belief import EdgeFact, project_belief
-from domain.dependency import Dependencies, dependencies_of
-from domain.memory import Memory
-from projections.store.eventlog import SNAPSHOT_INTERVAL
-from projections.store.storable import storable
-from projections.views.belief_facts import belief_document, facts_from, projection_error
+from palimpsest.domain.belief import EdgeFact, project_belief
+from palimpsest.domain.dependency import Dependencies, dependencies_of
+from palimpsest.domain.memory import Memory
+from palimpsest.projections.store.eventlog import SNAPSHOT_INTERVAL
+from palimpsest.projections.store.storable import storable
+from palimpsest.projections.views.belief_facts import belief_document, facts_from, projection_error
 
 __all__ = [
     "TABLES",
@@ -163,7 +163,7 @@ class TenantReadModels:
     snapshots: dict[tuple[UUID, int], dict[str, Any]] = field(default_factory=dict)
     """Snapshot state by (memory id, version): the snapshots the live write path
     takes, at the same versions (after each write that crosses a multiple of
-    :data:`~projections.store.eventlog.SNAPSHOT_INTERVAL`)."""
+    :data:`~palimpsest.projections.store.eventlog.SNAPSHOT_INTERVAL`)."""
 
     def apply_write(self, events: Sequence[Any], position: int) -> set[UUID]:
         """Apply one write (the events of one transaction; ``position`` is its last)

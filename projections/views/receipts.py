@@ -8,16 +8,16 @@ from uuid import UUID
 
 from pydantic import Field
 
-from domain.decision import Decision
-from domain.errors import NotFoundError
-from projections.store.aggregates import load_aggregate
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
-from projections.views.decision_records import DecisionRecord, decision_record
-from projections.views.record import Record
+from palimpsest.domain.decision import Decision
+from palimpsest.domain.errors import NotFoundError
+from palimpsest.projections.store.aggregates import load_aggregate
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.decision_records import DecisionRecord, decision_record
+from palimpsest.projections.views.record import Record
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = ["Receipt", "RemovedCounts", "erasure_receipt"]
 

@@ -15,12 +15,12 @@ from uuid import UUID
 
 from pydantic import Field
 
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
-from projections.views.record import Record
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.record import Record
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = ["MAX_REFLECTIONS_LISTED", "ReflectionRecord", "list_reflections"]
 

@@ -11,13 +11,13 @@ from uuid import UUID
 
 from pydantic import Field
 
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
-from projections.store.work_due import busy_tenants
-from projections.views.record import Record
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.store.work_due import busy_tenants
+from palimpsest.projections.views.record import Record
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "MAX_LISTED",
@@ -121,7 +121,7 @@ def revision_totals(log: EventLog) -> dict[str, float]:
     Each tenant's figures are read under its own row-level security scope, as
     drains read them, so no role bypasses it. Only tenants with work due or
     beliefs published in the last minute are read (the others' figures are
-    all zero: :func:`projections.store.work_due.busy_tenants`), so an idle
+    all zero: :func:`palimpsest.projections.store.work_due.busy_tenants`), so an idle
     store answers in one query whatever its number of tenants.
     """
     head, busy = busy_tenants(log.datastore)

@@ -1,6 +1,6 @@
 """Pieces the reads' SQLAlchemy Core statements share, and their compiled text.
 
-Statements are built over :func:`projections.store.sql.tables_in` and run on
+Statements are built over :func:`palimpsest.projections.store.sql.tables_in` and run on
 the request's psycopg cursor. Building and compiling a statement costs
 milliseconds, more than the hot queries take to run, so each statement is
 built from its *shape* alone (the schema, which filters are given, which
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlalchemy import BigInteger, Column, DateTime, MetaData, Table, Uuid, any_, bindparam, literal
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from projections.store.schema import EVENTS_TABLE
-from projections.store.sql import compile_query
+from palimpsest.projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.store.sql import compile_query
 
 if TYPE_CHECKING:
     from sqlalchemy.sql import ClauseElement
@@ -79,7 +79,7 @@ def events_table(schema: str) -> Table:
     """Return the columns of the library's events table that reads join on.
 
     The table is the eventsourcing library's (its DDL is the library's), so it
-    is not in :mod:`projections.store.schema`; this names the columns reads use.
+    is not in :mod:`palimpsest.projections.store.schema`; this names the columns reads use.
     """
     return Table(
         EVENTS_TABLE,

@@ -17,18 +17,18 @@ from eventsourcing.domain import CanMutateAggregate, DomainEventProtocol
 from eventsourcing.persistence import StoredEvent
 from pydantic import Field, JsonValue
 
-from domain.edge import EdgeKind
-from domain.errors import NotFoundError
-from domain.evidence import Excerpt
-from domain.memory import Memory
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
-from projections.views.record import Record
-from projections.views.versions import RecordedMemory, RecordedVersion, version_contents
-from projections.views.write_times import WriteEnd, write_ends
+from palimpsest.domain.edge import EdgeKind
+from palimpsest.domain.errors import NotFoundError
+from palimpsest.domain.evidence import Excerpt
+from palimpsest.domain.memory import Memory
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.record import Record
+from palimpsest.projections.views.versions import RecordedMemory, RecordedVersion, version_contents
+from palimpsest.projections.views.write_times import WriteEnd, write_ends
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "ContributionRecord",

@@ -1,5 +1,5 @@
 """Decoded memories at a version, for as-of reads (one of the two resident caches;
-the other holds the write side's aggregates: :mod:`projections.store.aggregate_cache`).
+the other holds the write side's aggregates: :mod:`palimpsest.projections.store.aggregate_cache`).
 
 Loading a long memory at a version decodes a snapshot holding every version
 and contribution; repeated as-of reads of a memory hit the same few
@@ -18,11 +18,11 @@ import weakref
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from domain.belief import MemoryFacts
-from projections.store.resident import CacheStats, ResidentCache
+from palimpsest.domain.belief import MemoryFacts
+from palimpsest.projections.store.resident import CacheStats, ResidentCache
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "CacheStats",

@@ -20,15 +20,15 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
-from domain.memory import Memory
-from projections.store.aggregate_cache import aggregate_cache
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.domain.memory import Memory
+from palimpsest.projections.store.aggregate_cache import aggregate_cache
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 
 if TYPE_CHECKING:
     from psycopg import Cursor
 
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = ["VersionText", "version_events", "version_texts"]
 
@@ -116,7 +116,7 @@ def version_texts(
 
 def _known_digests(log: EventLog, tenant_id: UUID, versions: dict[UUID, UUID]) -> dict[UUID, str]:
     """Return the content digest of each version in ``versions`` that this process's
-    copy of its memory holds (:mod:`projections.store.aggregate_cache`: the memories
+    copy of its memory holds (:mod:`palimpsest.projections.store.aggregate_cache`: the memories
     it last loaded or recorded). A version's digest never changes; its bytes are still
     read from the payload store, so an erasure that deleted them is seen."""
     cache = aggregate_cache(log)

@@ -13,18 +13,18 @@ from uuid import UUID
 
 from pydantic import Field
 
-from domain.evidence import Excerpt
-from domain.memory import Memory, VersionRecord
-from projections.store.aggregates import event_positions, load_aggregate
-from projections.store.tenancy import tenant_scope, tenant_transaction
-from projections.views.erasures import ErasurePlaceholder, erasure_placeholder
-from projections.views.listing import MemoryAttributes
-from projections.views.payloads import payload_contents
-from projections.views.record import Record
-from projections.views.write_times import write_ends
+from palimpsest.domain.evidence import Excerpt
+from palimpsest.domain.memory import Memory, VersionRecord
+from palimpsest.projections.store.aggregates import event_positions, load_aggregate
+from palimpsest.projections.store.tenancy import tenant_scope, tenant_transaction
+from palimpsest.projections.views.erasures import ErasurePlaceholder, erasure_placeholder
+from palimpsest.projections.views.listing import MemoryAttributes
+from palimpsest.projections.views.payloads import payload_contents
+from palimpsest.projections.views.record import Record
+from palimpsest.projections.views.write_times import write_ends
 
 if TYPE_CHECKING:
-    from projections.store.eventlog import EventLog
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "MemoryVersions",

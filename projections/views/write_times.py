@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from projections.store.sql import schema_sql
+from palimpsest.projections.store.sql import schema_sql
 
 if TYPE_CHECKING:
     from psycopg import Cursor

@@ -19,13 +19,13 @@ from typing import Any
 import requests
 import schemathesis
 
-from api.app import create_app
-from api.cursor import decode_cursor
-from api.settings import ApiSettings
-from domain.errors import InvalidInputError
-from projections.commands.tokens import create_tenant
-from projections.drains.loop import DrainLoop
-from projections.runtime import Runtime
+from palimpsest.api.app import create_app
+from palimpsest.api.cursor import decode_cursor
+from palimpsest.api.settings import ApiSettings
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.projections.commands.tokens import create_tenant
+from palimpsest.projections.drains.loop import DrainLoop
+from palimpsest.projections.runtime import Runtime
 from tests.api.live_server import live_server
 
 __all__ = [

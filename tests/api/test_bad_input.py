@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from domain.limits import MAX_OBSERVATION_BYTES, MAX_VERSION_BYTES
+from palimpsest.domain.limits import MAX_OBSERVATION_BYTES, MAX_VERSION_BYTES
 from tests.api.helpers import observe, problem_slug, remember
 from tests.conftest import Tenant
 

@@ -7,9 +7,9 @@ from uuid import uuid4
 
 from fastapi.testclient import TestClient
 
-from domain.belief import MemoryFacts
-from projections.runtime import Runtime
-from projections.views.version_cache import VersionCache
+from palimpsest.domain.belief import MemoryFacts
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.views.version_cache import VersionCache
 from tests.api.helpers import post, problem_slug, remember
 from tests.conftest import Tenant
 

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import ApiSettings
-from projections.commands.tokens import create_tenant
-from projections.runtime import Runtime
-from projections.store.eventlog import WRITE_ATTEMPTS
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.commands.tokens import create_tenant
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.eventlog import WRITE_ATTEMPTS
 from tests.api.helpers import problem_slug
 from tests.embedded_server import own_server, start, stop
 

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.cli import main
-from projections.drains.expiry import expire_due
-from projections.drains.retention import apply_retention
-from projections.drains.tenant_erasure import erase_deleted_tenants
-from projections.history.rebuild import rebuild
-from projections.runtime import Runtime
+from palimpsest.api.cli import main
+from palimpsest.projections.drains.expiry import expire_due
+from palimpsest.projections.drains.retention import apply_retention
+from palimpsest.projections.drains.tenant_erasure import erase_deleted_tenants
+from palimpsest.projections.history.rebuild import rebuild
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import (
     RunDatabase,

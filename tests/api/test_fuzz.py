@@ -26,7 +26,7 @@ import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 
-from projections.runtime import Runtime
+from palimpsest.projections.runtime import Runtime
 from tests.api.fuzzing import (
     FuzzTarget,
     drop_unissued_cursor,

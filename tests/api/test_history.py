@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from projections.runtime import Runtime
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant, drain_until_caught_up
 

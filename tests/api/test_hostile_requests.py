@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from projections.runtime import Runtime
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import problem_slug
 from tests.conftest import Tenant, store_snapshot
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from projections.runtime import Runtime
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import post, problem_slug
 from tests.conftest import Tenant, drain_until_caught_up
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from api.logformat import configure_logging
+from palimpsest.api.logformat import configure_logging
 
 
 async def _empty_app(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 import pytest
 from fastapi.testclient import TestClient
 
-import domain.errors
-import projections.store.errors
-from api.app import create_app
-from api.problems import PROBLEMS
-from api.settings import ApiSettings
-from domain.errors import PalimpsestError
-from projections.runtime import Runtime
+import palimpsest.domain.errors
+import palimpsest.projections.store.errors
+from palimpsest.api.app import create_app
+from palimpsest.api.problems import PROBLEMS
+from palimpsest.api.settings import ApiSettings
+from palimpsest.domain.errors import PalimpsestError
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import remember
 from tests.conftest import Tenant
 
@@ -87,7 +87,9 @@ def test_readyz_reports_a_schema_behind_this_code(
 ) -> None:
     own = Runtime(runtime.database, runtime.log, runtime.embedding, _GatedEmbedder())
     own.embedder_loaded.set()
-    monkeypatch.setattr("api.routers.health.schema_revisions", lambda _database: ["0001"])
+    monkeypatch.setattr(
+        "palimpsest.api.routers.health.schema_revisions", lambda _database: ["0001"]
+    )
     with TestClient(create_app(ApiSettings(), own)) as client:
         behind = client.get("/readyz")
     assert behind.status_code == 503
@@ -136,7 +138,7 @@ def test_openapi_documents_every_route_with_typed_bodies(client: TestClient) -> 
 def test_every_error_class_has_a_problem_type() -> None:
     classes = [
         c
-        for module in (domain.errors, projections.store.errors)
+        for module in (palimpsest.domain.errors, palimpsest.projections.store.errors)
         for _, c in inspect.getmembers(module, inspect.isclass)
         if issubclass(c, PalimpsestError)
     ]

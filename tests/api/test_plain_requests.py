@@ -19,15 +19,15 @@ from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.dependencies.utils import solve_dependencies
 from fastapi.testclient import TestClient
 
-from api.admission import HolderDep
-from api.app import create_app
-from api.deps import CallerDep, WriteDep, get_runtime
-from api.plain_requests import plain_route
-from api.routers import memories
-from api.schemas import MemoryCreate, MemoryCreated
-from api.settings import ApiSettings
-from projections.drains.tenant_erasure import erase_deleted_tenants
-from projections.runtime import Runtime
+from palimpsest.api.admission import HolderDep
+from palimpsest.api.app import create_app
+from palimpsest.api.deps import CallerDep, WriteDep, get_runtime
+from palimpsest.api.plain_requests import plain_route
+from palimpsest.api.routers import memories
+from palimpsest.api.schemas import MemoryCreate, MemoryCreated
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.drains.tenant_erasure import erase_deleted_tenants
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import problem_slug, remember
 from tests.conftest import Tenant, drain_until_caught_up
 

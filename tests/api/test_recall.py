@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import ApiSettings
-from projections.runtime import Runtime
-from projections.views.candidates import candidate_pairs
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.views.candidates import candidate_pairs
 from tests.api.helpers import post, problem_slug, remember
 from tests.conftest import Tenant, drain_until_caught_up, index_until_caught_up
 
@@ -252,7 +252,7 @@ def test_the_index_path_and_its_exact_fallback(
     client: TestClient, tenant: Tenant, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Tests' tenants are small, so recall searches them exactly; make "small" smaller.
-    monkeypatch.setattr("projections.recall.search.EXACT_BELOW", 5)
+    monkeypatch.setattr("palimpsest.projections.recall.search.EXACT_BELOW", 5)
     headers = tenant.headers()
     for i in range(30):
         remember(client, headers, type="note", content=f"Note {i}: the standup moved again")

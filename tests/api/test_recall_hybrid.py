@@ -13,10 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 from psycopg import sql
 
-from projections.drains.expiry import expire_due
-from projections.drains.retention import apply_retention
-from projections.runtime import Runtime
-from projections.store.tenancy import tenant_transaction
+from palimpsest.projections.drains.expiry import expire_due
+from palimpsest.projections.drains.retention import apply_retention
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.tenancy import tenant_transaction
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant, index_until_caught_up
 

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import ApiSettings
-from projections.drains.expiry import expire_due
-from projections.drains.retention import apply_retention
-from projections.history.verify import verify
-from projections.runtime import Runtime
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.drains.expiry import expire_due
+from palimpsest.projections.drains.retention import apply_retention
+from palimpsest.projections.history.verify import verify
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug
 from tests.conftest import Tenant, count_events
 from tests.projections.drains.killing import drain_process, kill_mid_write
@@ -129,7 +129,7 @@ def test_a_retention_pass_killed_mid_write_leaves_nothing_and_the_next_completes
         start=lambda: drain_process(
             runtime,
             "from datetime import UTC, datetime; from uuid import UUID\n"
-            "from projections.drains.retention import apply_tenant_retention\n"
+            "from palimpsest.projections.drains.retention import apply_tenant_retention\n"
             f"apply_tenant_retention(log, UUID('{tenant.id}'), 0, now=datetime.now(UTC),"
             " limit=1000)",
         ),

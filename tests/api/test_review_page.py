@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.routers.review import HTMX_VERSION
-from api.sessions import COOKIE, Sessions
-from api.settings import ApiSettings
-from projections.commands.tokens import issue_token, revoke_token
-from projections.runtime import Runtime
+from palimpsest.api.app import create_app
+from palimpsest.api.routers.review import HTMX_VERSION
+from palimpsest.api.sessions import COOKIE, Sessions
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.commands.tokens import issue_token, revoke_token
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import post, remember
 from tests.api.live_server import live_server
 from tests.conftest import Tenant, drain_until_caught_up

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import ApiSettings
-from projections.history.verify import verify
-from projections.runtime import Runtime
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.history.verify import verify
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import post, remember
 from tests.conftest import Tenant, drain_until_caught_up
 

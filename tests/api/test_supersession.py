@@ -9,8 +9,8 @@ from uuid import UUID
 
 from fastapi.testclient import TestClient
 
-from projections.history.verify import verify
-from projections.runtime import Runtime
+from palimpsest.projections.history.verify import verify
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import post, problem_slug, remember
 from tests.conftest import Tenant, drain_until_caught_up, index_until_caught_up
 

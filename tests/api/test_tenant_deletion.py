@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from projections.drains.tenant_erasure import erase_deleted_tenants
-from projections.runtime import Runtime
+from palimpsest.projections.drains.tenant_erasure import erase_deleted_tenants
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.api.test_erasure import database_hits
 from tests.conftest import Tenant, count_events, drain_until_caught_up, store_snapshot
@@ -99,7 +99,7 @@ def test_a_deleted_tenant_is_closed_at_once_and_erased_in_resumable_batches(
         start=lambda: drain_process(
             runtime,
             "from uuid import UUID\n"
-            "from projections.drains.tenant_erasure import erase_tenant\n"
+            "from palimpsest.projections.drains.tenant_erasure import erase_tenant\n"
             f"erase_tenant(log, UUID('{tenant.id}'), 0, limit=2)",
         ),
         hold="SELECT 1 FROM {schema}.observation_deadlines WHERE observation_id = %s FOR UPDATE",

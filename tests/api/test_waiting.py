@@ -18,10 +18,10 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
-from api.app import create_app
-from api.settings import ApiSettings
-from projections.drains.revision import drain_revisions
-from projections.runtime import Runtime
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.runtime import Runtime
 from tests.api.live_server import live_server
 from tests.conftest import Tenant
 

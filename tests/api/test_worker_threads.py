@@ -12,11 +12,11 @@ import time
 import anyio.to_thread
 import pytest
 
-import api.worker_threads
-from api.worker_threads import LONE_LOCK_WAIT_S, in_thread, in_thread_unless_alone
-from projections.drains.counters import WRITES_ON_LOOP, counts
-from projections.runtime import Runtime
-from projections.store.brief_waits import WouldWaitError, brief_limit
+import palimpsest.api.worker_threads
+from palimpsest.api.worker_threads import LONE_LOCK_WAIT_S, in_thread, in_thread_unless_alone
+from palimpsest.projections.drains.counters import WRITES_ON_LOOP, counts
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.brief_waits import WouldWaitError, brief_limit
 
 _request: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="none")
 
@@ -183,9 +183,9 @@ def _on_loop_counts() -> dict[str, int]:
 
 @pytest.fixture
 def alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As if this process's server had one open connection (``api.connections`` is
+    """As if this process's server had one open connection (``palimpsest.api.connections`` is
     tested against a real ``serve`` in tests/api/cli/test_serve_loop_writes.py)."""
-    monkeypatch.setattr(api.worker_threads, "open_connections", lambda: 1)
+    monkeypatch.setattr(palimpsest.api.worker_threads, "open_connections", lambda: 1)
 
 
 @pytest.mark.usefixtures("alone")
@@ -251,7 +251,7 @@ def test_a_write_refused_on_the_loop_is_refused_once(runtime: Runtime) -> None:
 def test_a_write_beside_other_connections_or_outside_serve_hops(
     runtime: Runtime, monkeypatch: pytest.MonkeyPatch, connections: int | None
 ) -> None:
-    monkeypatch.setattr(api.worker_threads, "open_connections", lambda: connections)
+    monkeypatch.setattr(palimpsest.api.worker_threads, "open_connections", lambda: connections)
     where = asyncio.run(
         in_thread_unless_alone(runtime.log.datastore, lambda: threading.current_thread().name)
     )

@@ -9,10 +9,10 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import ApiSettings
-from domain.candidate_budget import MISSES_TO_STOP, PROBE_EVERY
-from projections.runtime import Runtime
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.domain.candidate_budget import MISSES_TO_STOP, PROBE_EVERY
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import post, problem_slug
 from tests.conftest import Tenant, index_until_caught_up
 

@@ -71,12 +71,12 @@ from psycopg.conninfo import make_conninfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import MemorySpec
-from projections.runtime import Runtime, start_runtime
-from projections.store.schema import EVENTS_TABLE
-from projections.store.settings import DatabaseSettings
-from projections.views.revision_status import revision_totals
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import MemorySpec
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.projections.views.revision_status import revision_totals
 from tests.api.cli.serving import free_port, serve_env, stop_serve
 from tests.benchmarks.lean_http import KeepAliveClient
 from tests.conftest import library_writer
@@ -221,7 +221,16 @@ def start_benchmark_serve(
     revision stage runs)."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "api.cli", "serve", "--port", str(port), "--workers", str(workers)],
+        [
+            sys.executable,
+            "-m",
+            "palimpsest.api.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+        ],
         env=serve_env(runtime, QUIET | (settings or {})),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

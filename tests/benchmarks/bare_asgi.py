@@ -30,11 +30,11 @@ import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from projections.commands.tokens import authenticate
-from projections.commands.writer import MemorySpec
-from projections.runtime import start_runtime
-from projections.store.eventlog import SERVING_GROUPS_AHEAD
-from projections.store.settings import DatabaseSettings
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.commands.writer import MemorySpec
+from palimpsest.projections.runtime import start_runtime
+from palimpsest.projections.store.eventlog import SERVING_GROUPS_AHEAD
+from palimpsest.projections.store.settings import DatabaseSettings
 from tests.benchmarks.append import raw_insert
 from tests.conftest import library_writer
 

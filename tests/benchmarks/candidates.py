@@ -7,7 +7,7 @@ labelled ``supersedes``, ``coexists`` or ``unrelated``) as memories of one
 type and scope in a fresh tenant of a fresh embedded PostgreSQL, through
 the write path, the revision drain and the indexing drain with the real
 model. Then, for each newer statement, asks the candidate query
-(:func:`projections.views.candidates.potential_contradictions`, floor 0) which
+(:func:`palimpsest.projections.views.candidates.potential_contradictions`, floor 0) which
 memories it might contradict, and reports, for floors 0.50 to 0.90:
 
 - per label, the share of pairs whose older statement is among the newer
@@ -33,13 +33,13 @@ from uuid import UUID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import CapturePolicy, MemorySpec, Writer
-from projections.drains.revision import drain_revisions
-from projections.recall.indexing import index_pending
-from projections.runtime import start_runtime
-from projections.store.settings import DatabaseSettings
-from projections.views.candidates import potential_contradictions
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.recall.indexing import index_pending
+from palimpsest.projections.runtime import start_runtime
+from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.projections.views.candidates import potential_contradictions
 
 DATASET = Path(__file__).resolve().parents[3] / "shared/datasets/knowledge-updates/dev.jsonl"
 FLOORS = (0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80, 0.82, 0.85, 0.90)

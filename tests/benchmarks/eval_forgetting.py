@@ -92,14 +92,14 @@ from uuid import UUID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from domain.judge_state import JudgeItem, PairItem, SingleItem, neighbour_ref
-from domain.limits import MAX_DAILY_JUDGE_CALLS, MAX_DAILY_JUDGE_TOKENS
-from domain.verdicts import ACTIONS, Verdict
-from projections.commands.judgment import JudgmentSpec
-from projections.commands.proposals import ProposalSettings
-from projections.commands.spec import Ref
-from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import (
+from palimpsest.domain.judge_state import JudgeItem, PairItem, SingleItem, neighbour_ref
+from palimpsest.domain.limits import MAX_DAILY_JUDGE_CALLS, MAX_DAILY_JUDGE_TOKENS
+from palimpsest.domain.verdicts import ACTIONS, Verdict
+from palimpsest.projections.commands.judgment import JudgmentSpec
+from palimpsest.projections.commands.proposals import ProposalSettings
+from palimpsest.projections.commands.spec import Ref
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import (
     CapturePolicy,
     EvidenceSpec,
     MemorySpec,
@@ -107,15 +107,15 @@ from projections.commands.writer import (
     Writer,
     WriteSpec,
 )
-from projections.drains.forgetting_pass import judge_items, run_pass
-from projections.drains.revision import drain_revisions
-from projections.judgment.judge import ItemFailure, Judge, JudgeUsage
-from projections.judgment.openai_compatible import OpenAICompatibleJudge
-from projections.judgment.settings import JudgeSettings
-from projections.recall.indexing import index_pending
-from projections.recall.pass_candidates import PassSettings, select_candidates
-from projections.runtime import Runtime, start_runtime
-from projections.store.settings import DatabaseSettings
+from palimpsest.projections.drains.forgetting_pass import judge_items, run_pass
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.judgment.judge import ItemFailure, Judge, JudgeUsage
+from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
+from palimpsest.projections.judgment.settings import JudgeSettings
+from palimpsest.projections.recall.indexing import index_pending
+from palimpsest.projections.recall.pass_candidates import PassSettings, select_candidates
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.settings import DatabaseSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASET = ROOT.parent / "shared/datasets/knowledge-updates/dev.jsonl"

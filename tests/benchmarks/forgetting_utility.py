@@ -42,10 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import ApiSettings
-from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import (
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import (
     CapturePolicy,
     EvidenceSpec,
     MemorySpec,
@@ -54,10 +54,10 @@ from projections.commands.writer import (
     Writer,
     WriteSpec,
 )
-from projections.drains.revision import drain_revisions
-from projections.recall.indexing import index_pending
-from projections.runtime import Runtime, start_runtime
-from projections.store.settings import DatabaseSettings
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.recall.indexing import index_pending
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.settings import DatabaseSettings
 
 DATASET = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo"
 DEVELOPMENT = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")

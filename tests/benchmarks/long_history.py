@@ -27,13 +27,13 @@ from uuid import UUID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from projections.commands.caller import Caller
-from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import MemorySpec, VersionSpec, Writer
-from projections.drains.loop import DrainLoop
-from projections.runtime import start_runtime
-from projections.store.settings import DatabaseSettings
-from projections.store.sql import schema_query
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import MemorySpec, VersionSpec, Writer
+from palimpsest.projections.drains.loop import DrainLoop
+from palimpsest.projections.runtime import start_runtime
+from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.projections.store.sql import schema_query
 from tests.conftest import library_writer
 
 

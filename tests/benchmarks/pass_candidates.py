@@ -9,7 +9,7 @@ the write path: each statement is an observation captured at its real date
 (the earliest, for the few that recur; undated statements are captured at
 load time) and a memory citing it, then the revision drain and the indexing
 drain with the real model. Then it asks the forgetting pass's candidate query
-(:func:`projections.recall.pass_candidates.select_candidates`, caps lifted)
+(:func:`palimpsest.projections.recall.pass_candidates.select_candidates`, caps lifted)
 for its pairs under a grid of settings, and reports:
 
 - per label, the share of pairs that became a candidate pair (either
@@ -41,9 +41,9 @@ from uuid import UUID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from projections.commands.spec import Ref
-from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import (
+from palimpsest.projections.commands.spec import Ref
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import (
     CapturePolicy,
     EvidenceSpec,
     MemorySpec,
@@ -51,11 +51,11 @@ from projections.commands.writer import (
     Writer,
     WriteSpec,
 )
-from projections.drains.revision import drain_revisions
-from projections.recall.indexing import index_pending
-from projections.recall.pass_candidates import PassSettings, select_candidates
-from projections.runtime import start_runtime
-from projections.store.settings import DatabaseSettings
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.recall.indexing import index_pending
+from palimpsest.projections.recall.pass_candidates import PassSettings, select_candidates
+from palimpsest.projections.runtime import start_runtime
+from palimpsest.projections.store.settings import DatabaseSettings
 from tests.benchmarks.sentences import sentences
 
 DATASET = Path(__file__).resolve().parents[3] / "shared/datasets/knowledge-updates/dev.jsonl"

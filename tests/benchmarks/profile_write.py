@@ -40,11 +40,11 @@ with httpx2.Client(base_url=f"http://127.0.0.1:{port}",
 def _serve_and_drive(writes: int, loop: str, http: str) -> None:
     import uvicorn
 
-    from api.app import create_app
-    from api.settings import ApiSettings
-    from projections.commands.tokens import create_tenant
-    from projections.runtime import start_runtime
-    from projections.store.settings import DatabaseSettings
+    from palimpsest.api.app import create_app
+    from palimpsest.api.settings import ApiSettings
+    from palimpsest.projections.commands.tokens import create_tenant
+    from palimpsest.projections.runtime import start_runtime
+    from palimpsest.projections.store.settings import DatabaseSettings
 
     runtime = start_runtime(DatabaseSettings(data_dir=Path(tempfile.mkdtemp(prefix="pal-prof-"))))
     issued = create_tenant(runtime.log, "bench")

@@ -34,10 +34,10 @@ from uuid import UUID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from projections.commands.caller import Caller
-from projections.commands.decisions import LabelSpec, WithdrawSpec
-from projections.commands.tokens import authenticate, create_tenant, issue_token
-from projections.commands.writer import (
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.decisions import LabelSpec, WithdrawSpec
+from palimpsest.projections.commands.tokens import authenticate, create_tenant, issue_token
+from palimpsest.projections.commands.writer import (
     CapturePolicy,
     EdgeSpec,
     EvidenceSpec,
@@ -48,13 +48,13 @@ from projections.commands.writer import (
     Writer,
     WriteSpec,
 )
-from projections.drains.revision import drain_revisions
-from projections.history.rebuild import rebuild
-from projections.history.verify import verify
-from projections.runtime import Runtime, start_runtime
-from projections.store.schema import EVENTS_TABLE
-from projections.store.settings import DatabaseSettings
-from projections.views.as_of import belief_as_of
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.history.rebuild import rebuild
+from palimpsest.projections.history.verify import verify
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.projections.views.as_of import belief_as_of
 
 _BATCH_ITEMS = 400
 

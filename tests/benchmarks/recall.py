@@ -48,17 +48,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import ApiSettings
-from projections.commands.caller import Caller
-from projections.commands.tokens import authenticate, issue_token
-from projections.commands.writer import CapturePolicy, MemorySpec, Writer
-from projections.drains.revision import drain_revisions
-from projections.recall.indexing import index_pending
-from projections.recall.search import HNSW_OVERFETCH, RecallQuery, search
-from projections.recall.search import recall as search_recall
-from projections.runtime import Runtime, start_runtime
-from projections.store.settings import DatabaseSettings
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.tokens import authenticate, issue_token
+from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.recall.indexing import index_pending
+from palimpsest.projections.recall.search import HNSW_OVERFETCH, RecallQuery, search
+from palimpsest.projections.recall.search import recall as search_recall
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.settings import DatabaseSettings
 from tests.benchmarks.recall_hybrid import MODES, answered_questions
 from tests.benchmarks.sentences import DATASET, dataset_sentences, sentences, statement_sentences
 
@@ -256,7 +256,7 @@ def main() -> None:
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="palimpsest-recall-"))
     fresh = args.data_dir is None or not (data_dir / "pgdata").exists()
     runtime = start_runtime(DatabaseSettings(data_dir=data_dir))
-    from projections.commands.tokens import create_tenant
+    from palimpsest.projections.commands.tokens import create_tenant
 
     words = list(dataset_sentences())
     corpus = (words + sentences(args.memories + args.queries, seed=11))[: args.memories]

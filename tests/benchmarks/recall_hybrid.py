@@ -34,10 +34,10 @@ from uuid import UUID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import CapturePolicy, MemorySpec, Writer
-from projections.drains.revision import drain_revisions
-from projections.recall.fusion import (
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.recall.fusion import (
     IDENTIFIER_TEXT_WEIGHT,
     PARTIAL_TEXT_WEIGHT,
     RRF_K,
@@ -45,12 +45,12 @@ from projections.recall.fusion import (
     VECTOR_WEIGHT,
     fuse,
 )
-from projections.recall.indexing import index_pending
-from projections.recall.recalled import RecallMode
-from projections.recall.search import RecallQuery, recall, search
-from projections.recall.words import EVERY_WORD
-from projections.runtime import Runtime, start_runtime
-from projections.store.settings import DatabaseSettings
+from palimpsest.projections.recall.indexing import index_pending
+from palimpsest.projections.recall.recalled import RecallMode
+from palimpsest.projections.recall.search import RecallQuery, recall, search
+from palimpsest.projections.recall.words import EVERY_WORD
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.settings import DatabaseSettings
 
 DATASET = Path(__file__).resolve().parents[3] / "shared/datasets/knowledge-updates/dev.jsonl"
 MODES: tuple[RecallMode, ...] = ("vector", "text", "hybrid")

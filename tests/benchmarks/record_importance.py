@@ -2,7 +2,7 @@
 
 Runs ``llama_cpp.server`` with SmolLM2-135M-Instruct (the ``judge-local``
 extra's model, as ``record_summariser.py`` does), asks
-:class:`~projections.judgment.importance.OpenAICompatibleImportance` to rate
+:class:`~palimpsest.projections.judgment.importance.OpenAICompatibleImportance` to rate
 each of :data:`MEMORIES` through a recording proxy, and writes each request
 with the server's real answer to ``tests/fixtures/importance/`` in the
 judge's recording format. ``tests/projections/judgment/test_importance.py``
@@ -21,8 +21,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from domain.importance import ImportanceInput
-from projections.judgment.importance import OpenAICompatibleImportance
+from palimpsest.domain.importance import ImportanceInput
+from palimpsest.projections.judgment.importance import OpenAICompatibleImportance
 from tests.benchmarks.llama_server import MODEL_ALIAS, llama_server
 from tests.benchmarks.record_judge import _Proxy
 

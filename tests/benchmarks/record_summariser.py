@@ -26,7 +26,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from projections.judgment.summariser import OpenAICompatibleSummariser
+from palimpsest.projections.judgment.summariser import OpenAICompatibleSummariser
 from tests.benchmarks.llama_server import MODEL_ALIAS, _free_port, _wait_until_ready
 from tests.benchmarks.record_judge import _Proxy
 

@@ -39,14 +39,14 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
-from domain.cycle import Cycle
-from domain.decision import Decision
-from domain.memory import Memory
-from domain.proposal import Proposal
-from projections.store.eventlog import EventLog
-from projections.store.settings import DatabaseSettings
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.domain.cycle import Cycle
+from palimpsest.domain.decision import Decision
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.proposal import Proposal
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 
 __all__ = ["RestoreRate", "main", "restore_rates"]
 
@@ -167,7 +167,7 @@ def restore_rates(log: EventLog, tenant_id: UUID) -> list[RestoreRate]:
 
 def main() -> None:
     """Print the restore rates of every tenant of a store (or one)."""
-    from projections.runtime import start_runtime
+    from palimpsest.projections.runtime import start_runtime
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path)

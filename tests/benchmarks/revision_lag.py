@@ -29,14 +29,14 @@ from psycopg.conninfo import make_conninfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import projections.drains.revision as drain_module
-from projections.commands.caller import Caller
-from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import MemorySpec, Writer
-from projections.drains.loop import DrainLoop
-from projections.drains.revision import drain_revisions
-from projections.runtime import Runtime, start_runtime
-from projections.store.settings import DatabaseSettings
+import palimpsest.projections.drains.revision as drain_module
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import MemorySpec, Writer
+from palimpsest.projections.drains.loop import DrainLoop
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.settings import DatabaseSettings
 from tests.conftest import library_writer
 
 

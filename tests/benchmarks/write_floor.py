@@ -54,12 +54,12 @@ from psycopg.conninfo import make_conninfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from projections.commands.caller import Caller
-from projections.commands.tokens import IssuedToken, authenticate, create_tenant
-from projections.commands.writer import MemorySpec
-from projections.runtime import Runtime, start_runtime
-from projections.store.eventlog import SERVING_GROUPS_AHEAD
-from projections.store.settings import DatabaseSettings
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.tokens import IssuedToken, authenticate, create_tenant
+from palimpsest.projections.commands.writer import MemorySpec
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.eventlog import SERVING_GROUPS_AHEAD
+from palimpsest.projections.store.settings import DatabaseSettings
 from tests.api.cli.serving import free_port, serve_env, stop_serve
 from tests.benchmarks.append import (
     QUIET,

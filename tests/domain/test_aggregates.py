@@ -10,11 +10,11 @@ import pytest
 from eventsourcing.application import Application
 from eventsourcing.utils import get_topic
 
-from domain.errors import EdgeExistsError, InvalidInputError
-from domain.evidence import cut_excerpt
-from domain.memory import Memory
-from domain.observation import Observation
-from domain.tenant import Tenant
+from palimpsest.domain.errors import EdgeExistsError, InvalidInputError
+from palimpsest.domain.evidence import cut_excerpt
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.observation import Observation
+from palimpsest.domain.tenant import Tenant
 
 STABLE_TOPICS = {
     Memory.Created: "palimpsest:MemoryCreated",
@@ -101,8 +101,8 @@ def test_stored_events_carry_digests_never_content() -> None:
 
 
 def test_a_deactivated_contribution_stops_counting_and_cannot_be_deactivated_twice() -> None:
-    from domain.belief import MemoryFacts, project_belief
-    from domain.errors import ConflictError, NotFoundError
+    from palimpsest.domain.belief import MemoryFacts, project_belief
+    from palimpsest.domain.errors import ConflictError, NotFoundError
 
     memory = _memory()
     excerpt = cut_excerpt(uuid4(), "evidence text", 0, 8)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.belief import ContributionFact, EdgeFact, MemoryFacts, project_belief
+from palimpsest.domain.belief import ContributionFact, EdgeFact, MemoryFacts, project_belief
 
 ME = UUID(int=1)
 V1, V2 = UUID(int=11), UUID(int=12)
@@ -177,7 +177,7 @@ def test_labels_follow_the_edges_exactly(
 
 
 def test_archived_and_pinned_are_labels_with_reasons() -> None:
-    from domain.belief import Archival, ArchiveFact
+    from palimpsest.domain.belief import Archival, ArchiveFact
 
     plain = project_belief(_facts())
     assert (plain.archived, plain.pinned) == (None, False)

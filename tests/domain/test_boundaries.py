@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_domain_loads_no_infrastructure() -> None:
-    modules = [f"domain.{m.name}" for m in pkgutil.iter_modules([str(ROOT / "domain")])]
+    modules = [f"palimpsest.domain.{m.name}" for m in pkgutil.iter_modules([str(ROOT / "domain")])]
     code = (
         "import sys\n"
         + "".join(f"import {m}\n" for m in modules)

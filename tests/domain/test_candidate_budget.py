@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.candidate_budget import (
+from palimpsest.domain.candidate_budget import (
     MISSES_TO_STOP,
     PROBE_EVERY,
     BudgetOdds,

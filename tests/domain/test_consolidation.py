@@ -9,7 +9,7 @@ from uuid import UUID
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.consolidation import (
+from palimpsest.domain.consolidation import (
     MAX_GROUP,
     NEAR_DUPLICATE_SIMILARITY,
     MergeMember,
@@ -17,7 +17,7 @@ from domain.consolidation import (
     merge_groups,
     union_excerpts,
 )
-from domain.evidence import Excerpt
+from palimpsest.domain.evidence import Excerpt
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

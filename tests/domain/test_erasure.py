@@ -9,11 +9,11 @@ from uuid import UUID, uuid4
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.belief import ContributionFact, MemoryFacts, project_belief
-from domain.erasure import versions_formed_only_from
-from domain.evidence import Excerpt
-from domain.memory import Memory
-from domain.observation import Observation
+from palimpsest.domain.belief import ContributionFact, MemoryFacts, project_belief
+from palimpsest.domain.erasure import versions_formed_only_from
+from palimpsest.domain.evidence import Excerpt
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.observation import Observation
 
 OBS = [UUID(int=100 + i) for i in range(6)]
 ERASER = UUID(int=7)

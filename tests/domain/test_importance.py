@@ -8,16 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.forgetting_policy import DEFAULT_POLICY
-from domain.importance import (
+from palimpsest.domain.forgetting_policy import DEFAULT_POLICY
+from palimpsest.domain.importance import (
     GRADE_ADJUSTMENT,
     TYPE_IMPORTANCE,
     HeuristicImportance,
     ImportanceInput,
     information,
 )
-from domain.retention_score import Factors, bucket, recency, retention_score
-from domain.salience import confidence
+from palimpsest.domain.retention_score import Factors, bucket, recency, retention_score
+from palimpsest.domain.salience import confidence
 
 types = st.sampled_from(sorted(TYPE_IMPORTANCE))
 grades = st.sampled_from(sorted(GRADE_ADJUSTMENT))

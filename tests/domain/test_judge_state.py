@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.errors import InvalidInputError
-from domain.judge_state import (
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.domain.judge_state import (
     JudgeItem,
     MemoryView,
     PairItem,
@@ -24,7 +24,7 @@ from domain.judge_state import (
     state_chars,
     verdict_memories,
 )
-from domain.verdicts import Verdict
+from palimpsest.domain.verdicts import Verdict
 
 NOW = datetime(2026, 10, 26, 4, 30, tzinfo=UTC)
 

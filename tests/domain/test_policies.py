@@ -10,19 +10,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.digest import content_digest
-from domain.edge import EDGE_KINDS, check_edge
-from domain.errors import (
+from palimpsest.domain.digest import content_digest
+from palimpsest.domain.edge import EDGE_KINDS, check_edge
+from palimpsest.domain.errors import (
     ContentTooLargeError,
     EdgeNotAllowedError,
     EvidenceOutOfRangeError,
     InvalidInputError,
 )
-from domain.evidence import Excerpt, cut_excerpt
-from domain.limits import encode_content
-from domain.memory import MEMORY_TYPES
-from domain.retention import retention_deadline
-from domain.role import ROLES, can_administer, can_write
+from palimpsest.domain.evidence import Excerpt, cut_excerpt
+from palimpsest.domain.limits import encode_content
+from palimpsest.domain.memory import MEMORY_TYPES
+from palimpsest.domain.retention import retention_deadline
+from palimpsest.domain.role import ROLES, can_administer, can_write
 
 
 @given(

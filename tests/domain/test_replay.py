@@ -25,10 +25,10 @@ from eventsourcing.utils import get_topic
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from domain.errors import PalimpsestError
-from domain.evidence import cut_excerpt
-from domain.memory import Memory
-from projections.store.transcodings import SNAPSHOT_TRANSCODINGS
+from palimpsest.domain.errors import PalimpsestError
+from palimpsest.domain.evidence import cut_excerpt
+from palimpsest.domain.memory import Memory
+from palimpsest.projections.store.transcodings import SNAPSHOT_TRANSCODINGS
 
 OBSERVATIONS = [uuid4() for _ in range(3)]
 PRINCIPALS = [uuid4() for _ in range(2)]

@@ -8,10 +8,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.errors import InvalidInputError
-from domain.forgetting_policy import DEFAULT_POLICY, FACTORS, ForgettingPolicy
-from domain.importance import INFORMATION_SPREAD, HeuristicImportance, ImportanceInput, information
-from domain.retention_score import Factors, bucket, recency, retention_score, scope_nearness
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.domain.forgetting_policy import DEFAULT_POLICY, FACTORS, ForgettingPolicy
+from palimpsest.domain.importance import (
+    INFORMATION_SPREAD,
+    HeuristicImportance,
+    ImportanceInput,
+    information,
+)
+from palimpsest.domain.retention_score import (
+    Factors,
+    bucket,
+    recency,
+    retention_score,
+    scope_nearness,
+)
 
 unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 weight = st.floats(min_value=0.0, max_value=100.0, allow_nan=False)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.salience import (
+from palimpsest.domain.salience import (
     DEFAULT_HALF_LIVES,
     DOMINANCE_HORIZON_HALF_LIVES,
     DOMINANCE_MAX_ACCESSES,

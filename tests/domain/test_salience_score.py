@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.salience import DEFAULT_HALF_LIVES, salience, score
+from palimpsest.domain.salience import DEFAULT_HALF_LIVES, salience, score
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 SALIENCES = st.floats(0.0, 1e300)

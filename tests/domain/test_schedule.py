@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.errors import InvalidInputError
-from domain.schedule import DailySchedule, parse_daily
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.domain.schedule import DailySchedule, parse_daily
 
 
 def test_the_seeds_line_is_daily_at_four_thirty() -> None:

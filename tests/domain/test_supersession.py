@@ -11,10 +11,10 @@ from eventsourcing.application import Application
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.belief import ArchiveFact, EdgeFact, MemoryFacts, project_belief
-from domain.errors import ConflictError, InvalidInputError, NotFoundError
-from domain.evidence import cut_excerpt
-from domain.memory import Memory
+from palimpsest.domain.belief import ArchiveFact, EdgeFact, MemoryFacts, project_belief
+from palimpsest.domain.errors import ConflictError, InvalidInputError, NotFoundError
+from palimpsest.domain.evidence import cut_excerpt
+from palimpsest.domain.memory import Memory
 
 ME, NEW, OTHER = UUID(int=1), UUID(int=2), UUID(int=3)
 V1 = UUID(int=11)

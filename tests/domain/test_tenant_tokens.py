@@ -7,8 +7,8 @@ from uuid import uuid4
 import pytest
 from eventsourcing.utils import get_topic
 
-from domain.errors import NotFoundError
-from domain.tenant import Tenant
+from palimpsest.domain.errors import NotFoundError
+from palimpsest.domain.tenant import Tenant
 
 
 def test_a_token_is_revoked_once_and_an_unknown_one_is_refused() -> None:

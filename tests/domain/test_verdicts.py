@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.errors import InvalidInputError
-from domain.verdicts import (
+from palimpsest.domain.errors import InvalidInputError
+from palimpsest.domain.verdicts import (
     ACTIONS,
     LETTERS,
     Verdict,

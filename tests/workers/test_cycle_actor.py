@@ -10,12 +10,12 @@ import dramatiq
 from dramatiq.brokers.stub import StubBroker
 from fastapi.testclient import TestClient
 
-from projections.commands.writer import CapturePolicy, Writer
-from projections.drains.decay_cycle import CycleReport, ScheduledCycle
-from projections.runtime import Runtime
+from palimpsest.projections.commands.writer import CapturePolicy, Writer
+from palimpsest.projections.drains.decay_cycle import CycleReport, ScheduledCycle
+from palimpsest.projections.runtime import Runtime
+from palimpsest.workers.cycles import register_cycle_actor
 from tests.api.helpers import remember
 from tests.conftest import Tenant, drain_until_caught_up
-from workers.cycles import register_cycle_actor
 
 
 class _Recording(ScheduledCycle):

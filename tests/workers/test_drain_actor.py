@@ -18,15 +18,15 @@ import redis
 from dramatiq.brokers.stub import StubBroker
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import ApiSettings
-from projections.drains.hints import DRAIN_QUEUE, broker_for, send_drain_hint
-from projections.runtime import Runtime
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.drains.hints import DRAIN_QUEUE, broker_for, send_drain_hint
+from palimpsest.projections.runtime import Runtime
+from palimpsest.workers.revision import register_drain_actor
 from tests.api.helpers import post, remember
 from tests.conftest import Tenant
 from tests.projections.drains.killing import database_url, kill_mid_write
 from tests.projections.drains.private_redis import PrivateRedis, private_redis
-from workers.revision import register_drain_actor
 
 
 @pytest.fixture
@@ -90,7 +90,16 @@ def _start_worker(runtime: Runtime, broker_url: str) -> subprocess.Popen[bytes]:
         "PALIMPSEST_DRAIN_LEASE_S": "1",
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "dramatiq", "workers.boot", "--processes", "1", "--threads", "2"],
+        [
+            sys.executable,
+            "-m",
+            "dramatiq",
+            "palimpsest.workers.boot",
+            "--processes",
+            "1",
+            "--threads",
+            "2",
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -16,16 +16,16 @@ import pytest
 from dramatiq.brokers.stub import StubBroker
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import ApiSettings
-from projections.drains.hints import broker_for
-from projections.runtime import Runtime
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.drains.hints import broker_for
+from palimpsest.projections.runtime import Runtime
+from palimpsest.workers.erasure import register_erasure_actor
+from palimpsest.workers.expiry import register_expiry_actor
 from tests.api.helpers import observe, remember
 from tests.conftest import Tenant, count_events
 from tests.projections.drains.private_redis import PrivateRedis
 from tests.workers.test_drain_actor import redis_server  # noqa: F401
-from workers.erasure import register_erasure_actor
-from workers.expiry import register_expiry_actor
 
 
 def _worker(broker: dramatiq.Broker) -> Iterator[dramatiq.Worker]:

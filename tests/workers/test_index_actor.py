@@ -9,11 +9,11 @@ import pytest
 from dramatiq.brokers.stub import StubBroker
 from fastapi.testclient import TestClient
 
-from projections.recall.indexing import unindexed_count
-from projections.runtime import Runtime
+from palimpsest.projections.recall.indexing import unindexed_count
+from palimpsest.projections.runtime import Runtime
+from palimpsest.workers.indexing import register_index_actor
 from tests.api.helpers import post, remember
 from tests.conftest import Tenant, drain_until_caught_up
-from workers.indexing import register_index_actor
 
 
 @pytest.fixture(autouse=True)

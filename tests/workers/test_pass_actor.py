@@ -9,12 +9,12 @@ from typing import Any
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
-from projections.commands.writer import CapturePolicy, Writer
-from projections.drains.forgetting_pass import ScheduledPass
-from projections.drains.settings import ForgettingPassSettings
-from projections.judgment.openai_compatible import OpenAICompatibleJudge
-from projections.runtime import Runtime
-from workers.forgetting import register_forgetting_actor
+from palimpsest.projections.commands.writer import CapturePolicy, Writer
+from palimpsest.projections.drains.forgetting_pass import ScheduledPass
+from palimpsest.projections.drains.settings import ForgettingPassSettings
+from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
+from palimpsest.projections.runtime import Runtime
+from palimpsest.workers.forgetting import register_forgetting_actor
 
 
 class _Recording(ScheduledPass):

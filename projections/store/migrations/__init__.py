@@ -6,6 +6,6 @@ environment script, and :mod:`.runner` runs them for a deployment's schema.
 
 from __future__ import annotations
 
-from projections.store.migrations.runner import alembic_config, migrate, schema_version
+from palimpsest.projections.store.migrations.runner import alembic_config, migrate, schema_version
 
 __all__ = ["alembic_config", "migrate", "schema_version"]

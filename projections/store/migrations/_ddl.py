@@ -7,7 +7,7 @@ deployment settings, filled in as quoted identifiers, never by string
 formatting) and run through ``op.execute``.
 
 A revision is a frozen record of one step of the schema's history: it spells
-out its own columns rather than reading :mod:`projections.store.schema`, which
+out its own columns rather than reading :mod:`palimpsest.projections.store.schema`, which
 describes the schema as it is now.
 """
 
@@ -20,8 +20,8 @@ from alembic import op
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg import sql
 
-from projections.store.database import Database
-from projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.store.database import Database
+from palimpsest.projections.store.schema import EVENTS_TABLE
 
 if TYPE_CHECKING:
     import psycopg
@@ -44,7 +44,7 @@ def target() -> Database:
     config = op.get_context().config
     database = None if config is None else config.attributes.get("database")
     if not isinstance(database, Database):
-        msg = "palimpsest's revisions run only through projections.store.migrations.migrate"
+        msg = "palimpsest's revisions run only through its migrations.migrate()"
         raise TypeError(msg)
     return database
 

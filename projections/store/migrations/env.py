@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from projections.store.migrations.environment import run_environment
+from palimpsest.projections.store.migrations.environment import run_environment
 
 __all__: list[str] = []
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from alembic import context
 
-from projections.store.database import Database
-from projections.store.schema import EMBEDDINGS_TABLE, EVENTS_TABLE
-from projections.store.sql import metadata_in
+from palimpsest.projections.store.database import Database
+from palimpsest.projections.store.schema import EMBEDDINGS_TABLE, EVENTS_TABLE
+from palimpsest.projections.store.sql import metadata_in
 
 if TYPE_CHECKING:
     from alembic.runtime.migration import MigrationContext
@@ -93,7 +93,7 @@ def run_environment() -> None:
     connection: Connection | None = context.config.attributes.get("connection")
     database = context.config.attributes.get("database")
     if connection is None or not isinstance(database, Database):
-        msg = "palimpsest's revisions run only through projections.store.migrations.migrate"
+        msg = "palimpsest's revisions run only through its migrations.migrate()"
         raise TypeError(msg)
     context.configure(connection=connection, **comparison_options(database.schema))
     with context.begin_transaction():

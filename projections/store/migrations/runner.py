@@ -32,12 +32,12 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateSchema, DropTable
 
-from projections.store.errors import DatabaseUnavailableError, SchemaTooNewError
+from palimpsest.projections.store.errors import DatabaseUnavailableError, SchemaTooNewError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from projections.store.database import Database
+    from palimpsest.projections.store.database import Database
 
 __all__ = ["alembic_config", "migrate", "schema_version"]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from api.cli.exit_code import EXIT_USAGE
-from projections.runtime import Runtime
+from palimpsest.api.cli.exit_code import EXIT_USAGE
+from palimpsest.projections.runtime import Runtime
 from tests.projections.drains.killing import database_url
 
 __all__ = [
@@ -66,7 +66,7 @@ def start_serve(
     in a session of its own; return it and its base URL once ``/healthz`` answers."""
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "api.cli", "serve", "--port", str(port), *args],
+        [sys.executable, "-m", "palimpsest.api.cli", "serve", "--port", str(port), *args],
         env=serve_env(runtime, settings),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -119,7 +119,7 @@ def stop_serve(server: subprocess.Popen[bytes]) -> None:
 def refused_serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """Run ``serve`` with ``env``, which it must refuse: return how it ended."""
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", "serve", "--port", str(free_port())],
+        [sys.executable, "-m", "palimpsest.api.cli", "serve", "--port", str(free_port())],
         env=env,
         capture_output=True,
         text=True,

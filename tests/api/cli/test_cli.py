@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, main
-from projections.store.embedded import ServeLock
+from palimpsest.api.cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, main
+from palimpsest.projections.store.embedded import ServeLock
 from tests.conftest import RunDatabase, Tenant
 
 
@@ -162,7 +162,7 @@ def test_reindex_reports_progress_and_stops_cleanly_on_ctrl_c(
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("projections.recall.indexing.index_pending", interrupted)
+    monkeypatch.setattr("palimpsest.projections.recall.indexing.index_pending", interrupted)
     code, out, err = _run(capsys, "reindex")
     assert code == 130 and out == ""
     assert err.strip().splitlines()[-1] == (

@@ -7,7 +7,7 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from api.cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, main
+from palimpsest.api.cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, main
 from tests.api.helpers import remember
 from tests.api.live_server import live_server
 from tests.conftest import Tenant

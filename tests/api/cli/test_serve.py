@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from api.cli import EXIT_USAGE
+from palimpsest.api.cli import EXIT_USAGE
 
 
 def _free_port() -> int:
@@ -35,7 +35,7 @@ def _serve(
         [
             sys.executable,
             "-m",
-            "api.cli",
+            "palimpsest.api.cli",
             "serve",
             "--data-dir",
             str(data_dir),
@@ -71,7 +71,15 @@ def test_first_serve_bootstraps_a_tenant_and_a_second_serve_on_the_directory_is_
         _wait_healthy(port, first)
         # The README's token line: `palimpsest token path` names the file serve wrote
         shown = subprocess.run(
-            [sys.executable, "-m", "api.cli", "--data-dir", str(tmp_path), "token", "path"],
+            [
+                sys.executable,
+                "-m",
+                "palimpsest.api.cli",
+                "--data-dir",
+                str(tmp_path),
+                "token",
+                "path",
+            ],
             capture_output=True,
             text=True,
             check=True,

@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx2
 import psutil
 
-from api.cli.exit_code import EXIT_USAGE
-from api.cli.serve import DRAIN_NICENESS
-from projections.runtime import Runtime
+from palimpsest.api.cli.exit_code import EXIT_USAGE
+from palimpsest.api.cli.serve import DRAIN_NICENESS
+from palimpsest.projections.runtime import Runtime
 from tests.api.cli.serving import (
     assert_setting_refused_before_writing,
     published,

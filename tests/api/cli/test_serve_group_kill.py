@@ -16,8 +16,8 @@ from uuid import UUID
 import httpx2
 import pytest
 
-from projections.runtime import Runtime
-from projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.schema import EVENTS_TABLE
 from tests.conftest import Tenant
 from tests.projections.drains.killing import database_url
 
@@ -40,7 +40,7 @@ def _serve(runtime: Runtime, port: int) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PALIMPSEST_")}
     env["DATABASE_URL"] = database_url(runtime)
     process = subprocess.Popen(
-        [sys.executable, "-m", "api.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "palimpsest.api.cli", "serve", "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

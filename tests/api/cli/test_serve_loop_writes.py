@@ -1,4 +1,4 @@
-"""``serve`` runs a lone connection's writes on its event loop (``api.worker_threads``),
+"""``serve`` runs a lone connection's writes on its event loop (``palimpsest.api.worker_threads``),
 and never holds the loop for another transaction's lock."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx2
 
-from projections.runtime import Runtime
-from projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.schema import EVENTS_TABLE
 from tests.api.cli.serving import (
     assert_setting_refused_before_writing,
     start_serve,

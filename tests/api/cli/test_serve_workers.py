@@ -9,7 +9,7 @@ import time
 
 import psutil
 
-from projections.runtime import Runtime
+from palimpsest.projections.runtime import Runtime
 from tests.api.cli.serving import published, start_serve, stop_serve, until
 from tests.conftest import Tenant
 from tests.projections.drains.killing import drain_owners

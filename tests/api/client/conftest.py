@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from api.app import create_app
-from api.settings import ApiSettings
-from projections.runtime import Runtime
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.runtime import Runtime
 from tests.api.live_server import live_server
 from tests.conftest import drain_until_caught_up
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from api.client import AsyncClient, Client, calls
-from api.client.errors import ForbiddenError, NotFoundError
-from api.schemas import EventPublic, MemoryCreated
-from projections.runtime import Runtime
-from projections.views.current_beliefs import CurrentBelief
+from palimpsest.api.client import AsyncClient, Client, calls
+from palimpsest.api.client.errors import ForbiddenError, NotFoundError
+from palimpsest.api.schemas import EventPublic, MemoryCreated
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.views.current_beliefs import CurrentBelief
 from tests.api.client.conftest import drain_soon
 from tests.conftest import Tenant
 

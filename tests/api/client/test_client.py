@@ -10,15 +10,15 @@ from uuid import UUID
 
 import pytest
 
-from api.client import Client
-from api.client.errors import (
+from palimpsest.api.client import Client
+from palimpsest.api.client.errors import (
     ConfirmationRequiredError,
     ForbiddenError,
     NotFoundError,
     UnauthenticatedError,
     ValidationError,
 )
-from api.schemas import (
+from palimpsest.api.schemas import (
     BatchPublic,
     DecisionOutcome,
     DecisionPublic,
@@ -40,10 +40,14 @@ from api.schemas import (
     RevisionStatusPublic,
     VersionCreated,
 )
-from api.schemas.cycles import CyclePublic, ForgettingPolicyPublic
-from api.schemas.memories import MemoryBatchPublic
-from projections.runtime import Runtime
-from projections.views.current_beliefs import CurrentBelief, ListedCurrentBelief, PendingBelief
+from palimpsest.api.schemas.cycles import CyclePublic, ForgettingPolicyPublic
+from palimpsest.api.schemas.memories import MemoryBatchPublic
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.views.current_beliefs import (
+    CurrentBelief,
+    ListedCurrentBelief,
+    PendingBelief,
+)
 from tests.api.client.conftest import drain_soon
 from tests.conftest import Tenant, drain_until_caught_up, index_until_caught_up
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import httpx2
 
-from api.client.errors import (
+from palimpsest.api.client.errors import (
     PROBLEM_CLASSES,
     PROBLEM_TYPE_PREFIX,
     ProblemError,
     UnknownProblemError,
     problem_error,
 )
-from api.problems import PROBLEMS
+from palimpsest.api.problems import PROBLEMS
 
 ROOT = Path(__file__).resolve().parents[3]
 SLUG = re.compile(r"^[a-z]+(-[a-z]+)+$")

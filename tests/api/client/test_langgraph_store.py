@@ -14,10 +14,10 @@ from langgraph.config import get_store
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import Item
 
-from api.client import Client
-from api.client.langgraph_store import PalimpsestStore
-from projections.drains.revision import drain_revisions
-from projections.runtime import Runtime
+from palimpsest.api.client import Client
+from palimpsest.api.client.langgraph_store import PalimpsestStore
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.runtime import Runtime
 from tests.conftest import Tenant, index_until_caught_up
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import httpx2
 
-from api.client import Client
+from palimpsest.api.client import Client
 from tests.conftest import Tenant
 
 KEPT_BYTES = 700

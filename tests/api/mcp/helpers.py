@@ -8,10 +8,10 @@ from typing import Any
 
 from mcp.types import CallToolResult
 
-from api.mcp.backend import Backend
-from api.settings import ApiSettings
-from projections.commands.writer import CapturePolicy, Writer
-from projections.runtime import Runtime
+from palimpsest.api.mcp.backend import Backend
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.commands.writer import CapturePolicy, Writer
+from palimpsest.projections.runtime import Runtime
 
 TOOLS = {"remember", "recall", "revise", "forget", "history"}
 ADMIN_TOOLS = {

@@ -13,11 +13,11 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from api.app import create_app
-from api.mcp.http import is_loopback
-from api.settings import ApiSettings
-from domain.errors import ConfigurationError
-from projections.runtime import Runtime
+from palimpsest.api.app import create_app
+from palimpsest.api.mcp.http import is_loopback
+from palimpsest.api.settings import ApiSettings
+from palimpsest.domain.errors import ConfigurationError
+from palimpsest.projections.runtime import Runtime
 from tests.api.live_server import live_server
 from tests.api.mcp.helpers import TOOLS, ok, problem, problem_type
 from tests.conftest import Tenant

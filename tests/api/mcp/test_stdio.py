@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from api.cli import EXIT_USAGE, main
+from palimpsest.api.cli import EXIT_USAGE, main
 from tests.api.mcp.helpers import TOOLS, ok, problem_type
 from tests.conftest import RunDatabase, Tenant
 
 ROOT = Path(__file__).resolve().parents[3]
-COMMAND = [sys.executable, "-m", "api.cli", "mcp"]
+COMMAND = [sys.executable, "-m", "palimpsest.api.cli", "mcp"]
 
 
 @pytest.fixture

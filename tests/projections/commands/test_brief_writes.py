@@ -1,4 +1,4 @@
-"""Brief writes (``projections.store.brief_waits``): a write that would wait longer
+"""Brief writes (``palimpsest.projections.store.brief_waits``): a write that would wait longer
 than its limit for a lock, or at all for a group commit, writes nothing and says so,
 and never makes another write wait less or fail with it."""
 
@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from projections.commands.tokens import authenticate
-from projections.runtime import Runtime, start_runtime
-from projections.store.brief_waits import WouldWaitError, brief_limit, briefly
-from projections.store.eventlog import GROUPS_AHEAD, GroupCommit
-from projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.brief_waits import WouldWaitError, brief_limit, briefly
+from palimpsest.projections.store.eventlog import GROUPS_AHEAD, GroupCommit
+from palimpsest.projections.store.schema import EVENTS_TABLE
 from tests.conftest import RunDatabase, Tenant, count_events, fact_spec, library_writer
 from tests.projections.commands.test_group_commit import (
     _started,

@@ -17,12 +17,12 @@ from uuid import UUID
 
 import pytest
 
-from domain.errors import ConflictError, InvalidInputError
-from domain.memory import Memory
-from domain.observation import Observation
-from projections.commands.caller import Caller
-from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import (
+from palimpsest.domain.errors import ConflictError, InvalidInputError
+from palimpsest.domain.memory import Memory
+from palimpsest.domain.observation import Observation
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import (
     EraseSpec,
     EvidenceSpec,
     MemorySpec,
@@ -31,10 +31,10 @@ from projections.commands.writer import (
     VersionSpec,
     WriteSpec,
 )
-from projections.runtime import Runtime
-from projections.store.aggregates import aggregates_of
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.aggregates import aggregates_of
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 from tests.conftest import library_writer
 
 TRIALS = 40

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from domain.errors import IdempotencyKeyReusedError, NotFoundError
-from projections.commands.caller import Caller
-from projections.commands.tokens import authenticate
-from projections.commands.writer import (
+from palimpsest.domain.errors import IdempotencyKeyReusedError, NotFoundError
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.commands.writer import (
     EvidenceSpec,
     MemorySpec,
     ObservationSpec,
@@ -23,11 +23,11 @@ from projections.commands.writer import (
     VersionSpec,
     Writer,
 )
-from projections.runtime import Runtime
-from projections.store.aggregates import aggregates_of
-from projections.store.schema import EVENTS_TABLE
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.aggregates import aggregates_of
+from palimpsest.projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 from tests.conftest import (
     Tenant,
     count_events,

@@ -10,11 +10,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from projections.commands.tokens import authenticate
-from projections.commands.writer import VersionSpec
-from projections.runtime import Runtime
-from projections.store.eventlog import GROUPS_AHEAD, PAYLOADS_UNDER_LOCK_BYTES
-from projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.commands.writer import VersionSpec
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.eventlog import GROUPS_AHEAD, PAYLOADS_UNDER_LOCK_BYTES
+from palimpsest.projections.store.schema import EVENTS_TABLE
 from tests.conftest import (
     Tenant,
     count_events,

@@ -9,19 +9,19 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from domain.errors import PermissionDeniedError
-from domain.role import ROLES
-from projections.commands.caller import Caller
-from projections.commands.consolidation import MergeSpec, ProposeMergeSpec, ReflectSpec
-from projections.commands.contributions import ContributionSpec
-from projections.commands.cycle import CycleSpec
-from projections.commands.forgetting_policy import ForgettingPolicySpec
-from projections.commands.judgment import JudgmentSpec
-from projections.commands.memory import EdgeRetractSpec
-from projections.commands.proposals import ProposalDecisionSpec, ProposeSpec
-from projections.commands.spec import WriteSpec
-from projections.commands.tokens import authenticate
-from projections.commands.writer import (
+from palimpsest.domain.errors import PermissionDeniedError
+from palimpsest.domain.role import ROLES
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.consolidation import MergeSpec, ProposeMergeSpec, ReflectSpec
+from palimpsest.projections.commands.contributions import ContributionSpec
+from palimpsest.projections.commands.cycle import CycleSpec
+from palimpsest.projections.commands.forgetting_policy import ForgettingPolicySpec
+from palimpsest.projections.commands.judgment import JudgmentSpec
+from palimpsest.projections.commands.memory import EdgeRetractSpec
+from palimpsest.projections.commands.proposals import ProposalDecisionSpec, ProposeSpec
+from palimpsest.projections.commands.spec import WriteSpec
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.commands.writer import (
     EdgeSpec,
     EraseSpec,
     EvidenceSpec,
@@ -34,7 +34,7 @@ from projections.commands.writer import (
     VersionSpec,
     WithdrawSpec,
 )
-from projections.runtime import Runtime
+from palimpsest.projections.runtime import Runtime
 from tests.conftest import Tenant, library_writer
 
 _SOME_ID = UUID("00000000-0000-4000-8000-000000000001")

@@ -7,9 +7,14 @@ import uuid
 
 import pytest
 
-from domain.errors import ConflictError
-from projections.commands.tokens import IssuedToken, create_tenant, find_tenant, list_tenants
-from projections.runtime import Runtime
+from palimpsest.domain.errors import ConflictError
+from palimpsest.projections.commands.tokens import (
+    IssuedToken,
+    create_tenant,
+    find_tenant,
+    list_tenants,
+)
+from palimpsest.projections.runtime import Runtime
 
 
 @pytest.mark.parametrize("trial", range(5))

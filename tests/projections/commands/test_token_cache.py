@@ -11,12 +11,12 @@ import time
 
 import pytest
 
-from domain.errors import AuthenticationError
-from projections.commands.tokens import authenticate, issue_token, revoke_token
-from projections.runtime import Runtime
+from palimpsest.domain.errors import AuthenticationError
+from palimpsest.projections.commands.tokens import authenticate, issue_token, revoke_token
+from palimpsest.projections.runtime import Runtime
 from tests.conftest import RunDatabase, Tenant
 
-_CLI = (sys.executable, "-m", "api.cli")
+_CLI = (sys.executable, "-m", "palimpsest.api.cli")
 
 
 def test_a_token_revoked_by_this_process_stops_working_at_once(

@@ -22,16 +22,16 @@ from pathlib import Path
 from typing import Any, LiteralString
 from uuid import UUID
 
-from projections.runtime import Runtime
-from projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.schema import EVENTS_TABLE
 
 __all__ = ["database_url", "drain_owners", "drain_process", "held_rows", "kill_mid_write"]
 
 _BOOT = """
 import sys
-from projections.store.database import open_database
-from projections.store.eventlog import EventLog
-from projections.store.settings import DatabaseSettings
+from palimpsest.projections.store.database import open_database
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.settings import DatabaseSettings
 settings = DatabaseSettings()
 log = EventLog(env=open_database(settings).event_store_env(settings))
 exec(sys.argv[1])
@@ -64,7 +64,7 @@ def held_rows(
 def drain_owners(runtime: Runtime) -> list[int]:
     """The OS pids of the processes holding the drains' advisory lock (each names its
     connection ``palimpsest-drains-<pid>``)."""
-    from projections.drains.loop import DRAINS_LOCK_KEY
+    from palimpsest.projections.drains.loop import DRAINS_LOCK_KEY
 
     with runtime.database.owner_connection(autocommit=True) as conn:
         rows = conn.execute(

@@ -29,15 +29,20 @@ from uuid import UUID
 
 from fastapi.testclient import TestClient
 
-from projections.commands.policy import CapturePolicy
-from projections.commands.proposals import ProposalSettings
-from projections.commands.spec import Ref
-from projections.commands.tokens import authenticate
-from projections.commands.writer import EvidenceSpec, ObservationSpec, VersionSpec, Writer
-from projections.drains.forgetting_pass import PassReport, run_pass
-from projections.judgment.judge import Judge
-from projections.recall.pass_candidates import PassSettings
-from projections.runtime import Runtime
+from palimpsest.projections.commands.policy import CapturePolicy
+from palimpsest.projections.commands.proposals import ProposalSettings
+from palimpsest.projections.commands.spec import Ref
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.commands.writer import (
+    EvidenceSpec,
+    ObservationSpec,
+    VersionSpec,
+    Writer,
+)
+from palimpsest.projections.drains.forgetting_pass import PassReport, run_pass
+from palimpsest.projections.judgment.judge import Judge
+from palimpsest.projections.recall.pass_candidates import PassSettings
+from palimpsest.projections.runtime import Runtime
 from tests.conftest import index_until_caught_up
 
 __all__ = [

@@ -11,11 +11,11 @@ from uuid import UUID, uuid4
 
 from fastapi.testclient import TestClient
 
-from projections.commands.policy import CapturePolicy
-from projections.commands.writer import Writer
-from projections.drains.consolidation import consolidate_survivors
-from projections.judgment.summariser import OpenAICompatibleSummariser
-from projections.runtime import Runtime
+from palimpsest.projections.commands.policy import CapturePolicy
+from palimpsest.projections.commands.writer import Writer
+from palimpsest.projections.drains.consolidation import consolidate_survivors
+from palimpsest.projections.judgment.summariser import OpenAICompatibleSummariser
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.api.test_review_page import _sign_in
 from tests.conftest import Tenant, drain_until_caught_up, index_until_caught_up

@@ -18,12 +18,12 @@ from uuid import UUID, uuid4
 import pytest
 from fastapi.testclient import TestClient
 
-from projections.commands.policy import CapturePolicy
-from projections.commands.writer import Writer
-from projections.drains.consolidation import consolidate_survivors
-from projections.judgment.recorded import RecordingServer, load_recordings
-from projections.judgment.summariser import OpenAICompatibleSummariser, insights_of
-from projections.runtime import Runtime
+from palimpsest.projections.commands.policy import CapturePolicy
+from palimpsest.projections.commands.writer import Writer
+from palimpsest.projections.drains.consolidation import consolidate_survivors
+from palimpsest.projections.judgment.recorded import RecordingServer, load_recordings
+from palimpsest.projections.judgment.summariser import OpenAICompatibleSummariser, insights_of
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import observe, remember
 from tests.benchmarks.record_summariser import MERGE_TEXTS, MODEL, RECORDINGS, REFLECT_TEXTS
 from tests.conftest import Tenant, index_until_caught_up

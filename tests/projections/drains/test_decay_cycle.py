@@ -13,11 +13,16 @@ from uuid import UUID
 import pytest
 from fastapi.testclient import TestClient
 
-from domain.importance import HeuristicImportance, ImportanceInput
-from projections.commands.proposals import ProposalSettings
-from projections.drains.decay_cycle import CycleReport, ScheduledCycle, run_cycle, slot_of
-from projections.history.verify import verify
-from projections.runtime import Runtime
+from palimpsest.domain.importance import HeuristicImportance, ImportanceInput
+from palimpsest.projections.commands.proposals import ProposalSettings
+from palimpsest.projections.drains.decay_cycle import (
+    CycleReport,
+    ScheduledCycle,
+    run_cycle,
+    slot_of,
+)
+from palimpsest.projections.history.verify import verify
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import post, remember
 from tests.conftest import Tenant, count_events, drain_until_caught_up, index_until_caught_up
 from tests.projections.drains.killing import drain_process, kill_mid_write
@@ -256,8 +261,8 @@ def test_a_cycle_killed_mid_write_leaves_nothing_and_the_next_run_completes(
     code = (
         "from datetime import datetime, timedelta\n"
         "from uuid import UUID\n"
-        "from projections.commands.writer import CapturePolicy, Writer\n"
-        "from projections.drains.decay_cycle import run_cycle\n"
+        "from palimpsest.projections.commands.writer import CapturePolicy, Writer\n"
+        "from palimpsest.projections.drains.decay_cycle import run_cycle\n"
         "w = Writer(log, CapturePolicy(timedelta(0), timedelta(0)), clock=datetime.now)\n"
         f"run_cycle(log, w, UUID('{tenant.id}'), now=datetime.fromisoformat('{at.isoformat()}'),"
         " model_id='none')\n"

@@ -10,10 +10,13 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from domain.importance import HeuristicImportance
-from projections.judgment.importance import OpenAICompatibleImportance, configured_importance
-from projections.judgment.recorded import RecordingServer, load_recordings
-from projections.runtime import Runtime
+from palimpsest.domain.importance import HeuristicImportance
+from palimpsest.projections.judgment.importance import (
+    OpenAICompatibleImportance,
+    configured_importance,
+)
+from palimpsest.projections.judgment.recorded import RecordingServer, load_recordings
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import remember
 from tests.benchmarks.record_importance import MEMORIES, MODEL, RECORDINGS
 from tests.conftest import Tenant

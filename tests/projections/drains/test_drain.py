@@ -9,11 +9,11 @@ from uuid import UUID
 
 from fastapi.testclient import TestClient
 
-from projections.drains.revision import _publish, drain_revisions, drain_tenant
-from projections.runtime import Runtime
-from projections.store.tenancy import tenant_transaction
-from projections.store.work_due import marked_tenants
-from projections.views.belief_facts import memory_facts
+from palimpsest.projections.drains.revision import _publish, drain_revisions, drain_tenant
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.store.work_due import marked_tenants
+from palimpsest.projections.views.belief_facts import memory_facts
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant, drain_until_caught_up
 

@@ -19,13 +19,13 @@ from uuid import UUID
 import pytest
 from psycopg import sql
 
-from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import MemorySpec
-from projections.drains.revision import CLAIM, NOTE_CLEAN, _claim, _note_clean
-from projections.runtime import Runtime, start_runtime
-from projections.store.eventlog import EventLog
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import MemorySpec
+from palimpsest.projections.drains.revision import CLAIM, NOTE_CLEAN, _claim, _note_clean
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
 from tests.conftest import RunDatabase, Tenant, drain_until_caught_up, library_writer
 
 PUBLISHED = 50_000

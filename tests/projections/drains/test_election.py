@@ -13,15 +13,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from projections.commands.tokens import authenticate
-from projections.commands.writer import CapturePolicy, MemorySpec, Writer
-from projections.runtime import Runtime
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer
+from palimpsest.projections.runtime import Runtime
 from tests.conftest import Tenant
 from tests.projections.drains.killing import drain_owners, drain_process
 
 _CONTEND = """
 import time
-from projections.drains.loop import DrainLoop, ElectedDrains
+from palimpsest.projections.drains.loop import DrainLoop, ElectedDrains
 election = ElectedDrains(log, lambda: DrainLoop(log, sweep_s=0.2), retry_s=0.2)
 election.start()
 while True:
@@ -93,7 +93,7 @@ def test_one_process_drains_and_another_takes_over_when_it_is_killed(
 
 _CONTEND_SLOWLY = """
 import time
-from projections.drains.loop import DrainLoop, ElectedDrains
+from palimpsest.projections.drains.loop import DrainLoop, ElectedDrains
 election = ElectedDrains(log, lambda: DrainLoop(log, sweep_s=120), retry_s=30)
 election.start()
 while True:

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import ApiSettings
-from projections.drains.expiry import expire_due
-from projections.runtime import Runtime
-from projections.store.schema import EVENTS_TABLE
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.drains.expiry import expire_due
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.schema import EVENTS_TABLE
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant, count_events, drain_until_caught_up
 
@@ -152,8 +152,8 @@ def test_a_pass_killed_mid_batch_resumes_without_skipping(
 def test_expiry_events_name_the_system_principal(
     client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:
-    from domain.tenant import principal_id_for
-    from projections.drains.expiry import EXPIRY_PRINCIPAL
+    from palimpsest.domain.tenant import principal_id_for
+    from palimpsest.projections.drains.expiry import EXPIRY_PRINCIPAL
 
     observe(client, tenant.headers(), "soon gone")
     _expire_all(runtime)

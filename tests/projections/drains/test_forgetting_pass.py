@@ -17,20 +17,20 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.cli import main
-from api.settings import ApiSettings
-from domain.judge_state import JudgeItem
-from domain.verdicts import Verdict
-from projections.commands.proposals import ProposalSettings
-from projections.commands.writer import CapturePolicy, Writer
-from projections.drains.forgetting_pass import ScheduledPass, claim_day, run_pass
-from projections.drains.judge_budget import record, release, reserve, usage_on
-from projections.drains.settings import ForgettingPassSettings
-from projections.judgment.judge import ItemFailure, JudgeUsage
-from projections.judgment.openai_compatible import OpenAICompatibleJudge
-from projections.recall.pass_candidates import PassSettings
-from projections.runtime import Runtime
+from palimpsest.api.app import create_app
+from palimpsest.api.cli import main
+from palimpsest.api.settings import ApiSettings
+from palimpsest.domain.judge_state import JudgeItem
+from palimpsest.domain.verdicts import Verdict
+from palimpsest.projections.commands.proposals import ProposalSettings
+from palimpsest.projections.commands.writer import CapturePolicy, Writer
+from palimpsest.projections.drains.forgetting_pass import ScheduledPass, claim_day, run_pass
+from palimpsest.projections.drains.judge_budget import record, release, reserve, usage_on
+from palimpsest.projections.drains.settings import ForgettingPassSettings
+from palimpsest.projections.judgment.judge import ItemFailure, JudgeUsage
+from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
+from palimpsest.projections.recall.pass_candidates import PassSettings
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import remember
 from tests.api.live_server import live_server
 from tests.conftest import Tenant, index_until_caught_up

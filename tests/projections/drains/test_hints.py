@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import ApiSettings
-from projections.drains.hints import DRAIN_QUEUE, broker_for, send_drain_hint
-from projections.runtime import Runtime
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.drains.hints import DRAIN_QUEUE, broker_for, send_drain_hint
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import post
 from tests.conftest import Tenant, count_events
 from tests.projections.drains.private_redis import private_redis
@@ -43,7 +43,7 @@ def test_a_write_committed_while_the_broker_is_down_answers_success(
             unsent_before = _unsent(client)
             # When the broker goes down mid-run and a write commits
             server.stop()
-            with caplog.at_level(logging.WARNING, logger="projections.drains.hints"):
+            with caplog.at_level(logging.WARNING, logger="palimpsest.projections.drains.hints"):
                 written = post(client, "/v1/memories", body, headers)
             # Then the write answers its normal success, once
             assert written.status_code == 201, written.text

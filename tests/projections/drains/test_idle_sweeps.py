@@ -19,18 +19,18 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import ApiSettings
-from projections.commands.tokens import create_tenant
-from projections.drains.expiry import expire_due
-from projections.drains.loop import DrainLoop
-from projections.drains.retention import apply_retention
-from projections.drains.revision import drain_revisions
-from projections.drains.tenant_erasure import erase_deleted_tenants
-from projections.runtime import Runtime, start_runtime
-from projections.store import tenancy
-from projections.store.queued import send_queued
-from projections.views.revision_status import revision_totals
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.commands.tokens import create_tenant
+from palimpsest.projections.drains.expiry import expire_due
+from palimpsest.projections.drains.loop import DrainLoop
+from palimpsest.projections.drains.retention import apply_retention
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.drains.tenant_erasure import erase_deleted_tenants
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store import tenancy
+from palimpsest.projections.store.queued import send_queued
+from palimpsest.projections.views.revision_status import revision_totals
 from tests.api.helpers import post
 from tests.conftest import fresh_database
 
@@ -69,7 +69,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
 
 def _statements(monkeypatch: pytest.MonkeyPatch, work: Callable[[], object]) -> int:
     """Return how many statements ``work`` sent to the database: through psycopg's
-    cursors, and queued (:func:`~projections.store.tenancy.queued_transaction`; each
+    cursors, and queued (:func:`~palimpsest.projections.store.tenancy.queued_transaction`; each
     transaction's own setting of its tenant not counted)."""
     sent = {"n": 0}
     real = psycopg.Cursor.execute

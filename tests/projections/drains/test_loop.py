@@ -12,12 +12,12 @@ from uuid import UUID
 import pytest
 from fastapi.testclient import TestClient
 
-from domain.limits import MAX_BATCH_ITEMS
-from projections.drains.isolation import Backoff
-from projections.drains.loop import DrainLoop
-from projections.drains.settings import DrainSettings
-from projections.runtime import Runtime
-from projections.store.schema import SNAPSHOTS_TABLE
+from palimpsest.domain.limits import MAX_BATCH_ITEMS
+from palimpsest.projections.drains.isolation import Backoff
+from palimpsest.projections.drains.loop import DrainLoop
+from palimpsest.projections.drains.settings import DrainSettings
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.schema import SNAPSHOTS_TABLE
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant
 
@@ -135,7 +135,7 @@ def test_a_poisoned_tenant_fails_alone_with_backoff_a_log_line_and_a_metric(
     )
     loops.append(loop)
     try:
-        with caplog.at_level(logging.ERROR, logger="projections.drains.isolation"):
+        with caplog.at_level(logging.ERROR, logger="palimpsest.projections.drains.isolation"):
             loop.start()
             # When the healthy tenant writes while the other fails in the expiry stage
             theirs = remember(client, healthy, content="still published")

@@ -20,11 +20,15 @@ import psycopg
 import pytest
 from eventsourcing.persistence import PersistenceError
 
-from domain.errors import PalimpsestError
-from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import MemorySpec, VersionSpec
-from projections.runtime import Runtime
-from projections.views.current_beliefs import CurrentBelief, PendingBelief, current_belief
+from palimpsest.domain.errors import PalimpsestError
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import MemorySpec, VersionSpec
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.views.current_beliefs import (
+    CurrentBelief,
+    PendingBelief,
+    current_belief,
+)
 from tests.conftest import drain_until_caught_up, library_writer
 from tests.embedded_server import own_server, start, stop
 

@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from projections.drains.isolation import Backoff
-from projections.drains.loop import DrainLoop
-from projections.runtime import Runtime
-from projections.store.rollbacks import ROLLBACK_ATTEMPTS
+from palimpsest.projections.drains.isolation import Backoff
+from palimpsest.projections.drains.loop import DrainLoop
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.rollbacks import ROLLBACK_ATTEMPTS
 from tests.api.helpers import remember
 from tests.conftest import Tenant
 

@@ -32,10 +32,10 @@ from hypothesis.stateful import (
     rule,
 )
 
-from domain.belief import MemoryFacts, project_belief
-from domain.errors import ConflictError, InvalidInputError, NotFoundError
-from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import (
+from palimpsest.domain.belief import MemoryFacts, project_belief
+from palimpsest.domain.errors import ConflictError, InvalidInputError, NotFoundError
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import (
     CapturePolicy,
     EdgeSpec,
     EraseSpec,
@@ -47,11 +47,11 @@ from projections.commands.writer import (
     WithdrawSpec,
     Writer,
 )
-from projections.drains.revision import _claim, drain_revisions
-from projections.runtime import Runtime
-from projections.store.schema import EVENTS_TABLE
-from projections.views.belief_facts import belief_document, memory_facts
-from projections.views.current_beliefs import current_belief
+from palimpsest.projections.drains.revision import _claim, drain_revisions
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.views.belief_facts import belief_document, memory_facts
+from palimpsest.projections.views.current_beliefs import current_belief
 
 TYPES = ("fact", "preference", "decision")
 EXAMPLES = 10

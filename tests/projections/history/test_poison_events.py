@@ -17,17 +17,17 @@ from uuid import UUID, uuid4
 import pytest
 from fastapi.testclient import TestClient
 
-from api.cli import main
-from domain.evidence import Excerpt
-from domain.memory import Memory
-from projections.drains.revision import drain_revisions
-from projections.history.rebuild import rebuild
-from projections.history.replay import replay_beliefs
-from projections.history.verify import verify
-from projections.runtime import Runtime
-from projections.store.aggregates import load_aggregate
-from projections.store.eventlog import WriteContext
-from projections.store.storable import REPLACEMENT
+from palimpsest.api.cli import main
+from palimpsest.domain.evidence import Excerpt
+from palimpsest.domain.memory import Memory
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.history.rebuild import rebuild
+from palimpsest.projections.history.replay import replay_beliefs
+from palimpsest.projections.history.verify import verify
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.aggregates import load_aggregate
+from palimpsest.projections.store.eventlog import WriteContext
+from palimpsest.projections.store.storable import REPLACEMENT
 from tests.api.helpers import observe, post, remember
 from tests.conftest import RunDatabase, Tenant, drain_until_caught_up
 
@@ -147,7 +147,7 @@ def test_an_unprojectable_memory_is_quarantined_and_everything_else_drains(
     # Other memories of the same tenant and of another tenant, dirty in the same batch
     neighbour = remember(client, tenant.headers(), content="a neighbour")
     stranger = remember(client, other_tenant.headers(), content="another tenant")
-    with caplog.at_level(logging.ERROR, logger="projections.drains.revision"):
+    with caplog.at_level(logging.ERROR, logger="palimpsest.projections.drains.revision"):
         report = drain_revisions(runtime.log)
         assert report.quarantined == 1
         for _ in range(5):  # later sweeps neither retry nor log it again

@@ -14,19 +14,19 @@ import pytest
 from fastapi.testclient import TestClient
 from psycopg import sql
 
-from api.cli import main
-from domain.tenant import principal_id_for
-from projections.commands.caller import Caller
-from projections.commands.consolidation import ReflectSpec
-from projections.commands.policy import CapturePolicy
-from projections.commands.writer import Writer
-from projections.drains.tenant_erasure import erase_deleted_tenants
-from projections.history.rebuild import rebuild
-from projections.history.replay import replay_beliefs
-from projections.history.verify import verify
-from projections.runtime import Runtime
-from projections.store.tenancy import set_tenant
-from projections.views.read_models import TABLES, TableSpec
+from palimpsest.api.cli import main
+from palimpsest.domain.tenant import principal_id_for
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.consolidation import ReflectSpec
+from palimpsest.projections.commands.policy import CapturePolicy
+from palimpsest.projections.commands.writer import Writer
+from palimpsest.projections.drains.tenant_erasure import erase_deleted_tenants
+from palimpsest.projections.history.rebuild import rebuild
+from palimpsest.projections.history.replay import replay_beliefs
+from palimpsest.projections.history.verify import verify
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.tenancy import set_tenant
+from palimpsest.projections.views.read_models import TABLES, TableSpec
 from tests.api.helpers import observe, post, remember
 from tests.conftest import RunDatabase, Tenant, drain_until_caught_up
 
@@ -464,7 +464,7 @@ def test_an_interrupted_rebuild_leaves_the_live_read_models_and_no_shadows(
     # From the command line, Ctrl-C is one line and exit 130.
     for name, value in test_database.env.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr("api.cli.history.rebuild", lambda *a, **k: interrupt(""))
+    monkeypatch.setattr("palimpsest.api.cli.history.rebuild", lambda *a, **k: interrupt(""))
     capsys.readouterr()
     assert main(["rebuild"]) == 130
     assert "interrupted; live read models unchanged" in capsys.readouterr().err

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from fastapi.testclient import TestClient
 
-from projections.runtime import Runtime
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import post, remember
 from tests.benchmarks.restore_rate import restore_rates
 from tests.conftest import Tenant

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from domain.judge_state import JudgeItem, MemoryView, PairItem, SingleItem
-from projections.judgment.prompt import Constraint
+from palimpsest.domain.judge_state import JudgeItem, MemoryView, PairItem, SingleItem
+from palimpsest.projections.judgment.prompt import Constraint
 
 __all__ = [
     "BATCHES_FILE",

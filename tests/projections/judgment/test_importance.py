@@ -18,18 +18,18 @@ from dataclasses import replace
 import pytest
 from pydantic import ValidationError
 
-from api.cli.entry import main
-from api.cli.exit_code import EXIT_USAGE
-from domain.importance import HeuristicImportance, ImportanceInput
-from projections.judgment.answers import AnswerToken
-from projections.judgment.importance import (
+from palimpsest.api.cli.entry import main
+from palimpsest.api.cli.exit_code import EXIT_USAGE
+from palimpsest.domain.importance import HeuristicImportance, ImportanceInput
+from palimpsest.projections.judgment.answers import AnswerToken
+from palimpsest.projections.judgment.importance import (
     ImportanceSettings,
     OpenAICompatibleImportance,
     configured_importance,
     rating_of,
 )
-from projections.judgment.openai_compatible import _tokens
-from projections.judgment.recorded import RecordingServer, load_recordings
+from palimpsest.projections.judgment.openai_compatible import _tokens
+from palimpsest.projections.judgment.recorded import RecordingServer, load_recordings
 from tests.benchmarks.record_importance import MEMORIES, MODEL, RECORDINGS
 
 HEURISTIC = HeuristicImportance()

@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from domain.errors import ConfigurationError
-from domain.judge_state import PairItem, SingleItem, verdict_memories
-from domain.verdicts import ACTIONS, LETTERS, Action, Verdict
-from projections.judgment.answers import NO_PROBABILITIES
-from projections.judgment.judge import ItemFailure, JudgeUnavailableError
-from projections.judgment.openai_compatible import OpenAICompatibleJudge
-from projections.judgment.recorded import (
+from palimpsest.domain.errors import ConfigurationError
+from palimpsest.domain.judge_state import PairItem, SingleItem, verdict_memories
+from palimpsest.domain.verdicts import ACTIONS, LETTERS, Action, Verdict
+from palimpsest.projections.judgment.answers import NO_PROBABILITIES
+from palimpsest.projections.judgment.judge import ItemFailure, JudgeUnavailableError
+from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
+from palimpsest.projections.judgment.recorded import (
     RecordedJudge,
     Recording,
     load_recordings,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from projections.judgment.summariser import (
+from palimpsest.projections.judgment.summariser import (
     OpenAICompatibleSummariser,
     SummariserSettings,
     insights_of,

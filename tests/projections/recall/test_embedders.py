@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.cli import main
-from api.settings import ApiSettings
-from projections.commands.tokens import create_tenant
-from projections.recall.embedders import LocalMiniLM, OpenAICompatibleEmbedder
-from projections.recall.indexing import index_pending, unindexed_count
-from projections.runtime import Runtime, start_runtime
-from projections.store.errors import EmbedderUnavailableError
+from palimpsest.api.app import create_app
+from palimpsest.api.cli import main
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.commands.tokens import create_tenant
+from palimpsest.projections.recall.embedders import LocalMiniLM, OpenAICompatibleEmbedder
+from palimpsest.projections.recall.indexing import index_pending, unindexed_count
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.errors import EmbedderUnavailableError
 from tests.api.helpers import post, remember
 from tests.conftest import RunDatabase, Tenant, fresh_database, index_until_caught_up
 
@@ -176,14 +176,14 @@ def test_a_model_change_reindexes_while_recall_keeps_answering(
 def test_the_local_embedder_without_its_extra_is_a_one_line_configuration_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A deployment installed without ``palimpsest[local]`` (no torch) that still
+    """A deployment installed without ``palimpsest-memory[local]`` (no torch) that still
     chooses the local embedder is refused at once, in one line; one embedding over
     HTTP never asks for the local model."""
     import importlib.util
 
-    from domain.errors import ConfigurationError
-    from projections.recall.embedders import OpenAICompatibleEmbedder
-    from projections.recall.settings import EmbeddingSettings
+    from palimpsest.domain.errors import ConfigurationError
+    from palimpsest.projections.recall.embedders import OpenAICompatibleEmbedder
+    from palimpsest.projections.recall.settings import EmbeddingSettings
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -191,7 +191,7 @@ def test_the_local_embedder_without_its_extra_is_a_one_line_configuration_error(
     )
     with pytest.raises(ConfigurationError) as refused:
         EmbeddingSettings(embedder="local").make_embedder()
-    assert "\n" not in str(refused.value) and "palimpsest[local]" in str(refused.value)
+    assert "\n" not in str(refused.value) and "palimpsest-memory[local]" in str(refused.value)
     http = EmbeddingSettings(
         embedder="http", embedding_url="http://127.0.0.1:9", embedding_model="m"
     ).make_embedder()

@@ -13,8 +13,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from projections.recall.indexing import _contents, _due, _write
-from projections.runtime import Runtime
+from palimpsest.projections.recall.indexing import _contents, _due, _write
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import remember
 from tests.conftest import Tenant, drain_until_caught_up
 

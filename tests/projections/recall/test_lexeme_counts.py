@@ -17,11 +17,16 @@ from fastapi.testclient import TestClient
 from psycopg import sql
 from sqlalchemy import select
 
-from projections.recall.indexing import _write_texts
-from projections.recall.words import COMMON_FLOOR, EVERY_WORD, query_words, text_candidates
-from projections.runtime import Runtime
-from projections.store.sql import compile_query, tables_in
-from projections.store.tenancy import tenant_transaction
+from palimpsest.projections.recall.indexing import _write_texts
+from palimpsest.projections.recall.words import (
+    COMMON_FLOOR,
+    EVERY_WORD,
+    query_words,
+    text_candidates,
+)
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.sql import compile_query, tables_in
+from palimpsest.projections.store.tenancy import tenant_transaction
 from tests.api.helpers import post, remember
 from tests.conftest import Tenant, index_until_caught_up
 

@@ -14,13 +14,17 @@ from uuid import UUID, uuid4
 
 from fastapi.testclient import TestClient
 
-from projections.commands.policy import CapturePolicy
-from projections.commands.proposals import ProposalDecisionSpec, ProposeSpec
-from projections.commands.spec import WriteSpec
-from projections.commands.tokens import authenticate
-from projections.commands.writer import Writer
-from projections.recall.pass_candidates import PassCandidates, PassSettings, select_candidates
-from projections.runtime import Runtime
+from palimpsest.projections.commands.policy import CapturePolicy
+from palimpsest.projections.commands.proposals import ProposalDecisionSpec, ProposeSpec
+from palimpsest.projections.commands.spec import WriteSpec
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.commands.writer import Writer
+from palimpsest.projections.recall.pass_candidates import (
+    PassCandidates,
+    PassSettings,
+    select_candidates,
+)
+from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import post, remember
 from tests.conftest import Tenant, index_until_caught_up
 

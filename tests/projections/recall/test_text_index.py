@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 import pytest
 from psycopg import sql
 
-from projections.recall.search import search_statement
-from projections.runtime import Runtime
-from projections.store.tenancy import tenant_transaction
-from projections.views.statement import shaped_sql
+from palimpsest.projections.recall.search import search_statement
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.statement import shaped_sql
 from tests.conftest import Tenant
 
 _MEMORIES = 3000
@@ -55,7 +55,7 @@ def _plan(
     runtime: Runtime, tenant: Tenant, dimension: int | None, filtered: tuple[str, ...]
 ) -> str:
     """EXPLAIN recall's text search for ``PAL-42`` as the runtime role, with the
-    planner settings :func:`projections.recall.search.search` gives it."""
+    planner settings :func:`palimpsest.projections.recall.search.search` gives it."""
     query = shaped_sql(
         search_statement, runtime.database.schema, dimension, False, filtered, False, True
     )

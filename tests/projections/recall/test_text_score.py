@@ -22,13 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
-from projections.recall.indexing import _write_texts
-from projections.recall.search import search_statement
-from projections.recall.words import COMMON_FLOOR, EVERY_WORD, RANK_NORMALISATION
-from projections.runtime import Runtime
-from projections.store.schema import TEXT_SEARCH_CONFIG
-from projections.store.tenancy import SET_TENANT_SQL, tenant_transaction
-from projections.views.statement import shaped_sql
+from palimpsest.projections.recall.indexing import _write_texts
+from palimpsest.projections.recall.search import search_statement
+from palimpsest.projections.recall.words import COMMON_FLOOR, EVERY_WORD, RANK_NORMALISATION
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.schema import TEXT_SEARCH_CONFIG
+from palimpsest.projections.store.tenancy import SET_TENANT_SQL, tenant_transaction
+from palimpsest.projections.views.statement import shaped_sql
 from tests.conftest import Tenant
 
 _COMMON = "ubiquitous"
@@ -80,7 +80,7 @@ def _rows(ids: list[UUID]) -> list[dict[str, Any]]:
 def crowded(runtime: Runtime) -> Iterator[Tenant]:
     """A tenant of COMMON_FLOOR + 100 memories, each holding the common word and a
     number of its own (written by the indexing drain's writer, committed)."""
-    from projections.commands.tokens import create_tenant
+    from palimpsest.projections.commands.tokens import create_tenant
 
     tenant = Tenant(runtime, create_tenant(runtime.log, f"words-{uuid4().hex[:8]}"))
     ids = [uuid4() for _ in range(COMMON_FLOOR + 100)]

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg import sql
 
-from projections.store.errors import DatabaseUnavailableError, SchemaTooNewError
+from palimpsest.projections.store.errors import DatabaseUnavailableError, SchemaTooNewError
 
 if TYPE_CHECKING:
     import psycopg
 
-    from projections.store.database import Database
+    from palimpsest.projections.store.database import Database
 
 __all__ = [
     "EMBEDDINGS_TABLE",

@@ -10,17 +10,17 @@ from uuid import UUID
 import pytest
 from eventsourcing.persistence import StoredEvent
 
-from domain.errors import NotFoundError
-from domain.memory import Memory
-from projections.commands.caller import Caller
-from projections.commands.tokens import authenticate
-from projections.commands.writer import MemorySpec, VersionSpec
-from projections.runtime import Runtime, start_runtime
-from projections.store.aggregate_cache import aggregate_cache
-from projections.store.aggregates import aggregates_at, aggregates_of, load_aggregate
-from projections.store.eventlog import SNAPSHOT_INTERVAL
-from projections.store.sql import schema_query
-from projections.store.tenancy import tenant_transaction
+from palimpsest.domain.errors import NotFoundError
+from palimpsest.domain.memory import Memory
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.commands.writer import MemorySpec, VersionSpec
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.aggregate_cache import aggregate_cache
+from palimpsest.projections.store.aggregates import aggregates_at, aggregates_of, load_aggregate
+from palimpsest.projections.store.eventlog import SNAPSHOT_INTERVAL
+from palimpsest.projections.store.sql import schema_query
+from palimpsest.projections.store.tenancy import tenant_transaction
 from tests.conftest import RunDatabase, Tenant, library_writer
 
 

@@ -12,8 +12,14 @@ from hypothesis import strategies as st
 from psycopg.adapt import PyFormat
 from psycopg.pq import Format
 
-from projections.runtime import Runtime
-from projections.store.arrays import BoolArray, ByteaArray, Int8Array, TextArray, UuidArray
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.arrays import (
+    BoolArray,
+    ByteaArray,
+    Int8Array,
+    TextArray,
+    UuidArray,
+)
 
 _TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\x00"))
 """What a PostgreSQL text can hold (no NUL; lone surrogates cannot be encoded at all)."""

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.store.ids import as_uuid
+from palimpsest.projections.store.ids import as_uuid
 
 
 @given(st.uuids())

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, multiple, rule
 
-from domain.belief import project_belief
-from domain.errors import ConflictError, InvalidInputError, NotFoundError
-from projections.commands.tokens import authenticate, create_tenant
-from projections.commands.writer import (
+from palimpsest.domain.belief import project_belief
+from palimpsest.domain.errors import ConflictError, InvalidInputError, NotFoundError
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import (
     CapturePolicy,
     EdgeSpec,
     EraseSpec,
@@ -37,10 +37,10 @@ from projections.commands.writer import (
     Writer,
     WriteSpec,
 )
-from projections.runtime import Runtime
-from projections.store.sql import schema_sql
-from projections.store.tenancy import tenant_transaction
-from projections.views.belief_facts import belief_document, facts_of
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.sql import schema_sql
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.belief_facts import belief_document, facts_of
 
 MODELS = ("judge-a", "judge-b")
 

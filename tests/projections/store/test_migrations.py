@@ -18,16 +18,16 @@ from alembic import command
 from psycopg import sql
 from sqlalchemy.schema import CreateSchema
 
-from domain.tenant import Tenant
-from projections.commands.tokens import create_tenant
-from projections.runtime import Runtime
-from projections.store import migrations
-from projections.store.database import Database
-from projections.store.errors import DatabaseUnavailableError, SchemaTooNewError
-from projections.store.eventlog import EventLog
-from projections.store.migrations import migrate, schema_version
-from projections.store.migrations.runner import alembic_config
-from projections.store.tenancy import tenant_scope
+from palimpsest.domain.tenant import Tenant
+from palimpsest.projections.commands.tokens import create_tenant
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store import migrations
+from palimpsest.projections.store.database import Database
+from palimpsest.projections.store.errors import DatabaseUnavailableError, SchemaTooNewError
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.migrations import migrate, schema_version
+from palimpsest.projections.store.migrations.runner import alembic_config
+from palimpsest.projections.store.tenancy import tenant_scope
 from tests.conftest import RunDatabase
 from tests.projections.store import legacy_runner
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from psycopg import Connection
 
-from projections.runtime import Runtime
-from projections.store.tenancy import run_unread, tenant_transaction
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.tenancy import run_unread, tenant_transaction
 from tests.conftest import Tenant
 
 

@@ -19,16 +19,16 @@ from psycopg.conninfo import make_conninfo
 from psycopg.pq import TransactionStatus
 from psycopg.pq.abc import PGconn, PGresult
 
-from projections.commands.tokens import authenticate
-from projections.runtime import Runtime
-from projections.store import eventlog, queued, tenancy
-from projections.store.arrays import Int8Array, UuidArray
-from projections.store.pipelined import pipelined_transaction
-from projections.store.queued import Queued, QueuingCursor, UnqueueableError, send_queued
-from projections.store.schema import EVENTS_TABLE
-from projections.store.sql import schema_query
-from projections.store.tenancy import queued_transaction
-from projections.store.work_due import mark_published
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store import eventlog, queued, tenancy
+from palimpsest.projections.store.arrays import Int8Array, UuidArray
+from palimpsest.projections.store.pipelined import pipelined_transaction
+from palimpsest.projections.store.queued import Queued, QueuingCursor, UnqueueableError, send_queued
+from palimpsest.projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.store.sql import schema_query
+from palimpsest.projections.store.tenancy import queued_transaction
+from palimpsest.projections.store.work_due import mark_published
 from tests.conftest import Tenant, drain_until_caught_up, fact_spec, library_writer, logged_position
 
 _INSERT: bytes = b"INSERT INTO scratch VALUES (%s)"

@@ -14,10 +14,10 @@ import pytest
 from eventsourcing.persistence import PersistenceError
 from eventsourcing.postgres import PostgresDatastore
 
-from projections.runtime import Runtime
-from projections.store.eventlog import EventLog
-from projections.store.settings import DatabaseSettings
-from projections.store.tenancy import read_transaction, tenant_transaction
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.projections.store.tenancy import read_transaction, tenant_transaction
 from tests.conftest import Tenant
 
 _PREPARED = "SELECT 41 + 1 AS answer"

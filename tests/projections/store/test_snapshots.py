@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
-from domain.belief import project_belief
-from projections.commands.tokens import authenticate
-from projections.commands.writer import (
+from palimpsest.domain.belief import project_belief
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.commands.writer import (
     CapturePolicy,
     EdgeSpec,
     EvidenceSpec,
@@ -16,12 +16,12 @@ from projections.commands.writer import (
     VersionSpec,
     Writer,
 )
-from projections.history.rebuild import rebuild
-from projections.history.verify import verify
-from projections.runtime import Runtime
-from projections.store.schema import SNAPSHOTS_TABLE
-from projections.store.tenancy import tenant_transaction
-from projections.views.belief_facts import facts_of, memory_facts
+from palimpsest.projections.history.rebuild import rebuild
+from palimpsest.projections.history.verify import verify
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.schema import SNAPSHOTS_TABLE
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.belief_facts import facts_of, memory_facts
 from tests.conftest import Tenant
 
 

@@ -13,7 +13,7 @@ from uuid import UUID
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from projections.store.storable import storable, storable_text
+from palimpsest.projections.store.storable import storable, storable_text
 
 _UNSTORABLE = {"\x00", *map(chr, range(0xD800, 0xE000))}
 

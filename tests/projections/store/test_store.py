@@ -12,21 +12,21 @@ import psycopg
 import pytest
 from eventsourcing.persistence import PersistenceError
 
-from domain.tenant import Tenant
-from projections.commands.tokens import create_tenant, issue_token
-from projections.runtime import Runtime
-from projections.store.database import open_database
-from projections.store.embedded import ServeLock, _prune_dead_handles
-from projections.store.errors import (
+from palimpsest.domain.tenant import Tenant
+from palimpsest.projections.commands.tokens import create_tenant, issue_token
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.database import open_database
+from palimpsest.projections.store.embedded import ServeLock, _prune_dead_handles
+from palimpsest.projections.store.errors import (
     DataDirectoryInUseError,
     PgvectorMissingError,
     SchemaTooNewError,
 )
-from projections.store.eventlog import EventLog
-from projections.store.migrations import migrate, schema_version
-from projections.store.schema import EVENTS_TABLE
-from projections.store.settings import DatabaseSettings
-from projections.store.tenancy import tenant_scope
+from palimpsest.projections.store.eventlog import EventLog
+from palimpsest.projections.store.migrations import migrate, schema_version
+from palimpsest.projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.projections.store.tenancy import tenant_scope
 from tests.conftest import Tenant as TenantFixture
 
 

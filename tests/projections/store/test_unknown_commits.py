@@ -21,15 +21,15 @@ import psycopg
 import pytest
 from eventsourcing.persistence import OperationalError
 
-from projections.commands.tokens import authenticate
-from projections.commands.writer import MemorySpec
-from projections.runtime import Runtime
-from projections.store import eventlog
-from projections.store.errors import DatabaseUnavailableError
-from projections.store.pipelined import pipelined_transaction
-from projections.store.queued import send_queued
-from projections.store.schema import EVENTS_TABLE
-from projections.store.unknown_commits import transaction_ended
+from palimpsest.projections.commands.tokens import authenticate
+from palimpsest.projections.commands.writer import MemorySpec
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store import eventlog
+from palimpsest.projections.store.errors import DatabaseUnavailableError
+from palimpsest.projections.store.pipelined import pipelined_transaction
+from palimpsest.projections.store.queued import send_queued
+from palimpsest.projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.store.unknown_commits import transaction_ended
 from tests.conftest import Tenant, count_events, library_writer, logged_position
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from projections.runtime import Runtime
-from projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.schema import EVENTS_TABLE
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant
 

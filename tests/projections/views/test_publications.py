@@ -7,9 +7,9 @@ import time
 
 from fastapi.testclient import TestClient
 
-from projections.drains.revision import drain_revisions
-from projections.runtime import Runtime
-from projections.views.publications import PublicationWatch
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.views.publications import PublicationWatch
 from tests.api.helpers import remember
 from tests.conftest import Tenant
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from psycopg import sql
 
-from projections.recall.search import search_statement, state_statement
-from projections.runtime import Runtime
-from projections.store.tenancy import tenant_transaction
-from projections.views.statement import shaped_sql
+from palimpsest.projections.recall.search import search_statement, state_statement
+from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.statement import shaped_sql
 from tests.conftest import Tenant
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -11,7 +11,7 @@ from alembic import op
 from psycopg import sql
 from sqlalchemy.dialects.postgresql import JSONB
 
-from projections.store.migrations._ddl import (
+from palimpsest.projections.store.migrations._ddl import (
     clock_default,
     execute,
     isolate_tenants,
@@ -20,7 +20,7 @@ from projections.store.migrations._ddl import (
     target,
     tenant_column,
 )
-from projections.store.schema import EVENTS_TABLE
+from palimpsest.projections.store.schema import EVENTS_TABLE
 
 __all__ = ["upgrade"]
 

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
-from projections.store.migrations._ddl import (
+from palimpsest.projections.store.migrations._ddl import (
     allow_tenant_updates,
     clock_default,
     isolate_tenants,

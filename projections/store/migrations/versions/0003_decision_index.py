@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from projections.store.migrations._ddl import isolate_tenants, run, target, tenant_column
+from palimpsest.projections.store.migrations._ddl import isolate_tenants, run, target, tenant_column
 
 __all__ = ["upgrade"]
 

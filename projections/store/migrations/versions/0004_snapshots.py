@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from projections.store.migrations._ddl import isolate_tenants, run, target, tenant_column
-from projections.store.schema import SNAPSHOTS_TABLE
+from palimpsest.projections.store.migrations._ddl import isolate_tenants, run, target, tenant_column
+from palimpsest.projections.store.schema import SNAPSHOTS_TABLE
 
 __all__ = ["upgrade"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from projections.store.migrations._ddl import (
+from palimpsest.projections.store.migrations._ddl import (
     allow_tenant_updates,
     isolate_tenants,
     run,

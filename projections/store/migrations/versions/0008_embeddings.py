@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 from pgvector.sqlalchemy import Vector
 
-from projections.store.migrations._ddl import (
+from palimpsest.projections.store.migrations._ddl import (
     allow_tenant_updates,
     clock_default,
     execute,
@@ -19,7 +19,7 @@ from projections.store.migrations._ddl import (
     target,
     tenant_column,
 )
-from projections.store.schema import EMBEDDINGS_TABLE, vector_index_ddl
+from palimpsest.projections.store.schema import EMBEDDINGS_TABLE, vector_index_ddl
 
 __all__ = ["upgrade"]
 

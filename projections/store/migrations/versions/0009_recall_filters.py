@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from alembic import op
 
-from projections.store.migrations._ddl import target
-from projections.store.schema import EMBEDDINGS_TABLE
+from palimpsest.projections.store.migrations._ddl import target
+from palimpsest.projections.store.schema import EMBEDDINGS_TABLE
 
 __all__ = ["upgrade"]
 

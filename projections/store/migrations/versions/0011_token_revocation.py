@@ -6,7 +6,7 @@ Revises: 0010
 
 from __future__ import annotations
 
-from projections.store.migrations._ddl import run
+from palimpsest.projections.store.migrations._ddl import run
 
 __all__ = ["upgrade"]
 

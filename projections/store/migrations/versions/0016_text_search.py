@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import TSVECTOR
 
-from projections.store.migrations._ddl import (
+from palimpsest.projections.store.migrations._ddl import (
     allow_tenant_updates,
     clock_default,
     for_each_tenant,

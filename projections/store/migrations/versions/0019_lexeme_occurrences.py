@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from projections.store.migrations._ddl import for_each_tenant, run, target
+from palimpsest.projections.store.migrations._ddl import for_each_tenant, run, target
 
 __all__ = ["upgrade"]
 
@@ -27,7 +27,7 @@ def upgrade() -> None:
     Why: a text search read and ranked the documents of its 500 best matches, at
     100,000 memories about 60% of its time. A document's score against an
     any-of-these-words query is a function of which of the words it holds and of
-    how many positions hold them (:mod:`projections.recall.words`): with the
+    how many positions hold them (:mod:`palimpsest.projections.recall.words`): with the
     occurrences beside each lexeme, the index-only scan that finds the matches
     scores them too.
     """

@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI
 
+import palimpsest
 from palimpsest.api.admission import Admission, Caps
 from palimpsest.api.candidate_budget import CandidateBudget
 from palimpsest.api.headers import NoSniff
@@ -27,6 +28,7 @@ from palimpsest.api.routers import (
     events,
     forgetting,
     health,
+    landing,
     memories,
     observations,
     proposals,
@@ -78,7 +80,7 @@ def create_app(
     """
     app = FastAPI(
         title="palimpsest",
-        version="0.1.0",
+        version=palimpsest.__version__,
         summary="Memory for LLM agents, with provenance, that forgets on purpose.",
         docs_url=None,
         redoc_url=None,
@@ -140,6 +142,7 @@ def create_app(
         tenant,
         erasures,
         health,
+        landing,
         review,
     ):
         app.include_router(module.router)

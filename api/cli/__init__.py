@@ -1,7 +1,13 @@
 """The ``palimpsest`` command line.
 
-:mod:`palimpsest.api.cli.entry` parses the arguments, runs one command and turns failures
-into one line and a named exit code; each other module runs a group of commands.
+:mod:`palimpsest.api.cli.entry` runs one command and turns failures into one line
+and a named exit code; :mod:`palimpsest.api.cli.arguments` parses the verbs with
+the standard library alone (``--version`` and ``--help`` work without the server);
+:mod:`palimpsest.api.cli.command` builds the settings and opens the store a verb
+works on, if it is there (:mod:`palimpsest.api.cli.store`);
+:mod:`palimpsest.api.cli.every_setting` reads every room's settings, for ``config``
+and for what :mod:`palimpsest.api.cli.preflight` checks before ``serve`` starts
+anything (its port too). Each other module runs a group of commands.
 """
 
 from __future__ import annotations

@@ -6,9 +6,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from palimpsest.api.cli.every_setting import read_every_setting, shown_settings
 from palimpsest.api.cli.exit_code import EXIT_OK
-from palimpsest.projections.drains.settings import DrainSettings
-from palimpsest.projections.recall.settings import EmbeddingSettings
 
 if TYPE_CHECKING:
     import argparse
@@ -21,32 +20,13 @@ __all__ = ["run_config", "run_migrate"]
 
 
 def run_config(db: DatabaseSettings, api: ApiSettings) -> int:
-    """Print the effective settings as JSON, secrets masked."""
-    drains = DrainSettings()
-    embedding = EmbeddingSettings()
-    shown = {
-        **db.model_dump(mode="json"),
-        **api.model_dump(mode="json"),
-        **drains.model_dump(mode="json"),
-        **embedding.model_dump(mode="json"),
-    }
-    shown["broker_url"] = "********" if drains.broker_url else None
-    shown["embedding_api_key"] = "********" if embedding.embedding_api_key else None
-    shown["database_url"] = _masked_url(db)
-    shown["embedded"] = db.embedded
-    print(json.dumps(shown, indent=2, sort_keys=True))
+    """Print every room's effective settings as JSON, secrets masked.
+
+    Raises:
+        pydantic.ValidationError: a setting is invalid (nothing is printed).
+    """
+    print(json.dumps(shown_settings(read_every_setting(db, api)), indent=2, sort_keys=True))
     return EXIT_OK
-
-
-def _masked_url(settings: DatabaseSettings) -> str | None:
-    if settings.database_url is None:
-        return None
-    from psycopg.conninfo import conninfo_to_dict
-
-    params = conninfo_to_dict(settings.database_url.get_secret_value())
-    if params.get("password"):
-        params["password"] = "********"
-    return " ".join(f"{k}={v}" for k, v in sorted(params.items()))
 
 
 def run_migrate(runtime: Runtime, args: argparse.Namespace) -> int:

@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING
 import anyio
 
 from palimpsest.api.cli.console import report
+from palimpsest.api.cli.every_setting import read_every_setting
 from palimpsest.api.cli.exit_code import EXIT_OK, EXIT_USAGE
+from palimpsest.api.cli.store import missing_store
 from palimpsest.api.deps import get_caller
 from palimpsest.api.mcp.backend import Backend
 from palimpsest.api.mcp.server import build_server
@@ -54,7 +56,11 @@ TOKEN_VARIABLE = "PALIMPSEST_TOKEN"
 def run_mcp(db: DatabaseSettings, api: ApiSettings) -> int:
     """Serve the MCP tools over stdio until stdin closes.
 
+    Refused (exit 2, one line) without ``PALIMPSEST_TOKEN``, or where ``db`` names no
+    store: only ``serve`` and ``migrate`` create one.
+
     Raises:
+        pydantic.ValidationError: a setting is invalid.
         AuthenticationError: ``PALIMPSEST_TOKEN`` is not a known token.
         DatabaseUnavailableError: the database cannot be reached.
     """
@@ -62,11 +68,18 @@ def run_mcp(db: DatabaseSettings, api: ApiSettings) -> int:
     if not token:
         report(f"palimpsest: error: set {TOKEN_VARIABLE} to a token (palimpsest token create)")
         return EXIT_USAGE
+    read_every_setting(db, api)  # an invalid one is its one line, before the store opens
     # SIGTERM (how a client stops a server that outlived stdin) must run atexit
     # handlers and the cleanup below, or the embedded PostgreSQL outlives us.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with _stdout_to_stderr():
-        runtime = start_runtime(db)
+        # The store must be there already: a desktop client's typo in the data
+        # directory must not leave a new store behind it.
+        missing = missing_store(db)
+        runtime = start_runtime(db) if missing is None else None
+    if runtime is None:
+        report(f"palimpsest: error: {missing}")
+        return EXIT_USAGE
     try:
         get_caller(authenticate(runtime.log, token))  # fail now, not at the first call
         drains, wake = _drains(runtime)

@@ -19,7 +19,9 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from palimpsest.api.cli.admin import admin_token_path
-from palimpsest.api.cli.exit_code import EXIT_OK
+from palimpsest.api.cli.console import report
+from palimpsest.api.cli.exit_code import EXIT_OK, EXIT_USAGE
+from palimpsest.api.cli.preflight import claim_directory_and_port, refused_settings
 from palimpsest.domain.errors import PalimpsestError
 from palimpsest.projections.commands.tokens import create_tenant
 from palimpsest.projections.commands.writer import CapturePolicy, Writer
@@ -29,11 +31,8 @@ from palimpsest.projections.drains.hints import broker_for, send_drain_hint
 from palimpsest.projections.drains.loop import DrainLoop, ElectedDrains, PeriodicJob, drains_elected
 from palimpsest.projections.drains.settings import DrainSettings, ForgettingPassSettings
 from palimpsest.projections.history.log_scan import log_head
-from palimpsest.projections.judgment.importance import configured_importance
 from palimpsest.projections.judgment.settings import JudgeSettings, judge_from
-from palimpsest.projections.recall.settings import EmbeddingSettings
 from palimpsest.projections.runtime import start_runtime
-from palimpsest.projections.store.embedded import ServeLock
 from palimpsest.projections.store.eventlog import SERVING_GROUPS_AHEAD
 
 if TYPE_CHECKING:
@@ -68,7 +67,12 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
     ``PALIMPSEST_DRAIN_PROCESS``, none does: a process of their own runs them
     (:func:`run_drains`), started and watched by this one.
 
+    Refused before anything is written or started (exit 2, one line): an invalid
+    setting of any room, a local MCP token on a host that is not loopback, a port
+    that is in use.
+
     Raises:
+        pydantic.ValidationError: a setting is invalid.
         DataDirectoryInUseError: another ``serve`` holds the data directory.
         DatabaseUnavailableError: the database cannot be reached.
         ConfigurationError: the local embedder is chosen without its extra.
@@ -77,10 +81,10 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
 
     from palimpsest.api.connections import PROTOCOL
 
-    # A missing local model is a configuration error, not an outage to retry:
-    # refuse before starting anything.
-    EmbeddingSettings().make_embedder()
-    configured_importance()  # bad PALIMPSEST_IMPORTANCE_* settings: one line, now
+    refused = refused_settings(db, api)
+    if refused is not None:
+        report(f"palimpsest: error: {refused}")
+        return EXIT_USAGE
     apart_drains = _drains_apart()  # a bad PALIMPSEST_DRAIN_PROCESS too
     if apart_drains:
         # What the drain process would read, read here: a bad setting stops serve
@@ -92,9 +96,10 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
     # broker: a network call of its own, which may hang while the broker is away.
     on_loop = api.writes_on_loop and DrainSettings().broker_url is None
     http = PROTOCOL if on_loop else "auto"
-    lock = ServeLock(db.data_dir) if db.embedded else None
-    if lock is not None:
-        lock.acquire()
+    lock, refused = claim_directory_and_port(db, api)
+    if refused is not None:
+        report(f"palimpsest: error: {refused}")
+        return EXIT_USAGE
     # SIGTERM must run atexit handlers, or the embedded PostgreSQL outlives us.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     apart: _DrainProcess | None = None

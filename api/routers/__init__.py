@@ -22,6 +22,8 @@ Modules:
   pass's judge.
 - :mod:`palimpsest.api.routers.health`: ``/healthz`` and ``/metrics``: for operators and
   their monitoring.
+- :mod:`palimpsest.api.routers.landing`: ``/``: the service's name, version and entrances,
+  for whoever found it.
 - :mod:`palimpsest.api.routers.memories`: ``/v1/memories``: create memories, record
   versions and edges, read versions.
 - :mod:`palimpsest.api.routers.observations`: ``/v1/observations``: capture raw reports
@@ -51,6 +53,7 @@ __all__ = [
     "events",
     "forgetting",
     "health",
+    "landing",
     "memories",
     "observations",
     "proposals",

@@ -11,12 +11,15 @@ import pytest
 from fastapi.testclient import TestClient
 
 from palimpsest.api.cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, main
+from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.embedded import ServeLock
 from tests.conftest import RunDatabase, Tenant
 
 
 @pytest.fixture
-def cli_env(test_database: RunDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+def cli_env(test_database: RunDatabase, runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test's store in the environment, made (verbs other than migrate and serve
+    open only a store that exists)."""
     monkeypatch.delenv("DATABASE_URL", raising=False)
     for name, value in test_database.env.items():
         monkeypatch.setenv(name, value)

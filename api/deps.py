@@ -53,6 +53,27 @@ __all__ = [
 _bearer = HTTPBearer(auto_error=False, description="A token from `palimpsest token create`.")
 _KEY_PATTERN = re.compile(r"^[\x21-\x7e]+$")
 
+# Fields a write body gained after idempotency records were first kept (they are
+# kept for ever), with the value that means "not used". A request that leaves one at
+# that value digests as it did before the field existed, so a retry sent across an
+# upgrade still replays its record rather than answering idempotency-key-reused.
+# A field added to a write body later goes here with its default.
+_LATER_FIELDS: dict[str, object] = {"supersedes": [], "restore": False}
+
+
+def _without_later_defaults(value: Any) -> Any:
+    """``value`` (a dumped body) without the :data:`_LATER_FIELDS` left at their
+    defaults, at any depth (a batch's items too)."""
+    if isinstance(value, dict):
+        return {
+            key: _without_later_defaults(item)
+            for key, item in value.items()
+            if not (key in _LATER_FIELDS and item == _LATER_FIELDS[key])
+        }
+    if isinstance(value, list):
+        return [_without_later_defaults(item) for item in value]
+    return value
+
 
 async def get_runtime(request: Request) -> Runtime:
     """Return the process's runtime (database and event log)."""
@@ -242,9 +263,8 @@ class WriteRequest:
         It covers the method, the path and the validated body, so reformatting
         JSON does not make a retry look like a new request.
         """
-        canonical = json.dumps(
-            [self.method, self.path, body.model_dump(mode="json")], sort_keys=True
-        )
+        fields = _without_later_defaults(body.model_dump(mode="json"))
+        canonical = json.dumps([self.method, self.path, fields], sort_keys=True)
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
     def perform(self, body: BaseModel, spec: WriteSpec) -> dict[str, Any]:

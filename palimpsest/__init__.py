@@ -19,7 +19,13 @@ The service itself lives in four rooms, installed with the ``server`` extra
 - :mod:`palimpsest.api`: HTTP, MCP, the command line and the client.
 
 The client is imported on first use of a name below, so ``import
-palimpsest.domain`` in a server process loads no HTTP client.
+palimpsest.domain`` in a server process loads no HTTP client. Besides the two
+clients, the face names the roots of what they raise: ``PalimpsestClientError``
+(anything), ``ProblemError`` (an error answer) and ``APIConnectionError`` (no
+answer). The class of each problem type is imported from
+:mod:`palimpsest.api.client`: it bears the name of the server's error class
+(``NotFoundError``, ``ConflictError``...), which ``palimpsest.NotFoundError``
+would leave ambiguous.
 """
 
 from __future__ import annotations
@@ -27,16 +33,33 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from palimpsest.api.client import AsyncClient, Client
+    from palimpsest.api.client import (
+        APIConnectionError,
+        AsyncClient,
+        Client,
+        PalimpsestClientError,
+        ProblemError,
+    )
 
-__all__ = ["AsyncClient", "Client", "__version__"]
+__all__ = [
+    "APIConnectionError",
+    "AsyncClient",
+    "Client",
+    "PalimpsestClientError",
+    "ProblemError",
+    "__version__",
+]
+
+_CLIENT_NAMES = frozenset(
+    {"APIConnectionError", "AsyncClient", "Client", "PalimpsestClientError", "ProblemError"}
+)
 
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
     # PEP 562: the client's names resolve on first use (see the docstring).
-    if name in ("AsyncClient", "Client"):
+    if name in _CLIENT_NAMES:
         from palimpsest.api import client
 
         return getattr(client, name)

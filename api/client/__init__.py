@@ -6,8 +6,12 @@
         created = client.create_memory("The deploy runs at 09:00", type="fact", scope="ops")
         belief = client.read_memory(created.id, wait=5)
 
-Answers are the server's own response models (:mod:`palimpsest.api.schemas`); errors raise
-one exception class per problem type (:mod:`palimpsest.api.client.errors`). See docs/client.md.
+It needs httpx2 and pydantic only, none of the server: answers are the client's
+own models (:mod:`palimpsest.api.client.models`, :mod:`palimpsest.api.client.beliefs`,
+:mod:`palimpsest.api.client.records`), held to the server's OpenAPI document by a
+test; errors raise one exception class per problem type, in the tree of the
+server's error classes (:mod:`palimpsest.api.client.errors`), all exported here.
+See docs/client.md.
 
 Modules:
 
@@ -15,17 +19,21 @@ Modules:
   method as ``Client``.
 - :mod:`palimpsest.api.client.base`: What the synchronous and asynchronous clients share:
   settings, requests, answers.
+- :mod:`palimpsest.api.client.beliefs`: What the service believes about memories: one
+  memory's belief, listings, reads by id, and recall.
 - :mod:`palimpsest.api.client.calls`: Every endpoint of the HTTP API as a typed ``Call``,
   written once.
 - :mod:`palimpsest.api.client.errors`: What the client raises: one exception class per RFC
-  9457 problem ``type``.
+  9457 problem ``type``, in the tree of the service's error classes.
 - :mod:`palimpsest.api.client.langgraph_store`: A LangGraph ``BaseStore`` over the client
   (the ``palimpsest-memory[langgraph]`` extra; not imported here).
+- :mod:`palimpsest.api.client.models`: The answers of writes, of the tenant's settings and
+  of the forgetting pass, and what every answer model shares.
+- :mod:`palimpsest.api.client.records`: What the log records: observations, versions,
+  histories, the event feed, decisions, erasure receipts.
 - :mod:`palimpsest.api.client.retries`: When a request is tried again, and after how long.
 - :mod:`palimpsest.api.client.sse`: Reading Server-Sent Events, one line at a time.
 - :mod:`palimpsest.api.client.sync`: ``Client``: the HTTP API from synchronous Python.
-- :mod:`palimpsest.api.client.wire`: Reading a response body into the server's own response
-  models.
 """
 
 from __future__ import annotations
@@ -35,25 +43,105 @@ from palimpsest.api.client.base import ObservationContent
 from palimpsest.api.client.calls import Call, Evidence, Verdict
 from palimpsest.api.client.errors import (
     PROBLEM_CLASSES,
+    AlreadySettledError,
     APIConnectionError,
+    AuthenticationError,
+    CollapseGuardError,
+    ConcurrencyLimitError,
+    ConcurrentWriteError,
+    ConfigurationError,
+    ConfirmationRequiredError,
+    ConflictError,
+    ContentErasedError,
+    ContentExpiredError,
+    ContentTooLargeError,
+    DatabaseUnavailableError,
+    EdgeExistsError,
+    EdgeNotAllowedError,
+    EmbedderUnavailableError,
+    EvidenceErasedError,
+    EvidenceOutOfRangeError,
+    EvidenceRetractedError,
+    HttpError,
+    IdempotencyKeyReusedError,
+    InvalidInputError,
+    JudgeUnavailableError,
+    MalformedJsonError,
+    MalformedRequestError,
+    MemoryForgottenError,
+    MemorySupersededError,
+    MethodNotAllowedError,
+    NotFoundError,
+    NotReadyError,
     PalimpsestClientError,
+    PalimpsestError,
+    PassDisabledError,
+    PermissionDeniedError,
     ProblemError,
+    ProposalClosedError,
+    RepeatedHeaderError,
+    StaleProposalError,
+    StructurallyArchivedError,
+    TenantClosedError,
     UnknownProblemError,
+    UnknownQueryParameterError,
+    UnsupportedMediaTypeError,
+    ValidationError,
 )
 from palimpsest.api.client.retries import RetryPolicy
 from palimpsest.api.client.sync import Client
 
 __all__ = [
     "APIConnectionError",
+    "AlreadySettledError",
     "AsyncClient",
+    "AuthenticationError",
     "Call",
     "Client",
+    "CollapseGuardError",
+    "ConcurrencyLimitError",
+    "ConcurrentWriteError",
+    "ConfigurationError",
+    "ConfirmationRequiredError",
+    "ConflictError",
+    "ContentErasedError",
+    "ContentExpiredError",
+    "ContentTooLargeError",
+    "DatabaseUnavailableError",
+    "EdgeExistsError",
+    "EdgeNotAllowedError",
+    "EmbedderUnavailableError",
     "Evidence",
+    "EvidenceErasedError",
+    "EvidenceOutOfRangeError",
+    "EvidenceRetractedError",
+    "HttpError",
+    "IdempotencyKeyReusedError",
+    "InvalidInputError",
+    "JudgeUnavailableError",
+    "MalformedJsonError",
+    "MalformedRequestError",
+    "MemoryForgottenError",
+    "MemorySupersededError",
+    "MethodNotAllowedError",
+    "NotFoundError",
+    "NotReadyError",
     "ObservationContent",
     "PROBLEM_CLASSES",
     "PalimpsestClientError",
+    "PalimpsestError",
+    "PassDisabledError",
+    "PermissionDeniedError",
     "ProblemError",
+    "ProposalClosedError",
+    "RepeatedHeaderError",
     "RetryPolicy",
+    "StaleProposalError",
+    "StructurallyArchivedError",
+    "TenantClosedError",
     "UnknownProblemError",
+    "UnknownQueryParameterError",
+    "UnsupportedMediaTypeError",
+    "ValidationError",
     "Verdict",
 ]

@@ -1,4 +1,4 @@
-"""``AsyncClient``: the HTTP API from asyncio, method for method as ``AsyncClient``.
+"""``AsyncClient``: the HTTP API from asyncio, method for method as ``Client``.
 
 Each endpoint of :mod:`palimpsest.api.client.calls` is a coroutine method with the same
 arguments, returning its typed answer; listings also have an ``iter_`` method
@@ -8,7 +8,6 @@ iterator.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -27,15 +26,16 @@ from palimpsest.api.client.base import (
     ObservationContent,
     Pages,
     Settings,
+    WriteMark,
     answer,
     feed_entry,
     request_for,
 )
 from palimpsest.api.client.calls import Call
 from palimpsest.api.client.errors import APIConnectionError, problem_error
+from palimpsest.api.client.records import EventPublic
 from palimpsest.api.client.retries import RetryPolicy
 from palimpsest.api.client.sse import SseParser
-from palimpsest.api.schemas import EventPublic
 
 __all__ = ["AsyncClient"]
 
@@ -45,39 +45,64 @@ Page = TypeVar("Page")
 Item = TypeVar("Item")
 
 
-class _Endpoint(Generic[P, T]):
-    """A method that sends the call its builder makes, and returns the answer."""
+async def _sleep(seconds: float) -> None:
+    # asyncio is imported on first use, not with the module: ``from palimpsest import
+    # Client`` imports this module too, and asyncio would be a fifth of its import
+    # time (a program that awaits this client has asyncio loaded already).
+    import asyncio
 
-    def __init__(self, build: Callable[P, Call[T]]) -> None:
+    await asyncio.sleep(seconds)
+
+
+class _Endpoint(Generic[P, T]):
+    """A method that sends the call its builder makes, and returns the answer;
+    ``sees_writes``: a recall, sent ``after`` the client's writes unless told otherwise."""
+
+    def __init__(self, build: Callable[P, Call[T]], *, sees_writes: bool = False) -> None:
         self._build = build
+        self._sees_writes = sees_writes
 
     def __get__(
         self, client: AsyncClient, owner: type[AsyncClient] | None = None
     ) -> Callable[P, Coroutine[Any, Any, T]]:
-        build = self._build
+        build, sees_writes = self._build, self._sees_writes
 
         @functools.wraps(build)
         async def method(*args: P.args, **kwargs: P.kwargs) -> T:
+            if sees_writes:
+                # The mark adds ``after`` only, a keyword of the recall it builds
+                # (mypy cannot type a ParamSpec's keywords rebuilt as a dict).
+                kwargs = client._write_mark.after(kwargs)  # type: ignore[assignment]
             return await client.send(build(*args, **kwargs))
 
         return method
 
 
 class _Walk(Generic[P, Page, Item]):
-    """A method that iterates every item of a listing, page after page."""
+    """A method that iterates every item of a listing, page after page (``sees_writes``:
+    as :class:`_Endpoint`, every page after the same writes)."""
 
-    def __init__(self, build: Callable[P, Call[Page]], pages: Pages[Page, Item]) -> None:
+    def __init__(
+        self,
+        build: Callable[P, Call[Page]],
+        pages: Pages[Page, Item],
+        *,
+        sees_writes: bool = False,
+    ) -> None:
         self._build = build
         self._pages = pages
+        self._sees_writes = sees_writes
 
     def __get__(
         self, client: AsyncClient, owner: type[AsyncClient] | None = None
     ) -> Callable[P, AsyncIterator[Item]]:
-        build, pages = self._build, self._pages
+        build, pages, sees_writes = self._build, self._pages, self._sees_writes
 
         @functools.wraps(build)
         async def method(*args: P.args, **kwargs: P.kwargs) -> AsyncIterator[Item]:
             following: dict[str, Any] | None = dict(kwargs)
+            if sees_writes:
+                following = client._write_mark.after(dict(kwargs))
             while following is not None:
                 page = await client.send(build(*args, **following))
                 for item in pages.items(page):
@@ -92,7 +117,11 @@ class AsyncClient:
 
     ``base_url`` and ``token`` fall back to ``PALIMPSEST_URL`` and ``PALIMPSEST_TOKEN``.
     Failed attempts are retried as ``retry`` says (:mod:`palimpsest.api.client.retries`); errors
-    raise :mod:`palimpsest.api.client.errors`. Use it as a context manager, or ``close()`` it."""
+    raise :mod:`palimpsest.api.client.errors`. Use it as a context manager, or ``close()`` it.
+
+    Recall sees the client's own writes: ``recall`` and ``iter_recall`` send
+    :attr:`written_position` as ``after`` unless given one, so the service waits
+    (at most 5 s) until those writes are indexed. Safe to share between tasks."""
 
     def __init__(
         self,
@@ -109,6 +138,7 @@ class AsyncClient:
         self.settings = Settings.of(
             base_url, token, str(self._http.base_url), timeout, retry, headers
         )
+        self._write_mark = WriteMark()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -124,9 +154,13 @@ class AsyncClient:
     async def send(self, call: Call[T], *, idempotency_key: str | None = None) -> T:
         """Send ``call`` (retrying as the policy says) and return its typed answer.
         ``idempotency_key`` replaces the generated one (reuse it to retry a write
-        yourself, later, without writing twice)."""
+        yourself, later, without writing twice). A write's answer moves
+        :attr:`written_position` up; a call sent here is sent as built (a recall
+        built without ``after`` does not wait for anything)."""
         response = await self._respond(call, idempotency_key, stream=False)
-        return answer(call, response)
+        answered = answer(call, response)
+        self._write_mark.note(call, answered)
+        return answered
 
     async def _respond(
         self,
@@ -145,7 +179,7 @@ class AsyncClient:
             except httpx2.TransportError as error:
                 if retry >= policy.max_retries:
                     raise APIConnectionError(f"{call.method} {call.path}: {error}") from error
-                await asyncio.sleep(policy.delay(retry))
+                await _sleep(policy.delay(retry))
                 retry += 1
                 continue
             if response.status_code < 400:
@@ -154,10 +188,16 @@ class AsyncClient:
                 await response.aread()
                 await response.aclose()
             if policy.retries_status(response.status_code) and retry < policy.max_retries:
-                await asyncio.sleep(policy.delay(retry, response.headers.get("retry-after")))
+                await _sleep(policy.delay(retry, response.headers.get("retry-after")))
                 retry += 1
                 continue
             raise problem_error(response)
+
+    @property
+    def written_position(self) -> int | None:
+        """The highest log position of the writes this client had answered (None before
+        its first): what its recalls are sent ``after``."""
+        return self._write_mark.position
 
     # Observations
     create_observation = _Endpoint(calls.create_observation)
@@ -176,6 +216,7 @@ class AsyncClient:
     # Memories
     create_memory = _Endpoint(calls.create_memory)
     create_version = _Endpoint(calls.create_version)
+    settle = _Endpoint(calls.settle)
     create_edge = _Endpoint(calls.create_edge)
     retract_edge = _Endpoint(calls.retract_edge)
     add_contributions = _Endpoint(calls.add_contributions)
@@ -193,8 +234,8 @@ class AsyncClient:
     read_history = _Endpoint(calls.read_history)
     read_versions = _Endpoint(calls.read_versions)
     read_candidates = _Endpoint(calls.read_candidates)
-    recall = _Endpoint(calls.recall)
-    iter_recall = _Walk(calls.recall, RECALL_PAGES)
+    recall = _Endpoint(calls.recall, sees_writes=True)
+    iter_recall = _Walk(calls.recall, RECALL_PAGES, sees_writes=True)
     read_decision = _Endpoint(calls.read_decision)
     read_revision = _Endpoint(calls.read_revision)
 
@@ -225,7 +266,7 @@ class AsyncClient:
             except httpx2.TransportError as error:
                 if drops >= self.settings.retry.max_retries:
                     raise APIConnectionError(f"the event stream broke: {error}") from error
-                await asyncio.sleep(self.settings.retry.delay(drops))
+                await _sleep(self.settings.retry.delay(drops))
                 drops += 1
             finally:
                 await response.aclose()

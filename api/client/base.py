@@ -4,37 +4,45 @@ Both clients send a :class:`~palimpsest.api.client.calls.Call` the same way: bea
 token, one ``Idempotency-Key`` per call that is not a ``GET`` (kept for all
 its attempts, so a retry after a lost answer replays the original instead of
 writing twice), a timeout lengthened by what the server may hold the answer
-back, and the answer read into the call's response model or raised as its
+back, and the answer read into the call's answer model or raised as its
 problem's exception.
+
+Both also read their own writes: each remembers the highest ``position`` its write
+answers carried (:class:`WriteMark`) and sends it as ``after`` with every recall
+that names none, so the service answers once those writes are indexed
+(docs/client.md, "Recall sees your writes").
 """
 
 from __future__ import annotations
 
-import json
 import os
+import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Generic, TypeVar, cast
 
 import httpx2
+from pydantic import TypeAdapter
 
-from palimpsest.api.client.calls import Call
-from palimpsest.api.client.errors import problem_error
-from palimpsest.api.client.retries import RetryPolicy
-from palimpsest.api.client.sse import ServerSentEvent
-from palimpsest.api.client.wire import read_as
-from palimpsest.api.schemas import (
-    EventPagePublic,
-    EventPublic,
+from palimpsest.api.client.beliefs import (
     MemoryListItem,
     MemoryPagePublic,
-    ProposalPagePublic,
-    ProposalPublic,
     RecalledMemory,
     RecallPublic,
 )
-from palimpsest.api.schemas.observations import ObservationListItem, ObservationPagePublic
+from palimpsest.api.client.calls import Call
+from palimpsest.api.client.errors import problem_error
+from palimpsest.api.client.models import BatchPublic, ProposalPagePublic, ProposalPublic
+from palimpsest.api.client.records import (
+    EventPagePublic,
+    EventPublic,
+    ObservationListItem,
+    ObservationPagePublic,
+)
+from palimpsest.api.client.retries import RetryPolicy
+from palimpsest.api.client.sse import ServerSentEvent
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -46,6 +54,7 @@ __all__ = [
     "Pages",
     "RECALL_PAGES",
     "Settings",
+    "WriteMark",
     "answer",
     "feed_entry",
     "request_for",
@@ -132,16 +141,64 @@ def request_for(
     )
 
 
+@cache
+def _adapter(tp: Hashable) -> TypeAdapter[Any]:
+    # Building a validator costs milliseconds: once per answer type, on first use,
+    # so that importing the client builds none.
+    return TypeAdapter(cast(Any, tp))
+
+
 def answer(call: Call[T], response: httpx2.Response) -> T:
     """Return the body of a read answer as the call's model, or raise its problem."""
     if response.status_code >= 400:
         raise problem_error(response)
-    return cast(T, read_as(call.returns, response.json()))
+    return cast(T, _adapter(cast(Hashable, call.returns)).validate_json(response.content))
 
 
 def feed_entry(message: ServerSentEvent) -> EventPublic:
     """The feed entry an SSE message of ``/v1/events/stream`` carries (its ``data``)."""
-    return read_as(EventPublic, json.loads(message.data))
+    return EventPublic.model_validate_json(message.data)
+
+
+class WriteMark:
+    """The highest log position of the writes a client had answered, safe to share
+    between threads (and tasks: nothing awaits while it is held).
+
+    A write answer is the answer of any call but a ``GET`` that carries a
+    ``position`` (memories, versions, edges, contributions, settlements, decisions,
+    observations, retention) or whose batch results do; a replayed answer carries
+    the original write's, which is already indexed or about to be."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._position: int | None = None
+
+    @property
+    def position(self) -> int | None:
+        """The highest position noted (None before the first write)."""
+        return self._position
+
+    def note(self, call: Call[Any], answered: object) -> None:
+        """Note the position of ``answered``, the answer of ``call``, if it is a write's."""
+        if call.method == "GET":
+            return
+        positions = [getattr(answered, "position", None)]
+        if isinstance(answered, BatchPublic):
+            positions += [result.get("position") for result in answered.results]
+        highest = max((p for p in positions if isinstance(p, int)), default=None)
+        if highest is None:
+            return
+        with self._lock:  # two writes answered at once: the higher one stays
+            if self._position is None or highest > self._position:
+                self._position = highest
+
+    def after(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Return a recall's keyword arguments with ``after`` set to the position noted,
+        unless the caller gave one (or nothing was written yet)."""
+        position = self._position
+        if kwargs.get("after") is not None or position is None:
+            return kwargs
+        return {**kwargs, "after": position}
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """Every endpoint of the HTTP API as a typed :class:`Call`, written once.
 
 Each function here takes an endpoint's parameters and returns what to send
-and what the answer is (a response model of :mod:`palimpsest.api.schemas`); ``Client``
-and ``AsyncClient`` expose each one as a method that sends it and returns the
-answer. Arguments left ``None`` are not sent, so the server's defaults apply
+and what the answer is (a model of :mod:`palimpsest.api.client.models`,
+:mod:`palimpsest.api.client.beliefs` or :mod:`palimpsest.api.client.records`);
+``Client`` and ``AsyncClient`` expose each one as a method that sends it and
+returns the answer. Arguments left ``None`` are not sent, so the server's defaults apply
 and the server alone validates (a bad value raises the problem's exception).
 """
 
@@ -17,42 +18,51 @@ from uuid import UUID
 
 from pydantic_core import to_jsonable_python
 
-from palimpsest.api.schemas import (
-    BatchPublic,
+from palimpsest.api.client.beliefs import (
     BeliefPublic,
+    MemoryBatchPublic,
+    MemoryPagePublic,
+    RecallPublic,
+)
+from palimpsest.api.client.models import (
+    BatchPublic,
     CacheEvicted,
     CandidatesPublic,
     ContributionsCreated,
+    CyclePublic,
     DecisionOutcome,
-    DecisionPublic,
     EdgeCreated,
-    ErasureReceipt,
-    EventPagePublic,
+    ForgettingPolicyPublic,
     JudgeItemsPublic,
     JudgmentPublic,
     MemoryCreated,
-    MemoryHistoryPublic,
-    MemoryPagePublic,
-    MemoryVersionsPublic,
+    MemoryType,
     ObservationCreated,
-    ObservationPublic,
     PassRunPublic,
     ProposalPagePublic,
     ProposalPublic,
-    RecallPublic,
+    Resolution,
     RetentionPublic,
-    RevisionStatusPublic,
+    Settled,
     VerdictsRecorded,
     VersionCreated,
 )
-from palimpsest.api.schemas.cycles import CyclePublic, ForgettingPolicyPublic
-from palimpsest.api.schemas.memories import MemoryBatchPublic
-from palimpsest.api.schemas.observations import ObservationPagePublic
+from palimpsest.api.client.records import (
+    DecisionPublic,
+    ErasureReceipt,
+    EventPagePublic,
+    MemoryHistoryPublic,
+    MemoryVersionsPublic,
+    ObservationPagePublic,
+    ObservationPublic,
+    RevisionStatusPublic,
+)
 
 __all__ = [
     "Call",
     "Evidence",
     "MemoryType",
+    "RECALL_WAIT_S",
     "Verdict",
     "add_contributions",
     "apply_proposal",
@@ -95,6 +105,7 @@ __all__ = [
     "retract_observation",
     "run_cycle",
     "run_forgetting_pass",
+    "settle",
     "stream_events",
     "unpin",
     "update_forgetting_policy",
@@ -107,7 +118,10 @@ __all__ = [
 T = TypeVar("T")
 
 Id = UUID | str
-MemoryType = Literal["fact", "preference", "decision", "blocker", "event", "note"]
+
+RECALL_WAIT_S = 5.0
+"""The longest the server holds a recall with ``after`` back (docs/recall.md), in
+seconds: added to its timeout."""
 
 
 class Evidence(TypedDict):
@@ -225,8 +239,15 @@ def create_memory(
     evidence: Sequence[Evidence] | None = None,
     model_id: str | None = None,
     trust: float | None = None,
+    importance: float | None = None,
+    supersedes: Sequence[Id] | None = None,
+    candidates: Literal["wait"] | None = None,
 ) -> Call[MemoryCreated]:
-    """A new memory and its first version (``POST /v1/memories``)."""
+    """A new memory and its first version (``POST /v1/memories``). ``supersedes``
+    names memories it replaces (at most 20): a ``supersedes`` edge to each, recorded
+    with the memory. The answer's ``potential_contradictions`` are the stored memories
+    it may contradict, to :func:`settle`: ``pending`` unless ready at once, or
+    ``candidates="wait"`` waits for them (bounded by the server)."""
     body = _body(
         type=type,
         scope=scope,
@@ -236,8 +257,11 @@ def create_memory(
         evidence=evidence,
         model_id=model_id,
         trust=trust,
+        importance=importance,
+        supersedes=None if supersedes is None else list(supersedes),
     )
-    return Call("POST", "/v1/memories", MemoryCreated, json=body)
+    params = _query(candidates=candidates)
+    return Call("POST", "/v1/memories", MemoryCreated, params, json=body)
 
 
 def create_version(
@@ -248,10 +272,27 @@ def create_version(
     evidence: Sequence[Evidence] | None = None,
     model_id: str | None = None,
     trust: float | None = None,
+    restore: bool | None = None,
+    candidates: Literal["wait"] | None = None,
 ) -> Call[VersionCreated]:
-    """A new version of a memory (``POST /v1/memories/{id}/versions``)."""
-    body = _body(content=content, evidence=evidence, model_id=model_id, trust=trust)
-    return Call("POST", f"/v1/memories/{memory_id}/versions", VersionCreated, json=body)
+    """A new version of a memory (``POST /v1/memories/{id}/versions``), with its
+    ``potential_contradictions`` as for a new memory. A forgotten or superseded memory
+    is refused (``MemoryForgottenError``, ``MemorySupersededError``) unless
+    ``restore``, which restores it and records the version in one write."""
+    body = _body(
+        content=content, evidence=evidence, model_id=model_id, trust=trust, restore=restore
+    )
+    path = f"/v1/memories/{memory_id}/versions"
+    return Call("POST", path, VersionCreated, _query(candidates=candidates), json=body)
+
+
+def settle(memory_id: Id, other_id: Id, /, *, resolution: Resolution, reason: str) -> Call[Settled]:
+    """Settle a potential contradiction between a memory and ``other_id``, one of its
+    ``potential_contradictions``, as the caller judged it: ``supersedes`` (the memory
+    replaces ``other_id``, which is archived) or ``both_stand`` (nothing is archived;
+    recall stops marking the pair)."""
+    path = f"/v1/memories/{memory_id}/candidates/{other_id}/settle"
+    return Call("POST", path, Settled, json=_body(resolution=resolution, reason=reason))
 
 
 def create_edge(
@@ -417,11 +458,14 @@ def recall(
     include_reflections: bool | None = None,
     mode: Literal["hybrid", "vector", "text"] | None = None,
     min_similarity: float | None = None,
+    after: int | None = None,
     cursor: str | None = None,
 ) -> Call[RecallPublic]:
     """The ``k`` best current memories for a query (``POST /v1/recall``): by meaning
     and words fused, or one of them (``mode``), at least ``min_similarity`` similar;
-    ``cursor`` is the previous page's ``next_cursor``."""
+    ``after`` (a write's ``position``) makes it wait, bounded, until every write up to
+    it is indexed (a client's ``recall`` sends its own last write's); ``cursor`` is
+    the previous page's ``next_cursor``."""
     body = _body(
         query=query,
         k=k,
@@ -433,9 +477,11 @@ def recall(
         include_reflections=include_reflections,
         mode=mode,
         min_similarity=min_similarity,
+        after=after,
         cursor=cursor,
     )
-    return Call("POST", "/v1/recall", RecallPublic, json=body)
+    holds_for = 0.0 if after is None else RECALL_WAIT_S
+    return Call("POST", "/v1/recall", RecallPublic, json=body, holds_for=holds_for)
 
 
 def read_decision(decision_id: Id, /) -> Call[DecisionPublic]:

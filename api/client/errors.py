@@ -1,27 +1,63 @@
-"""What the client raises: one exception class per RFC 9457 problem ``type``.
+"""What the client raises: one exception class per RFC 9457 problem ``type``, in the
+tree of the service's own error classes.
 
 The service answers every error as ``application/problem+json`` with ``type``
 ``urn:palimpsest:problem:<slug>`` (docs/api.md, "Errors"). :func:`problem_error`
-turns such a response into the class registered for its slug (its name is the
-slug in CamelCase, ending in ``Error``), so callers branch with ``except
-NotFoundError`` instead of on status codes or detail text. A problem type this
-client does not know, or an error response that is not a problem document,
-raises :class:`UnknownProblemError`; a request that never got an answer (after
-its retries) raises :class:`APIConnectionError`.
+turns such a response into the class registered for its slug, so callers branch
+with ``except NotFoundError`` instead of on status codes or detail text. Where the
+service raises an error class for a slug, the client's class has its name and its
+place in the tree (``palimpsest.domain.errors`` draws it), so ``except
+ConflictError`` catches every conflict (a stale proposal, an edge that exists...)
+as it does on the server::
+
+    PalimpsestClientError                anything the client raises on purpose
+    ├── APIConnectionError               no answer, after the retries
+    └── ProblemError                     an error answer (status, type, body, headers)
+        ├── UnknownProblemError          a type this client does not know, or no problem
+        ├── PalimpsestError              internal-error; base of the service's errors
+        │   ├── InvalidInputError        invalid-input
+        │   │   ├── UnknownQueryParameterError, RepeatedHeaderError
+        │   │   ├── ContentTooLargeError
+        │   │   └── EvidenceOutOfRangeError, EvidenceRetractedError,
+        │   │       EvidenceErasedError, EdgeNotAllowedError
+        │   ├── NotFoundError, ContentExpiredError, ContentErasedError
+        │   ├── TenantClosedError        tenant-deleted
+        │   ├── ConfirmationRequiredError
+        │   ├── ConflictError            conflict
+        │   │   └── IdempotencyKeyReusedError, EdgeExistsError,
+        │   │       StructurallyArchivedError, MemoryForgottenError,
+        │   │       MemorySupersededError, AlreadySettledError, StaleProposalError,
+        │   │       CollapseGuardError, PassDisabledError, ProposalClosedError,
+        │   │       ConcurrentWriteError
+        │   ├── AuthenticationError      unauthenticated
+        │   ├── PermissionDeniedError    forbidden
+        │   ├── ConfigurationError       misconfigured
+        │   └── DatabaseUnavailableError, EmbedderUnavailableError,
+        │       JudgeUnavailableError, ConcurrencyLimitError
+        └── HttpError, MalformedJsonError, MalformedRequestError,
+            MethodNotAllowedError, UnsupportedMediaTypeError, ValidationError,
+            NotReadyError                HTTP's own refusals (the slug in CamelCase)
+
+A request that never got an answer (after its retries) raises
+:class:`APIConnectionError`.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
 import httpx2
 
 __all__ = [
     "APIConnectionError",
+    "AlreadySettledError",
+    "AuthenticationError",
     "CollapseGuardError",
     "ConcurrencyLimitError",
     "ConcurrentWriteError",
+    "ConfigurationError",
     "ConfirmationRequiredError",
     "ConflictError",
     "ContentErasedError",
@@ -34,29 +70,29 @@ __all__ = [
     "EvidenceErasedError",
     "EvidenceOutOfRangeError",
     "EvidenceRetractedError",
-    "ForbiddenError",
     "HttpError",
     "IdempotencyKeyReusedError",
-    "InternalError",
     "InvalidInputError",
     "JudgeUnavailableError",
     "MalformedJsonError",
     "MalformedRequestError",
+    "MemoryForgottenError",
+    "MemorySupersededError",
     "MethodNotAllowedError",
-    "MisconfiguredError",
     "NotFoundError",
     "NotReadyError",
     "PROBLEM_CLASSES",
     "PROBLEM_TYPE_PREFIX",
     "PalimpsestClientError",
+    "PalimpsestError",
     "PassDisabledError",
+    "PermissionDeniedError",
     "ProblemError",
     "ProposalClosedError",
     "RepeatedHeaderError",
     "StaleProposalError",
     "StructurallyArchivedError",
-    "TenantDeletedError",
-    "UnauthenticatedError",
+    "TenantClosedError",
     "UnknownProblemError",
     "UnknownQueryParameterError",
     "UnsupportedMediaTypeError",
@@ -68,17 +104,18 @@ PROBLEM_TYPE_PREFIX = "urn:palimpsest:problem:"
 
 
 class PalimpsestClientError(Exception):
-    """Anything the client raises on purpose."""
+    """Raised for anything the client raises on purpose."""
 
 
 class APIConnectionError(PalimpsestClientError):
-    """The request got no answer (connection refused, reset or timed out), retries
-    included; a write sent with an ``Idempotency-Key`` may be retried with the same
-    key safely."""
+    """Raised when a request got no answer (connection refused, reset or timed out),
+    retries included; a write sent with an ``Idempotency-Key`` may be retried with the
+    same key safely."""
 
 
 class ProblemError(PalimpsestClientError):
-    """An error answer of the service: the problem document and the response's headers.
+    """Raised for an error answer of the service: the problem document and the
+    response's headers.
 
     ``slug`` is the class's problem type (``type`` without its URN prefix). ``body``
     is the whole document, extension members included (``errors``, ``erasure``,
@@ -103,12 +140,15 @@ class ProblemError(PalimpsestClientError):
 
 
 class UnknownProblemError(ProblemError):
-    """An error answer whose type this client does not know, or that is not a problem
-    document (then ``body`` holds ``{"detail": <the text>}``)."""
+    """Raised for an error answer whose type this client does not know, or that is not
+    a problem document (then ``body`` holds ``{"detail": <the text>}``)."""
 
 
-def _problem(slug: str) -> Any:
-    def register(cls: type[ProblemError]) -> type[ProblemError]:
+_P = TypeVar("_P", bound=type[ProblemError])
+
+
+def _problem(slug: str) -> Callable[[_P], _P]:
+    def register(cls: _P) -> _P:
         cls.slug = slug
         PROBLEM_CLASSES[slug] = cls
         return cls
@@ -120,169 +160,81 @@ PROBLEM_CLASSES: dict[str, type[ProblemError]] = {}
 """Each problem slug the service answers, and its class."""
 
 
+# The service's own errors: the tree of palimpsest.domain.errors (and of the
+# errors other rooms add to it), one class per problem type.
+
+
 @_problem("internal-error")
-class InternalError(ProblemError):
-    """500: the service failed (see its log)."""
-
-
-@_problem("misconfigured")
-class MisconfiguredError(ProblemError):
-    """500: the deployment is misconfigured (settings, pgvector, schema, data directory)."""
-
-
-@_problem("http-error")
-class HttpError(ProblemError):
-    """An HTTP-level refusal without a more specific type."""
-
-
-@_problem("malformed-json")
-class MalformedJsonError(ProblemError):
-    """400: the body is not JSON, or not UTF-8."""
-
-
-@_problem("malformed-request")
-class MalformedRequestError(ProblemError):
-    """400: a request HTTP itself refuses before any route reads it."""
-
-
-@_problem("unknown-query-parameter")
-class UnknownQueryParameterError(ProblemError):
-    """400: the route declares no such query parameter."""
-
-
-@_problem("repeated-header")
-class RepeatedHeaderError(ProblemError):
-    """400: a header that may appear once (``Authorization``) appeared twice."""
-
-
-@_problem("unauthenticated")
-class UnauthenticatedError(ProblemError):
-    """401: no token, a malformed one or an unknown one."""
-
-
-@_problem("forbidden")
-class ForbiddenError(ProblemError):
-    """403: the token's role cannot do this."""
-
-
-@_problem("not-found")
-class NotFoundError(ProblemError):
-    """404: an unknown id, or another tenant's."""
-
-
-@_problem("method-not-allowed")
-class MethodNotAllowedError(ProblemError):
-    """405: the path exists, not with this method."""
-
-
-@_problem("conflict")
-class ConflictError(ProblemError):
-    """409: the request contradicts what is recorded."""
-
-
-@_problem("idempotency-key-reused")
-class IdempotencyKeyReusedError(ProblemError):
-    """409: the ``Idempotency-Key`` was used before with a different request."""
-
-
-@_problem("edge-exists")
-class EdgeExistsError(ProblemError):
-    """409: the same edge was already added."""
-
-
-@_problem("structurally-archived")
-class StructurallyArchivedError(ProblemError):
-    """409: restore asked of a memory archived by a ``supersedes`` edge."""
-
-
-@_problem("stale-proposal")
-class StaleProposalError(ProblemError):
-    """409: a memory of the proposal changed since its verdict."""
-
-
-@_problem("collapse-guard")
-class CollapseGuardError(ProblemError):
-    """409: the day's archival share is used up (an admin may ``confirm_bulk``)."""
-
-
-@_problem("pass-disabled")
-class PassDisabledError(ProblemError):
-    """409: the deployment runs no forgetting pass."""
-
-
-@_problem("proposal-closed")
-class ProposalClosedError(ProblemError):
-    """409: the proposal is not open."""
-
-
-@_problem("concurrent-write")
-class ConcurrentWriteError(ProblemError):
-    """409: other writers kept changing the same memory; retry."""
-
-
-@_problem("content-expired")
-class ContentExpiredError(ProblemError):
-    """410: the observation's retention deadline has passed."""
-
-
-@_problem("content-erased")
-class ContentErasedError(ProblemError):
-    """410: an erasure removed the content; ``body["erasure"]`` names it."""
-
-
-@_problem("tenant-deleted")
-class TenantDeletedError(ProblemError):
-    """410: the tenant's deletion was requested; ``body["erasure"]`` names it."""
-
-
-@_problem("content-too-large")
-class ContentTooLargeError(ProblemError):
-    """413: content or the request body exceeds its limit."""
-
-
-@_problem("unsupported-media-type")
-class UnsupportedMediaTypeError(ProblemError):
-    """415: the body's media type is not one the route reads."""
-
-
-@_problem("validation-error")
-class ValidationError(ProblemError):
-    """422: a field has the wrong type or form."""
-
-    @property
-    def errors(self) -> list[dict[str, str]]:
-        """``{pointer, message}`` per invalid field."""
-        return list(self.body.get("errors", []))
+class PalimpsestError(ProblemError):
+    """Raised for every failure the service itself detected (each class below); this
+    class itself for a 500 ``internal-error``: the service failed (see its log)."""
 
 
 @_problem("invalid-input")
-class InvalidInputError(ProblemError):
-    """422: a value breaks a rule the OpenAPI document cannot state."""
+class InvalidInputError(PalimpsestError):
+    """Raised when a value breaks a rule the OpenAPI document cannot state (422
+    ``invalid-input``), and for each more specific refusal below."""
+
+
+@_problem("unknown-query-parameter")
+class UnknownQueryParameterError(InvalidInputError):
+    """Raised when the route declares no such query parameter (400)."""
+
+
+@_problem("repeated-header")
+class RepeatedHeaderError(InvalidInputError):
+    """Raised when a header that may appear once (``Authorization``) appeared twice (400)."""
+
+
+@_problem("content-too-large")
+class ContentTooLargeError(InvalidInputError):
+    """Raised when content or the request body exceeds its limit (413)."""
 
 
 @_problem("evidence-out-of-range")
-class EvidenceOutOfRangeError(ProblemError):
-    """422: evidence offsets outside the observation."""
+class EvidenceOutOfRangeError(InvalidInputError):
+    """Raised when evidence offsets fall outside the observation (422)."""
 
 
 @_problem("evidence-retracted")
-class EvidenceRetractedError(ProblemError):
-    """422: evidence cites an observation retracted as evidence."""
+class EvidenceRetractedError(InvalidInputError):
+    """Raised when evidence cites an observation retracted as evidence (422)."""
 
 
 @_problem("evidence-erased")
-class EvidenceErasedError(ProblemError):
-    """422: evidence cites an erased observation."""
+class EvidenceErasedError(InvalidInputError):
+    """Raised when evidence cites an erased observation (422)."""
 
 
 @_problem("edge-not-allowed")
-class EdgeNotAllowedError(ProblemError):
-    """422: an edge kind not allowed between the two memories."""
+class EdgeNotAllowedError(InvalidInputError):
+    """Raised when an edge kind is not allowed between the two memories (422)."""
+
+
+@_problem("not-found")
+class NotFoundError(PalimpsestError):
+    """Raised for an unknown id, or another tenant's (404)."""
+
+
+@_problem("content-expired")
+class ContentExpiredError(PalimpsestError):
+    """Raised when the observation's retention deadline has passed (410)."""
+
+
+@_problem("content-erased")
+class ContentErasedError(PalimpsestError):
+    """Raised when an erasure removed the content (410); ``body["erasure"]`` names it."""
+
+
+@_problem("tenant-deleted")
+class TenantClosedError(PalimpsestError):
+    """Raised when the tenant's deletion was requested (410 ``tenant-deleted``);
+    ``body["erasure"]`` names the deletion."""
 
 
 @_problem("confirmation-required")
-class ConfirmationRequiredError(ProblemError):
-    """428: a destructive request without its current confirmation."""
+class ConfirmationRequiredError(PalimpsestError):
+    """Raised when a destructive request lacks its current confirmation (428)."""
 
     @property
     def confirmation_token(self) -> str:
@@ -290,29 +242,148 @@ class ConfirmationRequiredError(ProblemError):
         return str(self.body.get("confirmation_token", ""))
 
 
-@_problem("concurrency-limit")
-class ConcurrencyLimitError(ProblemError):
-    """429: the token or tenant holds as many streams or waits as allowed."""
+@_problem("conflict")
+class ConflictError(PalimpsestError):
+    """Raised when the request contradicts what is recorded (409 ``conflict``), and for
+    each more specific conflict below."""
 
 
-@_problem("judge-unavailable")
-class JudgeUnavailableError(ProblemError):
-    """502: the forgetting pass's judge could not be reached."""
+@_problem("idempotency-key-reused")
+class IdempotencyKeyReusedError(ConflictError):
+    """Raised when the ``Idempotency-Key`` was used before with a different request (409)."""
+
+
+@_problem("edge-exists")
+class EdgeExistsError(ConflictError):
+    """Raised when the same edge was already added (409)."""
+
+
+@_problem("structurally-archived")
+class StructurallyArchivedError(ConflictError):
+    """Raised when restore is asked of a memory archived by a ``supersedes`` edge (409)."""
+
+
+@_problem("memory-forgotten")
+class MemoryForgottenError(ConflictError):
+    """Raised when a forgotten memory is revised or settled without being restored
+    first (409)."""
+
+
+@_problem("memory-superseded")
+class MemorySupersededError(ConflictError):
+    """Raised when a superseded memory is revised or settled without being restored
+    first (409)."""
+
+
+@_problem("already-settled")
+class AlreadySettledError(ConflictError):
+    """Raised when a potential conflict between two memories is settled again,
+    differently (409)."""
+
+
+@_problem("stale-proposal")
+class StaleProposalError(ConflictError):
+    """Raised when a memory of the proposal changed since its verdict (409)."""
+
+
+@_problem("collapse-guard")
+class CollapseGuardError(ConflictError):
+    """Raised when the day's archival share is used up (409; an admin may
+    ``confirm_bulk``)."""
+
+
+@_problem("pass-disabled")
+class PassDisabledError(ConflictError):
+    """Raised when the deployment runs no forgetting pass (409)."""
+
+
+@_problem("proposal-closed")
+class ProposalClosedError(ConflictError):
+    """Raised when the proposal is not open (409)."""
+
+
+@_problem("concurrent-write")
+class ConcurrentWriteError(ConflictError):
+    """Raised when other writers kept changing the same memory (409); retry."""
+
+
+@_problem("unauthenticated")
+class AuthenticationError(PalimpsestError):
+    """Raised for no token, a malformed one or an unknown one (401 ``unauthenticated``)."""
+
+
+@_problem("forbidden")
+class PermissionDeniedError(PalimpsestError):
+    """Raised when the token's role cannot do this (403 ``forbidden``)."""
+
+
+@_problem("misconfigured")
+class ConfigurationError(PalimpsestError):
+    """Raised when the deployment is misconfigured (500 ``misconfigured``: settings,
+    pgvector, schema, data directory)."""
 
 
 @_problem("database-unavailable")
-class DatabaseUnavailableError(ProblemError):
-    """503: PostgreSQL cannot be reached."""
+class DatabaseUnavailableError(PalimpsestError):
+    """Raised when PostgreSQL cannot be reached (503)."""
 
 
 @_problem("embedder-unavailable")
-class EmbedderUnavailableError(ProblemError):
-    """503: the embedding model could not be loaded or its endpoint failed."""
+class EmbedderUnavailableError(PalimpsestError):
+    """Raised when the embedding model could not be loaded or its endpoint failed (503)."""
+
+
+@_problem("judge-unavailable")
+class JudgeUnavailableError(PalimpsestError):
+    """Raised when the forgetting pass's judge could not be reached (502)."""
+
+
+@_problem("concurrency-limit")
+class ConcurrencyLimitError(PalimpsestError):
+    """Raised when the token or tenant holds as many streams or waits as allowed (429)."""
+
+
+# Refusals of HTTP itself, before any route ran: no error class of the service.
+
+
+@_problem("http-error")
+class HttpError(ProblemError):
+    """Raised for an HTTP-level refusal without a more specific type."""
+
+
+@_problem("malformed-json")
+class MalformedJsonError(ProblemError):
+    """Raised when the body is not JSON, or not UTF-8 (400)."""
+
+
+@_problem("malformed-request")
+class MalformedRequestError(ProblemError):
+    """Raised for a request HTTP itself refuses before any route reads it (400)."""
+
+
+@_problem("method-not-allowed")
+class MethodNotAllowedError(ProblemError):
+    """Raised when the path exists, not with this method (405)."""
+
+
+@_problem("unsupported-media-type")
+class UnsupportedMediaTypeError(ProblemError):
+    """Raised when the body's media type is not one the route reads (415)."""
+
+
+@_problem("validation-error")
+class ValidationError(ProblemError):
+    """Raised when a field has the wrong type or form (422)."""
+
+    @property
+    def errors(self) -> list[dict[str, str]]:
+        """``{pointer, message}`` per invalid field."""
+        return list(self.body.get("errors", []))
 
 
 @_problem("not-ready")
 class NotReadyError(ProblemError):
-    """503 from ``/readyz``: the process cannot serve yet."""
+    """Raised by ``/readyz`` when the process cannot serve yet (503)."""
 
 
 def problem_error(response: httpx2.Response) -> ProblemError:

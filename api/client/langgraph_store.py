@@ -7,8 +7,10 @@ namespace), its topic the key, and its content the value as JSON. ``put`` of a
 new key creates the memory; of an existing key it records a new version (the
 old value stays in the memory's history); ``delete`` forgets the memory
 (reversibly: ``restore`` brings it back). ``search`` with a query is recall
-(by meaning, ``score`` is the similarity); without one it lists. Reads wait up
-to ``wait`` seconds for revision, so a ``get`` right after a ``put`` sees it.
+(``mode``: by meaning and words, or by meaning alone; ``score`` is the similarity);
+without one it lists. Reads wait up to ``wait`` seconds for revision, so a ``get``
+right after a ``put`` sees it, and recall waits for the client's writes, so a
+``search`` right after a ``put`` finds it.
 The namespace filters of ``search`` and ``list_namespaces`` and the value
 ``filter`` are applied by the adapter to what the service returns. See
 docs/client.md for the mapping's limits.
@@ -20,7 +22,7 @@ import asyncio
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
 from langgraph.store.base import (
@@ -36,12 +38,14 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from palimpsest.api.client.sync import Client
-from palimpsest.projections.views.current_beliefs import (
+from palimpsest.api.client.beliefs import (
     CurrentBelief,
     ListedCurrentBelief,
     ListedPendingBelief,
+    RecallMode,
 )
+from palimpsest.api.client.models import MemoryType
+from palimpsest.api.client.sync import Client
 
 __all__ = ["PalimpsestStore"]
 
@@ -103,12 +107,14 @@ class PalimpsestStore(BaseStore):
         self,
         client: Client,
         *,
-        memory_type: Literal["fact", "preference", "decision", "blocker", "event", "note"] = "note",
+        memory_type: MemoryType = "note",
         wait: float = 5.0,
+        mode: RecallMode = "hybrid",
     ) -> None:
         self.client = client
         self.memory_type = memory_type
         self.wait = wait
+        self.mode = mode
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run each operation in order; a result per operation (None for a put)."""
@@ -196,7 +202,8 @@ class PalimpsestStore(BaseStore):
         wanted = op.offset + op.limit
         if op.query:
             scope = op.namespace_prefix[0] if op.namespace_prefix else None
-            recalled = self.client.recall(op.query, k=min(100, max(wanted * 4, 10)), scope=scope)
+            k = min(100, max(wanted * 4, 10))
+            recalled = self.client.recall(op.query, k=k, scope=scope, mode=self.mode)
             candidates = [
                 (m, m.similarity)
                 for m in recalled.items

@@ -26,15 +26,16 @@ from palimpsest.api.client.base import (
     ObservationContent,
     Pages,
     Settings,
+    WriteMark,
     answer,
     feed_entry,
     request_for,
 )
 from palimpsest.api.client.calls import Call
 from palimpsest.api.client.errors import APIConnectionError, problem_error
+from palimpsest.api.client.records import EventPublic
 from palimpsest.api.client.retries import RetryPolicy
 from palimpsest.api.client.sse import SseParser
-from palimpsest.api.schemas import EventPublic
 
 __all__ = ["Client"]
 
@@ -45,36 +46,52 @@ Item = TypeVar("Item")
 
 
 class _Endpoint(Generic[P, T]):
-    """A method that sends the call its builder makes, and returns the answer."""
+    """A method that sends the call its builder makes, and returns the answer;
+    ``sees_writes``: a recall, sent ``after`` the client's writes unless told otherwise."""
 
-    def __init__(self, build: Callable[P, Call[T]]) -> None:
+    def __init__(self, build: Callable[P, Call[T]], *, sees_writes: bool = False) -> None:
         self._build = build
+        self._sees_writes = sees_writes
 
     def __get__(self, client: Client, owner: type[Client] | None = None) -> Callable[P, T]:
-        build = self._build
+        build, sees_writes = self._build, self._sees_writes
 
         @functools.wraps(build)
         def method(*args: P.args, **kwargs: P.kwargs) -> T:
+            if sees_writes:
+                # The mark adds ``after`` only, a keyword of the recall it builds
+                # (mypy cannot type a ParamSpec's keywords rebuilt as a dict).
+                kwargs = client._write_mark.after(kwargs)  # type: ignore[assignment]
             return client.send(build(*args, **kwargs))
 
         return method
 
 
 class _Walk(Generic[P, Page, Item]):
-    """A method that iterates every item of a listing, page after page."""
+    """A method that iterates every item of a listing, page after page (``sees_writes``:
+    as :class:`_Endpoint`, every page after the same writes)."""
 
-    def __init__(self, build: Callable[P, Call[Page]], pages: Pages[Page, Item]) -> None:
+    def __init__(
+        self,
+        build: Callable[P, Call[Page]],
+        pages: Pages[Page, Item],
+        *,
+        sees_writes: bool = False,
+    ) -> None:
         self._build = build
         self._pages = pages
+        self._sees_writes = sees_writes
 
     def __get__(
         self, client: Client, owner: type[Client] | None = None
     ) -> Callable[P, Iterator[Item]]:
-        build, pages = self._build, self._pages
+        build, pages, sees_writes = self._build, self._pages, self._sees_writes
 
         @functools.wraps(build)
         def method(*args: P.args, **kwargs: P.kwargs) -> Iterator[Item]:
             following: dict[str, Any] | None = dict(kwargs)
+            if sees_writes:
+                following = client._write_mark.after(dict(kwargs))
             while following is not None:
                 page = client.send(build(*args, **following))
                 yield from pages.items(page)
@@ -88,7 +105,11 @@ class Client:
 
     ``base_url`` and ``token`` fall back to ``PALIMPSEST_URL`` and ``PALIMPSEST_TOKEN``.
     Failed attempts are retried as ``retry`` says (:mod:`palimpsest.api.client.retries`); errors
-    raise :mod:`palimpsest.api.client.errors`. Use it as a context manager, or ``close()`` it."""
+    raise :mod:`palimpsest.api.client.errors`. Use it as a context manager, or ``close()`` it.
+
+    Recall sees the client's own writes: ``recall`` and ``iter_recall`` send
+    :attr:`written_position` as ``after`` unless given one, so the service waits
+    (at most 5 s) until those writes are indexed. Safe to share between threads."""
 
     def __init__(
         self,
@@ -105,6 +126,7 @@ class Client:
         self.settings = Settings.of(
             base_url, token, str(self._http.base_url), timeout, retry, headers
         )
+        self._write_mark = WriteMark()
 
     def __enter__(self) -> Client:
         return self
@@ -120,9 +142,13 @@ class Client:
     def send(self, call: Call[T], *, idempotency_key: str | None = None) -> T:
         """Send ``call`` (retrying as the policy says) and return its typed answer.
         ``idempotency_key`` replaces the generated one (reuse it to retry a write
-        yourself, later, without writing twice)."""
+        yourself, later, without writing twice). A write's answer moves
+        :attr:`written_position` up; a call sent here is sent as built (a recall
+        built without ``after`` does not wait for anything)."""
         response = self._respond(call, idempotency_key, stream=False)
-        return answer(call, response)
+        answered = answer(call, response)
+        self._write_mark.note(call, answered)
+        return answered
 
     def _respond(
         self,
@@ -155,6 +181,12 @@ class Client:
                 continue
             raise problem_error(response)
 
+    @property
+    def written_position(self) -> int | None:
+        """The highest log position of the writes this client had answered (None before
+        its first): what its recalls are sent ``after``."""
+        return self._write_mark.position
+
     # Observations
     create_observation = _Endpoint(calls.create_observation)
     list_observations = _Endpoint(calls.list_observations)
@@ -172,6 +204,7 @@ class Client:
     # Memories
     create_memory = _Endpoint(calls.create_memory)
     create_version = _Endpoint(calls.create_version)
+    settle = _Endpoint(calls.settle)
     create_edge = _Endpoint(calls.create_edge)
     retract_edge = _Endpoint(calls.retract_edge)
     add_contributions = _Endpoint(calls.add_contributions)
@@ -189,8 +222,8 @@ class Client:
     read_history = _Endpoint(calls.read_history)
     read_versions = _Endpoint(calls.read_versions)
     read_candidates = _Endpoint(calls.read_candidates)
-    recall = _Endpoint(calls.recall)
-    iter_recall = _Walk(calls.recall, RECALL_PAGES)
+    recall = _Endpoint(calls.recall, sees_writes=True)
+    iter_recall = _Walk(calls.recall, RECALL_PAGES, sees_writes=True)
     read_decision = _Endpoint(calls.read_decision)
     read_revision = _Endpoint(calls.read_revision)
 

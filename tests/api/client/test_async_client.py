@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from palimpsest.api.client import AsyncClient, Client, calls
-from palimpsest.api.client.errors import ForbiddenError, NotFoundError
-from palimpsest.api.schemas import EventPublic, MemoryCreated
+from palimpsest.api.client import AsyncClient, Client, NotFoundError, PermissionDeniedError, calls
+from palimpsest.api.client.beliefs import CurrentBelief
+from palimpsest.api.client.models import MemoryCreated
+from palimpsest.api.client.records import EventPublic
 from palimpsest.projections.runtime import Runtime
-from palimpsest.projections.views.current_beliefs import CurrentBelief
 from tests.api.client.conftest import drain_soon
 from tests.conftest import Tenant
 
@@ -54,7 +54,7 @@ def test_the_async_client_writes_reads_iterates_and_streams(
             with pytest.raises(NotFoundError):
                 await client.read_versions(tenant.id)
         async with AsyncClient(base_url, token=tenant.token("reader")) as reader:
-            with pytest.raises(ForbiddenError):
+            with pytest.raises(PermissionDeniedError):
                 await reader.forget(created.id, reason="no")
         return created, belief, walked, streamed
 

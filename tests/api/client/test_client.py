@@ -10,45 +10,52 @@ from uuid import UUID
 
 import pytest
 
-from palimpsest.api.client import Client
-from palimpsest.api.client.errors import (
+from palimpsest.api.client import (
+    AlreadySettledError,
+    AuthenticationError,
+    Client,
     ConfirmationRequiredError,
-    ForbiddenError,
+    MemoryForgottenError,
+    MemorySupersededError,
     NotFoundError,
-    UnauthenticatedError,
+    PermissionDeniedError,
     ValidationError,
 )
-from palimpsest.api.schemas import (
+from palimpsest.api.client.beliefs import (
+    CurrentBelief,
+    ListedCurrentBelief,
+    MemoryBatchPublic,
+    MemoryPagePublic,
+    PendingBelief,
+    RecallPublic,
+)
+from palimpsest.api.client.models import (
     BatchPublic,
+    CyclePublic,
     DecisionOutcome,
-    DecisionPublic,
     EdgeCreated,
+    ForgettingPolicyPublic,
+    JudgmentPublic,
+    MemoryCreated,
+    ObservationCreated,
+    ProposalPagePublic,
+    ProposalPublic,
+    RetentionPublic,
+    Settled,
+    VersionCreated,
+)
+from palimpsest.api.client.records import (
+    DecisionPublic,
     ErasureReceipt,
     EventPagePublic,
     EventPublic,
-    JudgmentPublic,
-    MemoryCreated,
     MemoryHistoryPublic,
-    MemoryPagePublic,
     MemoryVersionsPublic,
-    ObservationCreated,
     ObservationPublic,
-    ProposalPagePublic,
-    ProposalPublic,
-    RecallPublic,
-    RetentionPublic,
     RevisionStatusPublic,
-    VersionCreated,
 )
-from palimpsest.api.schemas.cycles import CyclePublic, ForgettingPolicyPublic
-from palimpsest.api.schemas.memories import MemoryBatchPublic
 from palimpsest.projections.runtime import Runtime
-from palimpsest.projections.views.current_beliefs import (
-    CurrentBelief,
-    ListedCurrentBelief,
-    PendingBelief,
-)
-from tests.api.client.conftest import drain_soon
+from tests.api.client.conftest import drain_soon, served_with_drains
 from tests.conftest import Tenant, drain_until_caught_up, index_until_caught_up
 
 
@@ -188,11 +195,11 @@ def test_tenant_administration(base_url: str, tenant: Tenant) -> None:
 
 def test_errors_raise_the_class_of_their_problem_type(base_url: str, tenant: Tenant) -> None:
     with Client(base_url, token="pal_nobody_secret") as stranger:
-        with pytest.raises(UnauthenticatedError) as unknown:
+        with pytest.raises(AuthenticationError) as unknown:
             stranger.list_memories()
         assert unknown.value.status == 401
     with Client(base_url, token=tenant.token("reader")) as reader:
-        with pytest.raises(ForbiddenError):
+        with pytest.raises(PermissionDeniedError):
             reader.create_memory("no", type="note", scope="s")
         with pytest.raises(NotFoundError):
             reader.read_history(UUID(int=1))
@@ -202,16 +209,18 @@ def test_errors_raise_the_class_of_their_problem_type(base_url: str, tenant: Ten
 
 
 def test_the_readmes_quick_start_runs(
-    base_url: str, runtime: Runtime, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+    runtime: Runtime, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     snippet = readme.split("Or from Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     monkeypatch.setenv("PALIMPSEST_TOKEN", tenant.token("writer"))
-    drain_soon(runtime)
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(snippet.replace("http://127.0.0.1:8080", base_url), {})
-    assert printed.getvalue().splitlines()[0] == "Prefers dark mode"
+    # Against a service whose drains run, as `palimpsest serve` runs them
+    with served_with_drains(runtime) as url, contextlib.redirect_stdout(printed):
+        exec(snippet.replace("http://127.0.0.1:8080", url), {})
+    belief, recalled = printed.getvalue().splitlines()
+    assert belief == "Prefers dark mode"
+    assert recalled.startswith("[('current', UUID(")  # recall found what it just wrote
 
 
 def test_recall_by_words_and_its_pages(base_url: str, runtime: Runtime, tenant: Tenant) -> None:
@@ -226,3 +235,44 @@ def test_recall_by_words_and_its_pages(base_url: str, runtime: Runtime, tenant: 
         assert len(first.items) == 1 and first.next_cursor is not None
         walked = [m.id for m in client.iter_recall("ticket blocked", k=1, mode="text")]
         assert set(walked) == ids and len(walked) == 3
+
+
+def test_conflicts_are_settled_and_an_archived_memory_is_revised_only_when_restored(
+    base_url: str, tenant: Tenant
+) -> None:
+    with Client(base_url, token=tenant.token("writer")) as client:
+        # Given a preference, then a changed one, told of what it may contradict
+        old = client.create_memory("Prefers dark mode", type="preference", scope="u")
+        new = client.create_memory("Now prefers light mode", type="preference", scope="u")
+        assert new.potential_contradictions is not None
+
+        # When the caller settles it: the new one supersedes the old one
+        settled = client.settle(new.id, old.id, resolution="supersedes", reason="switched")
+        assert isinstance(settled, Settled) and settled.edge_id is not None
+        assert not settled.replayed
+        assert client.settle(new.id, old.id, resolution="supersedes", reason="again").replayed
+        with pytest.raises(AlreadySettledError):
+            client.settle(new.id, old.id, resolution="both_stand", reason="both hold")
+
+        # Then the old one is revised only if restored, in the same write
+        with pytest.raises(MemorySupersededError):
+            client.create_version(old.id, "Prefers dark mode again")
+        restored = client.create_version(old.id, "Prefers dark mode again", restore=True)
+        assert isinstance(restored, VersionCreated) and restored.memory_id == old.id
+
+        # Both may stand: nothing is archived, no edge
+        tea = client.create_memory("Likes tea", type="preference", scope="v")
+        coffee = client.create_memory("Likes coffee", type="preference", scope="v")
+        stood = client.settle(coffee.id, tea.id, resolution="both_stand", reason="likes both")
+        assert stood.resolution == "both_stand" and stood.edge_id is None
+
+        # A new memory names what it supersedes, recorded with it
+        newest = client.create_memory(
+            "Prefers the system theme", type="preference", scope="u", supersedes=[new.id]
+        )
+        assert [s.target_id for s in newest.supersedes or []] == [new.id]
+
+        # A forgotten memory is not revised silently either
+        client.forget(tea.id, reason="gave it up")
+        with pytest.raises(MemoryForgottenError):
+            client.create_version(tea.id, "Likes green tea")

@@ -20,6 +20,7 @@ from palimpsest.api.admission import ConcurrencyLimitError
 from palimpsest.api.deps import RepeatedHeaderError
 from palimpsest.api.query_params import UnknownQueryParameterError
 from palimpsest.domain.errors import (
+    AlreadySettledError,
     AuthenticationError,
     CollapseGuardError,
     ConfigurationError,
@@ -35,6 +36,8 @@ from palimpsest.domain.errors import (
     EvidenceRetractedError,
     IdempotencyKeyReusedError,
     InvalidInputError,
+    MemoryForgottenError,
+    MemorySupersededError,
     NotFoundError,
     PalimpsestError,
     PassDisabledError,
@@ -87,6 +90,9 @@ PROBLEMS: dict[type[PalimpsestError], tuple[str, int, str]] = {
     IdempotencyKeyReusedError: ("idempotency-key-reused", 409, "Idempotency key reused"),
     EdgeExistsError: ("edge-exists", 409, "Edge exists"),
     StructurallyArchivedError: ("structurally-archived", 409, "Structurally archived"),
+    MemoryForgottenError: ("memory-forgotten", 409, "Memory forgotten"),
+    MemorySupersededError: ("memory-superseded", 409, "Memory superseded"),
+    AlreadySettledError: ("already-settled", 409, "Already settled"),
     StaleProposalError: ("stale-proposal", 409, "Stale proposal"),
     CollapseGuardError: ("collapse-guard", 409, "Collapse guard"),
     PassDisabledError: ("pass-disabled", 409, "Forgetting pass disabled"),

@@ -26,6 +26,7 @@ from palimpsest.projections.commands.writer import (
     Ref,
     RetentionSpec,
     RetractSpec,
+    SettleSpec,
     TenantDeletionSpec,
     VersionSpec,
     WithdrawSpec,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         VersionCreate,
         WithdrawCreate,
     )
+    from palimpsest.api.schemas.memories import SettleCreate
     from palimpsest.projections.commands.caller import Caller
     from palimpsest.projections.commands.decisions import LabelOp
 
@@ -66,6 +68,7 @@ __all__ = [
     "requires",
     "retention_spec",
     "retract_spec",
+    "settle_spec",
     "tenant_deletion_spec",
     "version_spec",
     "withdraw_spec",
@@ -129,6 +132,7 @@ def memory_spec(body: MemoryCreate, index: int = 0) -> MemorySpec:
         body.model_id,
         body.trust,
         importance=body.importance,
+        supersedes=tuple(body.supersedes),
     )
 
 
@@ -137,7 +141,13 @@ def version_spec(memory_id: UUID | str, body: VersionCreate, index: int = 0) -> 
     is item ``index`` of a batch)."""
     _refuse_unresolvable(body, index)
     return VersionSpec(
-        _id(memory_id), body.content, _evidence(body.evidence), body.model_id, body.trust
+        _id(memory_id),
+        body.content,
+        _evidence(body.evidence),
+        body.model_id,
+        body.trust,
+        # Never a silent revision of an archived memory over the API (issue 44).
+        if_archived="restore" if body.restore else "refuse",
     )
 
 
@@ -159,6 +169,11 @@ def contributions_spec(memory_id: UUID, body: ContributionsCreate) -> Contributi
     return ContributionSpec(
         memory_id, body.version_id, _evidence(body.evidence), body.model_id, body.trust
     )
+
+
+def settle_spec(memory_id: UUID, other_id: UUID, body: SettleCreate) -> SettleSpec:
+    """Settle the potential conflict between ``memory_id`` and ``other_id``."""
+    return SettleSpec(memory_id, other_id, body.resolution, body.reason)
 
 
 def retract_spec(observation_id: UUID, body: RetractCreate) -> RetractSpec:

@@ -28,10 +28,13 @@ from eventsourcing.domain import Aggregate, event
 
 __all__ = [
     "DECISION_KINDS",
+    "DISMISS_CONFLICT",
     "Decision",
     "DecisionKind",
     "DecisionParams",
     "POLICY_VERSION",
+    "dismissal_key",
+    "dismissal_subject",
     "logical_key",
 ]
 
@@ -49,6 +52,7 @@ DecisionKind = Literal[
     "apply_proposal",
     "reject_proposal",
     "merge",
+    "dismiss_conflict",
 ]
 DECISION_KINDS: tuple[DecisionKind, ...] = get_args(DecisionKind)
 
@@ -71,6 +75,26 @@ def logical_key(kind: str, subject: str, params: Mapping[str, str | list[str]]) 
         separators=(",", ":"),
     )
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+DISMISS_CONFLICT: DecisionKind = "dismiss_conflict"
+"""The kind of a decision that two memories flagged as a potential conflict both
+stand: neither supersedes the other. It changes no label (no event but its own
+``DecisionRecorded``); recall reads it to stop marking the pair."""
+
+
+def dismissal_subject(a: UUID, b: UUID) -> str:
+    """Return the subject of a ``dismiss_conflict`` decision about memories ``a`` and
+    ``b``: the same whichever is named first (``memories:<lower id>,<higher id>``,
+    ids compared as text), so the pair has one logical decision."""
+    low, high = sorted((str(a), str(b)))
+    return f"memories:{low},{high}"
+
+
+def dismissal_key(a: UUID, b: UUID) -> str:
+    """Return the logical key of the ``dismiss_conflict`` decision about ``a`` and ``b``
+    (either order): what ``decision_index.logical_key`` holds once it is recorded."""
+    return logical_key(DISMISS_CONFLICT, dismissal_subject(a, b), {})
 
 
 class Decision(Aggregate):

@@ -56,6 +56,8 @@ class ProposalRow:
     model: str
     run_id: UUID
     created_at: datetime
+    source_ids: tuple[UUID, ...]
+    """The memories it saw (a merge's sources), in order."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,9 @@ class Dependencies:
     """Memories this write erases."""
     versions_erased: list[UUID] = field(default_factory=list)
     """Versions whose content this write erases (their embeddings go with it)."""
+    content_lost: set[UUID] = field(default_factory=set)
+    """Memories with a version whose content this write erases: what was drawn from
+    them (derived memories, reflections, merge texts) must go in the same write."""
     released: set[tuple[str, UUID]] = field(default_factory=set)
     """(content digest, memory id) no live version of the memory holds any more."""
     deletion_requested: UUID | None = None
@@ -134,6 +139,8 @@ class Dependencies:
     """Reflections this write records (consolidation's second pass)."""
     reflections_redacted: list[tuple[UUID, str]] = field(default_factory=list)
     """(reflection id, content digest) of reflections whose text this write erases."""
+    merge_texts_erased: list[tuple[UUID, str]] = field(default_factory=list)
+    """(proposal id, content digest) of merge proposals whose text this write erases."""
 
 
 def _memory_event(found: Dependencies, event: object) -> None:
@@ -162,6 +169,7 @@ def _memory_event(found: Dependencies, event: object) -> None:
     elif isinstance(event, Memory.VersionErased):
         found.touched.add(event.originator_id)
         found.versions_erased.append(event.version_id)
+        found.content_lost.add(event.originator_id)
         if event.release_digest:
             found.released.add((event.content_digest, event.originator_id))
     elif isinstance(event, Memory.VersionRecorded):
@@ -192,7 +200,18 @@ def _other_event(found: Dependencies, event: object) -> None:
         found.deletion_requested = event.decision_id
     elif isinstance(event, Tenant.Deleted):
         found.deletion_completed = event.decision_id
-    elif isinstance(event, Proposal.Created):
+    elif isinstance(event, Cycle.Created):
+        found.cycles.append(_cycle_row(event))
+
+    elif isinstance(event, Decision.Created):
+        part_of = event.params.get("part_of")
+        within = UUID(str(part_of)) if part_of else None
+        found.decisions.append((event.originator_id, event.kind, event.logical_key, within))
+
+
+def _proposal_event(found: Dependencies, event: object) -> None:
+    """Add a proposal's row, its decision, or the erasure of a merge's text."""
+    if isinstance(event, Proposal.Created):
         found.proposals.append(
             ProposalRow(
                 event.originator_id,
@@ -204,19 +223,15 @@ def _other_event(found: Dependencies, event: object) -> None:
                 event.model,
                 event.run_id,
                 event.timestamp,
+                tuple(UUID(s["memory_id"]) for s in event.seen),
             )
         )
+    elif isinstance(event, Proposal.TextErased):
+        found.merge_texts_erased.append((event.originator_id, event.content_digest))
     elif isinstance(event, Proposal.Decided):
         found.proposals_decided.append(
             (event.originator_id, event.status, event.decision_id, event.timestamp, event.effect)
         )
-    elif isinstance(event, Cycle.Created):
-        found.cycles.append(_cycle_row(event))
-
-    elif isinstance(event, Decision.Created):
-        part_of = event.params.get("part_of")
-        within = UUID(str(part_of)) if part_of else None
-        found.decisions.append((event.originator_id, event.kind, event.logical_key, within))
 
 
 def _cycle_row(event: Cycle.Created) -> CycleRow:
@@ -267,6 +282,8 @@ def dependencies_of(events: Iterable[object]) -> Dependencies:
             _memory_event(found, event)
         elif isinstance(event, Reflection.Event):
             _reflection_event(found, event)
+        elif isinstance(event, Proposal.Event):
+            _proposal_event(found, event)
         else:
             _other_event(found, event)
     return found

@@ -17,7 +17,10 @@ Every exception palimpsest defines descends from :class:`PalimpsestError`::
     ├── ConflictError
     │   ├── IdempotencyKeyReusedError
     │   ├── EdgeExistsError
-    │   └── StructurallyArchivedError  restore asked of a superseded memory
+    │   ├── StructurallyArchivedError  restore asked of a superseded memory
+    │   ├── MemoryForgottenError       a write that needs a memory not forgotten
+    │   ├── MemorySupersededError      a write that needs a memory not superseded
+    │   └── AlreadySettledError        a potential conflict settled already
     ├── AuthenticationError          missing, malformed or unknown token
     ├── PermissionDeniedError        the token's role may not do this
     └── ConfigurationError           a setting is missing or invalid
@@ -28,6 +31,7 @@ Persistence errors subclass these in ``projections/store/errors.py``.
 from __future__ import annotations
 
 __all__ = [
+    "AlreadySettledError",
     "AuthenticationError",
     "CollapseGuardError",
     "ConfigurationError",
@@ -43,6 +47,8 @@ __all__ = [
     "EvidenceRetractedError",
     "IdempotencyKeyReusedError",
     "InvalidInputError",
+    "MemoryForgottenError",
+    "MemorySupersededError",
     "NotFoundError",
     "PalimpsestError",
     "PassDisabledError",
@@ -132,14 +138,31 @@ class StructurallyArchivedError(ConflictError):
     not by a forget: retracting the edge is what ends that archival."""
 
 
+class MemoryForgottenError(ConflictError):
+    """Raised when a memory that was forgotten is revised or settled without being
+    restored first (``restore: true`` restores and revises in one write)."""
+
+
+class MemorySupersededError(ConflictError):
+    """Raised when a memory that another memory supersedes is revised or settled
+    without being restored first (``restore: true`` retracts the edges and revises)."""
+
+
+class AlreadySettledError(ConflictError):
+    """Raised when a potential conflict between two memories is settled again
+    differently: one supersedes the other, or both were recorded as standing."""
+
+
 class StaleProposalError(ConflictError):
     """Raised when a proposal is applied whose memories changed since the judge saw
-    them (another version, archived, or erased)."""
+    them (another version, archived, or erased), or whose effect would archive a
+    pinned memory."""
 
 
 class CollapseGuardError(ConflictError):
-    """Raised when applying a proposal would archive more of a tenant's live memories
-    in a day than its collapse guard allows, without an administrator's confirmation."""
+    """Raised when a write that archives memories by proposal or automatically would
+    pass the tenant's daily allowance (the collapse guard), unconfirmed by an
+    administrator."""
 
 
 class PassDisabledError(ConflictError):

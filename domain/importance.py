@@ -45,6 +45,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 __all__ = [
+    "Assessment",
     "GRADE_ADJUSTMENT",
     "HeuristicImportance",
     "INFORMATION_SPREAD",
@@ -113,11 +114,26 @@ class ImportanceInput:
     """The current version's text, for scorers that read it (None: not read)."""
 
 
+@dataclass(frozen=True)
+class Assessment:
+    """A scorer's importance for one memory, and whether it is a stand-in."""
+
+    value: float
+    """The importance, in [0, 1]."""
+    fallback: bool = False
+    """Whether the scorer could not give its own answer (a model that failed or
+    answered no rating) and gave the heuristic's instead."""
+
+
 class ImportanceScorer(Protocol):
     """Estimates a memory's importance in [0, 1]."""
 
     def importance(self, memory: ImportanceInput) -> float:
         """Return the memory's importance, in [0, 1]."""
+        ...
+
+    def assess(self, memory: ImportanceInput) -> Assessment:
+        """Return the memory's importance, saying whether it fell back to a stand-in."""
         ...
 
 
@@ -138,6 +154,10 @@ def information(text: str) -> float:
 
 class HeuristicImportance:
     """The default scorer: explicit, else pinned 1, else by type, grade and text."""
+
+    def assess(self, memory: ImportanceInput) -> Assessment:
+        """Return :meth:`importance` (the heuristic never falls back)."""
+        return Assessment(self.importance(memory))
 
     def importance(self, memory: ImportanceInput) -> float:
         """Return the explicit importance if given, 1 if pinned, else the type's

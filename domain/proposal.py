@@ -10,7 +10,8 @@ the versions and content digests it saw, and the policy version.
 
 Consolidation proposes ``merge``: fold the memories it saw (``seen``, the
 centre as ``memory_id``) into one new memory with the text under
-``content_digest``.
+``content_digest``. An erasure that removes content of any of them erases that
+text (``MergeTextErased``), whatever the proposal's status.
 
 A proposal the pass does not want a person to see (a keep verdict, or one
 below its action's threshold) is recorded ``dismissed``: kept for
@@ -71,6 +72,9 @@ class Proposal(Aggregate):
 
     content_digest: str | None = None
     """A merge's consolidated text. A class default, so older snapshots still load."""
+    text_erased_by: UUID | None = None
+    """The erasure that deleted a merge's text (a source lost content). A class
+    default, so older snapshots still load."""
 
     class Created(Aggregate.Created):
         """A judge's verdict became a proposal (``RetentionProposed``).
@@ -108,6 +112,16 @@ class Proposal(Aggregate):
         """What applying it did to a memory: ``archive`` (forgot one), ``supersede``
         (an edge archived one), ``merge`` (a consolidated memory superseded them), or
         None (a rejection, or a conflict only reviewed)."""
+
+    class TextErased(Aggregate.Event):
+        """A merge's text was erased (``MergeTextErased``) because an erasure removed
+        content of a memory it was drawn from: a model's text may repeat or
+        paraphrase what was erased. The proposal is never served with text again."""
+
+        TOPIC = "palimpsest:MergeTextErased"
+        content_digest: str
+        decision_id: UUID
+        principal_id: UUID
 
     @event(Created)
     def __init__(
@@ -233,3 +247,17 @@ class Proposal(Aggregate):
         self.status = status
         self.decision_id = decision_id
         self.effect = effect
+
+    def erase_text(self, *, decision_id: UUID, principal_id: UUID) -> bool:
+        """Erase a merge's text, by an erasure. Returns False (and records nothing) if
+        the proposal has no text, or its text is erased already."""
+        if self.content_digest is None or self.text_erased_by is not None:
+            return False
+        self._text_erased(
+            content_digest=self.content_digest, decision_id=decision_id, principal_id=principal_id
+        )
+        return True
+
+    @event(TextErased)
+    def _text_erased(self, content_digest: str, decision_id: UUID, principal_id: UUID) -> None:
+        self.text_erased_by = decision_id

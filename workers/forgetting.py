@@ -5,8 +5,10 @@ Every worker's sweeper sends it a hint each minute. A hint runs
 off (``PALIMPSEST_FORGETTING_PASS_ENABLED`` false, or no judge) it completes
 as a no-op having read nothing; on, the first worker to claim the day's row
 runs the day's pass once the schedule makes it due, and every other hint
-that day does nothing. Any number of workers may run: the claim is the one
-scheduler.
+that day does nothing, unless that claim was neither finished nor renewed
+within its lease (the worker died, or the pass failed): then the next hint
+claims the day and runs it. Any number of workers may run: the claim is the
+one scheduler.
 """
 
 from __future__ import annotations

@@ -69,6 +69,7 @@ def run_mcp(db: DatabaseSettings, api: ApiSettings) -> int:
         report(f"palimpsest: error: set {TOKEN_VARIABLE} to a token (palimpsest token create)")
         return EXIT_USAGE
     read_every_setting(db, api)  # an invalid one is its one line, before the store opens
+    mcp = McpSettings()
     # SIGTERM (how a client stops a server that outlived stdin) must run atexit
     # handlers and the cleanup below, or the embedded PostgreSQL outlives us.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -83,6 +84,7 @@ def run_mcp(db: DatabaseSettings, api: ApiSettings) -> int:
     try:
         get_caller(authenticate(runtime.log, token))  # fail now, not at the first call
         drains, wake = _drains(runtime)
+        runtime.publications.start()  # remember's wait for its conflicts awaits its notices
         clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # noqa: E731
         writer = Writer(
             runtime.log,
@@ -99,8 +101,10 @@ def run_mcp(db: DatabaseSettings, api: ApiSettings) -> int:
             clock=clock,
             token=token,
             token_cache_s=api.token_cache_s,
+            drains=True,  # in this process, or the workers the broker's hints wake
+            conflict_wait_s=mcp.conflict_wait_s,
         )
-        server = build_server(backend, admin_tools=McpSettings().admin_tools)
+        server = build_server(backend, admin_tools=mcp.admin_tools)
         _log.info("serving MCP over stdio", extra={"tenant": "from PALIMPSEST_TOKEN"})
         try:
             anyio.run(server.run_stdio_async)

@@ -15,6 +15,13 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from palimpsest.api.cursor import decode_cursor, encode_cursor
+from palimpsest.api.mcp.arguments import (
+    MemoryId,
+    RequestId,
+    arguments,
+    decision_result,
+    described,
+)
 from palimpsest.api.mcp.backend import Backend
 from palimpsest.api.mcp.models import (
     DecisionResult,
@@ -23,7 +30,6 @@ from palimpsest.api.mcp.models import (
     ProposalList,
     RetentionResult,
 )
-from palimpsest.api.mcp.tools import MemoryId, decision_result
 from palimpsest.api.schemas import (
     ErasureCreate,
     LabelChange,
@@ -48,37 +54,59 @@ def add_admin_tools(server: MCPServer, backend: Backend) -> None:
     """Register the administrative tools on ``server``."""
     labels = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
 
-    def label(ctx: Context, memory_id: UUID, op: LabelOp, reason: str | None) -> CallToolResult:
+    def label(
+        ctx: Context, memory_id: UUID, op: LabelOp, reason: str | None, request_id: str | None
+    ) -> CallToolResult:
         def call(caller: Caller) -> DecisionResult:
             body = LabelChange.model_validate({"reason": reason})
-            [decided] = backend.write(caller, [label_spec(memory_id, op, body)])
-            return decision_result(backend, caller, decided, memory_id)
+            given = arguments(memory_id=memory_id, reason=reason)
+            written = backend.write(
+                caller,
+                [label_spec(memory_id, op, body)],
+                request=backend.request(op, request_id, given),
+            )
+            return decision_result(backend, caller, written.results[0], memory_id)
 
         return backend.run(ctx, call)
 
     @server.tool(title="Pin", annotations=labels)
     def pin(
-        ctx: Context, memory_id: MemoryId, reason: OptionalReason = None
+        ctx: Context,
+        memory_id: MemoryId,
+        reason: OptionalReason = None,
+        request_id: RequestId = None,
     ) -> Annotated[CallToolResult, DecisionResult]:
         """Pin a memory: it ranks above unpinned ones and is never proposed for forgetting."""
-        return label(ctx, memory_id, "pin", reason)
+        return label(ctx, memory_id, "pin", reason, request_id)
 
     @server.tool(title="Unpin", annotations=labels)
     def unpin(
-        ctx: Context, memory_id: MemoryId, reason: OptionalReason = None
+        ctx: Context,
+        memory_id: MemoryId,
+        reason: OptionalReason = None,
+        request_id: RequestId = None,
     ) -> Annotated[CallToolResult, DecisionResult]:
         """Remove a memory's pin."""
-        return label(ctx, memory_id, "unpin", reason)
+        return label(ctx, memory_id, "unpin", reason, request_id)
 
     @server.tool(title="Restore", annotations=labels)
     def restore(
-        ctx: Context, memory_id: MemoryId, reason: OptionalReason = None
+        ctx: Context,
+        memory_id: MemoryId,
+        reason: OptionalReason = None,
+        request_id: RequestId = None,
     ) -> Annotated[CallToolResult, DecisionResult]:
-        """Reverse a forget."""
-        return label(ctx, memory_id, "restore", reason)
+        """Reverse a forget (a superseded memory comes back with revise and restore: true)."""
+        return label(ctx, memory_id, "restore", reason, request_id)
 
     @server.tool(
         title="Erase",
+        description=described(
+            """
+            Erase memories and observations for good (admin token): their content and
+            everything formed only from it. Not undoable; prefer forget.
+            """
+        ),
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=True, idempotent_hint=True
         ),
@@ -88,15 +116,21 @@ def add_admin_tools(server: MCPServer, backend: Backend) -> None:
         reason: Annotated[Reason, Field(description="Why; recorded with the erasure.")],
         memory_ids: Annotated[list[UUID], Field(max_length=1000)] = [],  # noqa: B006
         observation_ids: Annotated[list[UUID], Field(max_length=1000)] = [],  # noqa: B006
+        request_id: RequestId = None,
     ) -> Annotated[CallToolResult, ErasureResult]:
-        """Erase memories and observations for good (admin token): their content and
-        everything formed only from it. Not undoable; prefer `forget`."""
-
         def call(caller: Caller) -> ErasureResult:
             body = ErasureCreate.model_validate(
                 {"memory_ids": memory_ids, "observation_ids": observation_ids, "reason": reason}
             )
-            [result] = backend.write(caller, [erase_spec(body)])
+            given = arguments(
+                reason=reason,
+                memory_ids=[str(i) for i in memory_ids],
+                observation_ids=[str(i) for i in observation_ids],
+            )
+            written = backend.write(
+                caller, [erase_spec(body)], request=backend.request("erase", request_id, given)
+            )
+            result = written.results[0]
             erased = set(body.memory_ids) | {
                 UUID(op["memory_id"]) for op in result.get("accepted", []) if "memory_id" in op
             }
@@ -116,6 +150,12 @@ def add_admin_tools(server: MCPServer, backend: Backend) -> None:
 
     @server.tool(
         title="Set retention",
+        description=described(
+            """
+            Set how long new observations keep their bytes (admin token; within the
+            deployment's maxima). A shortening also moves deadlines not yet passed.
+            """
+        ),
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=True, idempotent_hint=True
         ),
@@ -124,16 +164,19 @@ def add_admin_tools(server: MCPServer, backend: Backend) -> None:
         ctx: Context,
         raw_hours: Annotated[int | None, Field(ge=1, description="Raw captures.")] = None,
         transient_hours: Annotated[int | None, Field(ge=1, description="Transient.")] = None,
+        request_id: RequestId = None,
     ) -> Annotated[CallToolResult, RetentionResult]:
-        """Set how long new observations keep their bytes (admin token; within the
-        deployment's maxima). A shortening also moves deadlines not yet passed."""
-
         def call(caller: Caller) -> RetentionResult:
             body = RetentionUpdate.model_validate(
                 {"raw_hours": raw_hours, "transient_hours": transient_hours}
             )
-            [result] = backend.write(caller, [retention_spec(body)])
-            return RetentionResult.model_validate(result)
+            given = arguments(raw_hours=raw_hours, transient_hours=transient_hours)
+            written = backend.write(
+                caller,
+                [retention_spec(body)],
+                request=backend.request("set_retention", request_id, given),
+            )
+            return RetentionResult.model_validate(written.results[0])
 
         return backend.run(ctx, call)
 
@@ -181,6 +224,12 @@ def add_admin_tools(server: MCPServer, backend: Backend) -> None:
 
     @server.tool(
         title="Decide a proposal",
+        description=described(
+            """
+            Apply a forgetting proposal (archive, supersede or record a conflict) or
+            reject it (a reason is required to reject).
+            """
+        ),
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=False, idempotent_hint=False
         ),
@@ -190,10 +239,8 @@ def add_admin_tools(server: MCPServer, backend: Backend) -> None:
         proposal_id: UUID,
         verdict: Literal["apply", "reject"],
         reason: OptionalReason = None,
+        request_id: RequestId = None,
     ) -> Annotated[CallToolResult, DecisionResult]:
-        """Apply a forgetting proposal (archive, supersede or record a conflict) or reject
-        it (a reason is required to reject)."""
-
         def call(caller: Caller) -> DecisionResult:
             if verdict == "apply":
                 applied = ProposalApply.model_validate({"reason": reason})
@@ -201,7 +248,10 @@ def add_admin_tools(server: MCPServer, backend: Backend) -> None:
             else:
                 rejected = ProposalReject.model_validate({"reason": reason})
                 spec = ProposalDecisionSpec(proposal_id, "reject", rejected.reason)
-            [decided] = backend.write(caller, [spec])
-            return decision_result(backend, caller, decided, None)
+            given = arguments(proposal_id=proposal_id, verdict=verdict, reason=reason)
+            written = backend.write(
+                caller, [spec], request=backend.request("decide_proposal", request_id, given)
+            )
+            return decision_result(backend, caller, written.results[0], None)
 
         return backend.run(ctx, call)

@@ -9,17 +9,23 @@ so a revoked token or a deleted tenant stops working.
 
 Writes go through the same :class:`~palimpsest.projections.commands.writer.Writer` and the
 same specs (:mod:`palimpsest.api.specs`) as the HTTP routes; reads call the same views.
-Refusals come back as tool errors (``isError``) whose text is the RFC 9457
-problem document the HTTP API would answer, so an agent (or a test) branches on
-its ``type``.
+A write tool's ``request_id`` is the HTTP API's ``Idempotency-Key``: the same
+records, keyed by principal, so a call retried after a lost answer replays the
+first one's instead of writing twice. Refusals come back as tool errors
+(``isError``) whose text is the RFC 9457 problem document the HTTP API would
+answer, so an agent (or a test) branches on its ``type``.
+
+Every write notes its position as its caller's (:mod:`palimpsest.api.mcp.own_writes`),
+so that the caller's next ``recall`` finds it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -31,7 +37,9 @@ from starlette.requests import Request
 
 from palimpsest.api.deps import get_caller
 from palimpsest.api.mcp.models import BeliefStatus
+from palimpsest.api.mcp.own_writes import WrittenPositions
 from palimpsest.api.problems import problem_of, problem_type
+from palimpsest.api.worker_threads import in_thread
 from palimpsest.domain.errors import AuthenticationError, PalimpsestError
 from palimpsest.projections.commands.caller import Caller
 from palimpsest.projections.commands.tokens import TOKEN_CACHE_S, authenticate
@@ -42,13 +50,24 @@ from palimpsest.projections.views.current_beliefs import current_belief
 __all__ = [
     "Backend",
     "CALLER_STATE",
+    "Written",
     "problem_result",
+    "validation_result",
 ]
 
 _log = logging.getLogger(__name__)
 
 CALLER_STATE = "palimpsest_mcp_caller"
 """Where :mod:`palimpsest.api.mcp.http` leaves the authenticated caller on the request state."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a write answered: each item's fields (with its position), and whether it
+    replays an earlier call with the same ``request_id``."""
+
+    results: list[dict[str, Any]]
+    replayed: bool
 
 
 @dataclass(frozen=True)
@@ -64,6 +83,13 @@ class Backend:
     """The token every call acts as when no HTTP request carries one (stdio)."""
     token_cache_s: float = TOKEN_CACHE_S
     """How long a check of ``token`` is trusted (``PALIMPSEST_TOKEN_CACHE_S``)."""
+    drains: bool = False
+    """Whether a drain is known to run (then ``remember`` waits, bounded, for the new
+    memory's embedding to look for its potential conflicts)."""
+    conflict_wait_s: float = 1.0
+    """The bound of that wait (``PALIMPSEST_MCP_CONFLICT_WAIT_S``)."""
+    written: WrittenPositions = field(default_factory=WrittenPositions)
+    """The last position each caller wrote at, which its recalls wait for."""
 
     def caller(self, ctx: Context) -> Caller:
         """Return who is calling: the HTTP request's authenticated caller, else the
@@ -83,15 +109,43 @@ class Backend:
             raise AuthenticationError(msg)
         return get_caller(authenticate(self.runtime.log, self.token, max_age_s=self.token_cache_s))
 
-    def write(self, caller: Caller, specs: Sequence[WriteSpec]) -> list[dict[str, Any]]:
+    def write(
+        self,
+        caller: Caller,
+        specs: Sequence[WriteSpec],
+        *,
+        request: tuple[str, str] | None = None,
+    ) -> Written:
         """Apply ``specs`` all-or-nothing through the one write path; return each
-        item's fields (with its log position), and wake the drains."""
-        outcome = self.writer.write(caller, specs, batch=len(specs) > 1)
+        item's fields (with its position), note the highest position as the caller's
+        (its next recall waits for it), and wake the drains. ``request`` is
+        ``(request_id, digest)`` (:meth:`request`): a request_id seen before with the
+        same call replays its answer and writes nothing.
+
+        Raises:
+            IdempotencyKeyReusedError: the request_id was used for another call.
+        """
+        outcome = self.writer.write(caller, specs, batch=len(specs) > 1, idempotency=request)
         if not outcome.replayed:
             self.wake()
         body = outcome.body
         results: list[dict[str, Any]] = body["results"] if len(specs) > 1 else [body]
-        return results
+        positions = [r["position"] for r in results if isinstance(r.get("position"), int)]
+        if positions:
+            self.written.note(caller, max(positions))
+        return Written(results, outcome.replayed)
+
+    @staticmethod
+    def request(
+        tool: str, request_id: str | None, arguments: dict[str, Any]
+    ) -> tuple[str, str] | None:
+        """Return the idempotency record's key and digest of a call of ``tool`` with
+        ``arguments`` (without its ``request_id``), or None without a request_id. The
+        digest names the tool, so an HTTP request with the same key never matches."""
+        if request_id is None:
+            return None
+        canonical = json.dumps(["mcp", tool, arguments], sort_keys=True, default=str)
+        return request_id, "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
     def status(self, caller: Caller, memory_id: UUID) -> BeliefStatus:
         """Return the memory's belief status now (``pending`` until revision caught up)."""
@@ -107,12 +161,30 @@ class Backend:
         except PalimpsestError as e:
             return problem_result(e)
         except ValidationError as e:
-            return _validation_result(e)
-        structured = result.model_dump(mode="json")
-        return CallToolResult(
-            content=[TextContent(type="text", text=json.dumps(structured))],
-            structured_content=structured,
-        )
+            return validation_result(e)
+        return _result(result)
+
+    async def run_async(
+        self, ctx: Context, call: Callable[[Caller], Awaitable[BaseModel]]
+    ) -> CallToolResult:
+        """:meth:`run` for a tool that awaits (a bounded wait that holds no thread):
+        ``call`` runs on the event loop and hands its blocking work to worker threads."""
+        try:
+            caller = await in_thread(self.caller, ctx)
+            result = await call(caller)
+        except PalimpsestError as e:
+            return problem_result(e)
+        except ValidationError as e:
+            return validation_result(e)
+        return _result(result)
+
+
+def _result(result: BaseModel) -> CallToolResult:
+    structured = result.model_dump(mode="json")
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(structured))],
+        structured_content=structured,
+    )
 
 
 def problem_result(error: PalimpsestError) -> CallToolResult:
@@ -126,18 +198,21 @@ def problem_result(error: PalimpsestError) -> CallToolResult:
     return _error({"type": problem_type(slug), "title": title, "status": status, "detail": detail})
 
 
-def _validation_result(error: ValidationError) -> CallToolResult:
-    """Return a tool error for arguments the HTTP API's request models refuse."""
+def validation_result(error: ValidationError) -> CallToolResult:
+    """Return a tool error for arguments that break the tool's input schema or the
+    HTTP API's request models: ``validation-error``, with a pointer and a message per
+    bad argument (never pydantic's own text)."""
     errors = [
         {"pointer": "/" + "/".join(str(p) for p in e["loc"]), "message": e["msg"]}
-        for e in error.errors()
+        for e in error.errors(include_url=False)
     ]
     return _error(
         {
             "type": problem_type("validation-error"),
             "title": "Validation error",
             "status": 422,
-            "detail": "the arguments are not valid",
+            "detail": f"{len(errors)} invalid argument(s): "
+            + "; ".join(f"{e['pointer']}: {e['message']}" for e in errors),
             "errors": errors,
         }
     )

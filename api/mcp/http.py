@@ -154,6 +154,8 @@ def mount_mcp(app: FastAPI, host: str, settings: McpSettings | None = None) -> M
         # Read at each call: tests replace the app's clock after building it.
         wake=lambda: state.wake(),  # noqa: PLW0108
         clock=lambda: state.clock(),  # noqa: PLW0108
+        drains=state.drains,
+        conflict_wait_s=settings.conflict_wait_s,
     )
     server = build_server(backend, admin_tools=settings.admin_tools)
     token = None if local is None else local.get_secret_value()

@@ -20,11 +20,15 @@ from palimpsest.domain.memory import MemoryType
 __all__ = [
     "BeliefStatus",
     "BeliefSummary",
+    "ConflictsStatus",
     "DecisionResult",
     "ErasureResult",
     "HistoryEvent",
     "HistoryResult",
     "HistoryVersion",
+    "ListResult",
+    "ListedItem",
+    "PotentialConflict",
     "ProposalItem",
     "ProposalList",
     "RankReason",
@@ -33,8 +37,14 @@ __all__ = [
     "RememberResult",
     "RetentionResult",
     "ReviseResult",
+    "SettleResult",
     "summarise",
 ]
+
+_POSITION = (
+    "The write's place in palimpsest's history (a number that only grows); history "
+    "takes it as at_position to show what was believed right after it."
+)
 
 BeliefStatus = Literal["current", "pending", "erased", "unprojectable", "as_of"]
 """``current``: revision caught up with every accepted write; ``pending``: a write was
@@ -82,19 +92,56 @@ def summarise(belief: Any) -> BeliefSummary:
     )
 
 
+class PotentialConflict(_Answer):
+    """An existing memory the new one may contradict or replace: same type, scope and
+    project, and similar in meaning. Only you (or the user) can tell; settle it."""
+
+    memory_id: UUID
+    content: str = Field(description="Its current text.")
+    type: MemoryType
+    scope: str
+    project: str | None
+    recorded_at: datetime = Field(description="When its current text was recorded.")
+    similarity: float = Field(description="Cosine similarity to the new memory, 0 to 1.")
+
+
+ConflictsStatus = Literal["ready", "pending", "never"]
+"""``ready``: checked; ``pending``: the new memory was not indexed in time to check;
+``never``: memories of its type are never checked (event, note, blocker)."""
+
+
 class RememberResult(_Answer):
-    """A memory written: durable once this answers (the ids and log positions say where)."""
+    """A memory stored: durable once this answers."""
 
     memory_id: UUID
     version_id: UUID
-    position: int = Field(description="The log position of the memory's write.")
+    position: int = Field(description=_POSITION)
     observation_id: UUID | None = Field(
-        default=None, description="The source text, captured as an observation (if given)."
+        default=None, description="The source text, kept as an observation (if given)."
     )
     observation_position: int | None = Field(
-        default=None, description="The log position of the observation."
+        default=None, description="The observation's place in history."
     )
-    status: BeliefStatus = Field(description="The belief's status right after the write.")
+    status: BeliefStatus = Field(
+        description="current, or pending: stored, and not yet readable in recall."
+    )
+    replayed: bool = Field(
+        default=False,
+        description="True when this request_id was stored before: nothing new was written.",
+    )
+    superseded: list[UUID] = Field(
+        default_factory=list, description="The memories it supersedes (from supersedes)."
+    )
+    conflicts_status: ConflictsStatus = Field(
+        description="ready: checked for conflicts; pending: not indexed in time to check; "
+        "never: this type is not checked."
+    )
+    potential_conflicts: list[PotentialConflict] = Field(
+        default_factory=list, description="Most similar first. Settle each one."
+    )
+    next_step: str | None = Field(
+        default=None, description="What to do with the potential conflicts, if anything."
+    )
 
 
 class ReviseResult(_Answer):
@@ -102,10 +149,30 @@ class ReviseResult(_Answer):
 
     memory_id: UUID
     version_id: UUID
-    position: int = Field(description="The log position of the version's write.")
+    position: int = Field(description=_POSITION)
     observation_id: UUID | None = None
     observation_position: int | None = None
-    status: BeliefStatus = Field(description="The belief's status right after the write.")
+    status: BeliefStatus = Field(
+        description="current, or pending: stored, and not yet readable in recall."
+    )
+    replayed: bool = Field(
+        default=False,
+        description="True when this request_id was stored before: nothing new was written.",
+    )
+
+
+class SettleResult(_Answer):
+    """A potential conflict settled, by a recorded decision."""
+
+    memory_id: UUID
+    other_id: UUID
+    resolution: Literal["supersedes", "both_stand"]
+    decision_id: UUID
+    edge_id: UUID | None = Field(description="The supersedes edge (null for both_stand).")
+    position: int = Field(description=_POSITION)
+    replayed: bool = Field(
+        description="True when the same settlement was recorded before: nothing new was."
+    )
 
 
 class DecisionResult(_Answer):
@@ -114,7 +181,7 @@ class DecisionResult(_Answer):
     decision_id: UUID
     kind: str
     memory_id: UUID | None = Field(description="The memory it is about (null for others).")
-    position: int = Field(description="The log position of the decision.")
+    position: int = Field(description=_POSITION)
     replayed: bool = Field(
         description="True when the same decision had already produced the current "
         "state: nothing new was recorded."
@@ -125,25 +192,32 @@ class DecisionResult(_Answer):
 
 
 class RankReason(_Answer):
-    """Why a recalled memory ranks where it does: its relevance, then salience (a pin
-    first), then recency, then id."""
+    """Why a recalled memory ranks where it does: its mode's score, then salience (a
+    pin first), then recency, then id; a memory possibly superseded by a newer one
+    found with it ranks right below that one."""
 
     mode: Literal["hybrid", "vector", "text"] = Field(description="How it was found.")
     relevance: float | None = Field(
-        description="What ranked first: the similarity (vector), the text score (text) "
-        "or the fused score (hybrid)."
+        description="How well it matches, 0 to 1: the better of its similarity and its "
+        "text score; comparable across recalls."
+    )
+    fused: float | None = Field(
+        default=None,
+        description="Hybrid mode: the fused rank score it was ordered by (a rank, not a "
+        "strength); null otherwise.",
     )
     similarity: float | None = Field(
-        description="Cosine similarity to the query (null when only its words matched)."
+        description="Cosine similarity to the query, rounded (null when only its words matched)."
     )
     vector_rank: int | None = Field(description="Its place by meaning (null: not a candidate).")
     text_rank: int | None = Field(description="Its place by words (null: no word matched).")
     salience: float | None = Field(description="The salience score in [0, 1]; null if pending.")
     pinned: bool
-    recency: int = Field(description="The log position of the newest write touching it.")
+    recency: int = Field(description="The place in history of the newest write touching it.")
     decided_by: str = Field(
-        description="Which key put it below the one before: first, relevance, similarity, "
-        "salience, recency or id."
+        description="What put it below the one before: first, relevance, similarity, fused, "
+        "salience, recency, id, or possibly_superseded (a newer memory it may conflict with "
+        "ranks first)."
     )
 
 
@@ -158,6 +232,20 @@ class RecalledItem(_Answer):
     topic: str | None
     content: str | None = Field(description="The current version's text (null while pending).")
     belief: BeliefSummary | None = Field(description="Null while pending.")
+    similarity: float | None = Field(
+        default=None,
+        description="Cosine similarity to the query, unrounded (null in text mode).",
+    )
+    text_match: Literal["all", "some", "none"] | None = Field(
+        default=None,
+        description="Whether it holds all, some or none of the query's words (null in "
+        "vector mode).",
+    )
+    possibly_superseded_by: list[UUID] = Field(
+        default_factory=list,
+        description="Newer memories that may replace it, not settled yet: read both, and "
+        "settle (memory_id: the newer, other_id: this one).",
+    )
     why: RankReason
 
 
@@ -166,6 +254,29 @@ class RecallResult(_Answer):
 
     items: list[RecalledItem]
     model: str = Field(description="The embedding model that compared meanings.")
+
+
+class ListedItem(_Answer):
+    """One memory of a listing."""
+
+    id: UUID
+    status: Literal["current", "pending", "unprojectable", "erased"] = Field(
+        description="current; pending: stored, not readable yet; unprojectable: stuck "
+        "(an administrator's matter); erased (with include_archived only)."
+    )
+    type: MemoryType
+    scope: str
+    project: str | None
+    topic: str | None
+    content: str | None = Field(description="The current version's text (null while pending).")
+    belief: BeliefSummary | None = Field(description="Null while pending.")
+
+
+class ListResult(_Answer):
+    """Memories, newest first, and the cursor of the next page."""
+
+    items: list[ListedItem]
+    next_cursor: str | None = Field(description="Pass it as cursor for the next page.")
 
 
 class HistoryVersion(_Answer):
@@ -198,9 +309,9 @@ class HistoryResult(_Answer):
     versions: list[HistoryVersion] = Field(description="Oldest first.")
     events: list[HistoryEvent] = Field(description="Oldest first.")
     status: BeliefStatus = Field(
-        description="The belief's status now, or ``as_of`` when a time or position was asked."
+        description="The belief's status now, or as_of when a time or position was asked."
     )
-    position: int | None = Field(description="The log position an as-of read used.")
+    position: int | None = Field(description="The place in history an as-of read used.")
     belief: BeliefSummary | None = Field(
         description="The belief now, or then for an as-of read (null: pending or erased)."
     )
@@ -212,7 +323,7 @@ class ErasureResult(_Answer):
 
     erasure_id: UUID
     status: Literal["completed", "in_progress"]
-    position: int = Field(description="The log position of the erasure.")
+    position: int = Field(description=_POSITION)
     removed_observations: int
     removed_memories: int
     removed_versions: int
@@ -224,7 +335,7 @@ class RetentionResult(_Answer):
 
     raw_hours: int
     transient_hours: int
-    position: int | None = Field(default=None, description="The log position of the change.")
+    position: int | None = Field(default=None, description=_POSITION)
 
 
 class ProposalItem(_Answer):

@@ -18,6 +18,14 @@ class McpSettings(BaseSettings):
         description="Also advertise pin, unpin, restore, erase, set_retention, "
         "list_proposals and decide_proposal (the caller's role still decides what runs).",
     )
+    conflict_wait_s: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=30.0,
+        description="How long remember waits for the new memory's embedding to find the "
+        "memories it may conflict with, before answering that they are pending (only "
+        "where a drain runs to embed it).",
+    )
     local_token: SecretStr | None = Field(
         default=None,
         description="A token that ``/mcp`` requests without an Authorization header act "

@@ -32,6 +32,9 @@ def erase(body: ErasureCreate, response: Response, write: WriteDep) -> Receipt:
     """Erase observations and memories (admin). In one transaction: the named
     observations' bytes and the named memories' versions are deleted, with every
     version formed only from erased observations and the excerpts cut from them;
+    every memory derived from one that lost content (a consolidated memory, by its
+    `derived_from` edges) is erased whole, and the text of every reflection and
+    merge proposal drawn from one is deleted (the receipt's decision names each);
     support from erased observations stops counting, and every memory that cited or
     linked them is recomputed (a memory with other support stays, with what is left).
     Reads of erased content answer a placeholder naming this erasure; the log keeps its

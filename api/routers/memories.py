@@ -29,8 +29,15 @@ from palimpsest.api.schemas import (
     VersionCreated,
 )
 from palimpsest.api.schemas.common import MAX_POSITION, Cursor, Label, QueryFlag, Rfc3339
-from palimpsest.api.schemas.memories import MAX_IDS, MemoryBatchPublic
-from palimpsest.api.specs import edge_spec, label_spec, memory_spec, requires, version_spec
+from palimpsest.api.schemas.memories import MAX_IDS, MemoryBatchPublic, SettleCreate, Settled
+from palimpsest.api.specs import (
+    edge_spec,
+    label_spec,
+    memory_spec,
+    requires,
+    settle_spec,
+    version_spec,
+)
 from palimpsest.api.waiting import await_drains
 from palimpsest.api.worker_threads import in_thread, in_thread_unless_alone
 from palimpsest.domain.errors import ContentErasedError
@@ -40,6 +47,7 @@ from palimpsest.projections.commands.writer import (
     EdgeSpec,
     LabelSpec,
     MemorySpec,
+    SettleSpec,
     VersionSpec,
     WriteSpec,
 )
@@ -86,6 +94,7 @@ __all__ = [
     "read_versions",
     "restore_memory",
     "router",
+    "settle_candidate",
     "unpin_memory",
 ]
 
@@ -121,7 +130,12 @@ async def create_memory(
     floor, newest first: advisory, nothing is labelled. It is `pending`, with the URL
     of `GET /v1/memories/{id}/candidates`, when the version was not embedded within a
     few milliseconds (`PALIMPSEST_CANDIDATE_BUDGET_MS`): the candidates never hold up
-    a write. `?candidates=wait` waits for them up to `PALIMPSEST_CANDIDATE_WAIT_S`."""
+    a write. `?candidates=wait` waits for them up to `PALIMPSEST_CANDIDATE_WAIT_S`.
+    Settle one with `POST /v1/memories/{id}/candidates/{other_id}/settle`.
+
+    `supersedes` names memories the new one replaces: a `supersedes` edge to each
+    (an `add_edge` decision, as the edges API records it) in the same transaction
+    as the memory."""
     if body.type not in PAIRED_TYPES:
         result = await in_thread_unless_alone(
             write.runtime.log.datastore, write.perform, body, memory_spec(body)
@@ -159,7 +173,13 @@ async def create_version(
     candidates: _CandidatesWait = None,
 ) -> dict[str, Any]:
     """Record a new version (a revision) of a memory, with its
-    `potential_contradictions` as for a new memory (`?candidates=wait` likewise)."""
+    `potential_contradictions` as for a new memory (`?candidates=wait` likewise).
+
+    A memory that is archived is not revised as it is: 409 `memory-forgotten` (it was
+    forgotten) or `memory-superseded` (another memory supersedes it), each naming how
+    to restore it. With `restore: true` the write restores it first (reverses the
+    forget, retracts each `supersedes` edge to it, each a recorded decision) and
+    records the version, in one transaction."""
     spec = version_spec(memory_id, body)
     budget_s = _budget(write, candidates == "wait")
     result, found = await in_thread_unless_alone(
@@ -268,6 +288,29 @@ def read_candidates(
     return potential_contradictions(
         runtime.log, caller.tenant_id, memory_id, version_id, runtime.embedding.conflict_floor
     )
+
+
+@router.post(
+    "/{memory_id}/candidates/{other_id}/settle",
+    status_code=201,
+    response_model=Settled,
+    responses={200: {"model": Settled, "description": "Replayed: nothing was recorded."}},
+    dependencies=[Depends(requires(SettleSpec))],
+)
+def settle_candidate(
+    memory_id: UUID, other_id: UUID, body: SettleCreate, write: WriteDep
+) -> dict[str, Any]:
+    """Settle a potential conflict between this memory and `other_id` (one of its
+    `potential_contradictions`), as the caller judged it, with its reason:
+    `supersedes` records a `supersedes` edge from this memory to the other (as
+    `POST /v1/memories/{id}/edges` does: the other is archived structurally);
+    `both_stand` records a `dismiss_conflict` decision, and recall stops marking the
+    pair. The same settlement again answers 200 with the original (`replayed`).
+
+    409 `memory-forgotten` or `memory-superseded` when either memory is no longer
+    current (recall again), `already-settled` when the pair was settled the other
+    way; 410 `content-erased` when either was erased."""
+    return write.perform(body, settle_spec(memory_id, other_id, body))
 
 
 @router.post(

@@ -40,7 +40,8 @@ router = APIRouter(prefix="/v1/proposals", tags=["proposals"])
 _DECIDED: dict[int | str, dict[str, Any]] = {
     409: {
         "description": "`proposal-closed` (not open), `stale-proposal` (a memory changed "
-        "since the verdict: another version, archived or erased), or `collapse-guard`."
+        "since the verdict: another version, archived or erased; or applying it would "
+        "archive a pinned memory), or `collapse-guard`."
     }
 }
 
@@ -93,10 +94,13 @@ def apply_proposal(
     edge from the newer memory to the older one (refused for `event` memories); conflict
     records the review, or resolves it with `resolution`. Returns the decision.
 
-    The collapse guard refuses (409 `collapse-guard`) an archival (a forget or a
-    supersede) that would pass the day's share of the tenant's live memories
-    (`PALIMPSEST_COLLAPSE_SHARE`, default 5%, and at least `PALIMPSEST_COLLAPSE_MINIMUM`)
-    unless an administrator confirms it with `confirm_bulk`."""
+    A proposal that would archive a pinned memory is refused as stale (409
+    `stale-proposal`): a person's pin stands. The collapse guard refuses (409
+    `collapse-guard`) an archival (a forget, a supersede, a merge's sources) that would
+    pass the tenant's daily allowance, shared with the decay cycle's and
+    consolidation's automatic archivals (`PALIMPSEST_COLLAPSE_SHARE` of its memories,
+    default 5%, and at least `PALIMPSEST_COLLAPSE_MINIMUM`), unless an administrator
+    confirms it with `confirm_bulk` (what it archives still counts against the day)."""
     body = body or ProposalApply()
     spec = ProposalDecisionSpec(
         proposal_id, "apply", body.reason, body.resolution, confirm_bulk=body.confirm_bulk

@@ -131,6 +131,12 @@ class CyclePublic(BaseModel):
         description="Prunes proposed instead of archived: the collapse guard was reached "
         "(a run's answer only).",
     )
+    importance_fallbacks: int | None = Field(
+        default=None,
+        description="Scores whose importance is the heuristic's because the model scorer "
+        "could not rate the memory (it failed, or answered no rating); with any, the cycle "
+        "archived nothing itself and proposed its prunes (a run's answer only).",
+    )
     scores: list[dict[str, Any]] | None = Field(
         default=None, description="Every memory's factors, score and bucket (dry runs)."
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, Field
@@ -48,6 +48,7 @@ __all__ = [
     "HistoryVersionPublic",
     "LabelChange",
     "MAX_IDS",
+    "MAX_SUPERSEDES",
     "MemoryBatchPublic",
     "MemoryCreate",
     "MemoryCreated",
@@ -56,6 +57,9 @@ __all__ = [
     "MemoryPagePublic",
     "MemoryVersionsPublic",
     "RevisionPublic",
+    "SettleCreate",
+    "Settled",
+    "SupersededPublic",
     "VersionCreate",
     "VersionCreated",
     "VersionPublic",
@@ -82,6 +86,10 @@ class _Claim(RequestBody):
     trust: float = Field(default=1.0, ge=0.0, le=1.0, strict=True)
 
 
+MAX_SUPERSEDES = 20
+"""Memories one new memory may name as superseded by it."""
+
+
 class MemoryCreate(_Claim):
     """A new memory and its first version."""
 
@@ -97,10 +105,26 @@ class MemoryCreate(_Claim):
         description="How much it matters, 0 to 1, for the decay cycle's retention score "
         "(docs/forgetting.md); estimated from type, grade and pins when left out.",
     )
+    supersedes: list[UUID] = Field(
+        default_factory=list,
+        max_length=MAX_SUPERSEDES,
+        description="Memories this one replaces: a `supersedes` edge to each (archiving "
+        "it structurally), each an `add_edge` decision, recorded in the same write as "
+        "the memory. An unknown id refuses the whole write.",
+    )
 
 
 class VersionCreate(_Claim):
     """A revision of an existing memory."""
+
+    restore: bool = Field(
+        default=False,
+        strict=True,
+        description="Restore the memory first, in the same write, when it is archived: "
+        "reverse its forget and retract every `supersedes` edge to it (each a recorded "
+        "decision). Without it, revising an archived memory is refused: 409 "
+        "`memory-forgotten` or `memory-superseded`.",
+    )
 
 
 class EdgeCreate(RequestBody):
@@ -109,6 +133,32 @@ class EdgeCreate(RequestBody):
     kind: EdgeKind
     target_id: UUID | BatchRef
     reason: Reason | None = Field(default=None, description="Why; recorded with its decision.")
+
+
+class SettleCreate(RequestBody):
+    """How a potential conflict between the memory in the path and ``other_id`` is
+    settled, and why."""
+
+    resolution: Literal["supersedes", "both_stand"] = Field(
+        description="`supersedes`: the memory in the path replaces `other_id` (a "
+        "`supersedes` edge, archiving it); `both_stand`: neither replaces the other "
+        "(a `dismiss_conflict` decision; nothing is archived)."
+    )
+    reason: Reason = Field(description="Why; recorded with the decision.")
+
+
+class Settled(BaseModel):
+    """A potential conflict settled: the decision that records it."""
+
+    memory_id: UUID
+    other_id: UUID
+    resolution: Literal["supersedes", "both_stand"]
+    decision_id: UUID
+    edge_id: UUID | None = Field(description="The `supersedes` edge (null for both_stand).")
+    position: int = Field(description="The log position of the decision.")
+    replayed: bool = Field(
+        description="True when the same settlement was recorded before: nothing new was."
+    )
 
 
 class ForgetCreate(RequestBody):
@@ -135,12 +185,23 @@ class CandidatesPublic(Candidates):
     url: str | None = Field(default=None, description="Where the candidates appear later.")
 
 
+class SupersededPublic(BaseModel):
+    """A memory the new one supersedes, and the edge and decision that say so."""
+
+    edge_id: UUID
+    target_id: UUID
+    decision_id: UUID
+
+
 class MemoryCreated(BaseModel):
     """The new memory, its first version, and the log position of the write."""
 
     id: UUID
     version_id: UUID
     position: int
+    supersedes: list[SupersededPublic] | None = Field(
+        default=None, description="The memories it supersedes, when it names any."
+    )
     potential_contradictions: CandidatesPublic | None = None
 
 

@@ -43,7 +43,8 @@ class ProposalApply(RequestBody):
         default=False,
         strict=True,
         description="An administrator's confirmation that this archival may pass the "
-        "day's collapse guard (409 `collapse-guard` without it).",
+        "day's collapse guard (409 `collapse-guard` without it); what it archives still "
+        "counts against the day's allowance.",
     )
 
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from palimpsest.api.schemas.common import JsonInt, Label, PgText, RequestBody
+from palimpsest.api.schemas.common import MAX_POSITION, JsonInt, Label, PgText, RequestBody
 from palimpsest.domain.memory import MemoryType
 from palimpsest.projections.recall.recalled import RecallItem, RecallMode, RecallRank
 from palimpsest.projections.views.reflections import ReflectionRecord
@@ -48,7 +48,17 @@ class RecallCreate(RequestBody):
         le=1.0,
         strict=True,
         description="Leave out memories whose cosine similarity to the query is lower "
-        "(in text mode too, which then embeds the query).",
+        "(in text mode too, which then embeds the query); 0 leaves nothing out. "
+        "Without it, memories that match neither by meaning nor by words are left out "
+        "(docs/recall.md), so a query about nothing stored answers no items.",
+    )
+    after: JsonInt | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_POSITION,
+        description="The `position` of the caller's last acknowledged write: the recall "
+        "first waits (at most 5 s) until every write up to it is indexed, so it sees "
+        "them (`caught_up` says whether it did).",
     )
     cursor: str | None = Field(
         default=None,
@@ -77,4 +87,9 @@ class RecallPublic(BaseModel):
         default=None,
         description="With include_reflections: reflections drawn from the memories "
         "returned, newest first (null otherwise).",
+    )
+    caught_up: bool | None = Field(
+        default=None,
+        description="With after: whether every write up to it was indexed when the "
+        "search ran (false: the wait's bound ran out first). Null without after.",
     )

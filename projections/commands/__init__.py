@@ -8,6 +8,8 @@ Modules:
   principal, its tenant and its role.
 - :mod:`palimpsest.projections.commands.capture`: Capturing observations: raw reports,
   their bytes stored apart from their event.
+- :mod:`palimpsest.projections.commands.collapse_guard`: The collapse guard: how many
+  memories a tenant's day may see archived without a person forgetting each one.
 - :mod:`palimpsest.projections.commands.consolidation`: Consolidation's writes: proposing a
   merge, and folding memories into one.
 - :mod:`palimpsest.projections.commands.contributions`: Adding support: contributions to
@@ -33,6 +35,8 @@ Modules:
   verdicts, and a person applying or rejecting them.
 - :mod:`palimpsest.projections.commands.retention`: The tenant's retention of observation
   bytes: reading it, and setting it.
+- :mod:`palimpsest.projections.commands.settlement`: Settling a potential conflict: the
+  caller decides that one memory supersedes the other, or that both stand.
 - :mod:`palimpsest.projections.commands.spec`: Write specs: what a caller asks to write,
   the role it needs, and how it is applied.
 - :mod:`palimpsest.projections.commands.tenant_deletion`: Tenant deletion: close a tenant,
@@ -50,6 +54,7 @@ from __future__ import annotations
 __all__ = [
     "caller",
     "capture",
+    "collapse_guard",
     "consolidation",
     "contributions",
     "cycle",
@@ -62,6 +67,7 @@ __all__ = [
     "policy",
     "proposals",
     "retention",
+    "settlement",
     "spec",
     "tenant_deletion",
     "tokens",

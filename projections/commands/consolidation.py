@@ -12,12 +12,14 @@ By default consolidation only *proposes* a merge (:class:`ProposeMergeSpec`):
 the text is stored then, and a person applies it through the review queue
 (:mod:`palimpsest.projections.commands.proposals`). :class:`MergeSpec` folds directly:
 consolidation uses it only where the tenant's policy lets extractive merges
-of near duplicates apply.
+of near duplicates apply, and it spends the collapse guard's allowance by the
+memories it folds (:mod:`palimpsest.projections.commands.collapse_guard`). A pinned
+memory is never folded: a merge (proposed or direct) of one is refused as stale.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from uuid import UUID, uuid4
 
 from palimpsest.domain.consolidation import union_excerpts
@@ -27,6 +29,7 @@ from palimpsest.domain.limits import MAX_VERSION_BYTES, encode_content
 from palimpsest.domain.memory import Memory
 from palimpsest.domain.proposal import Proposal
 from palimpsest.domain.reflection import Reflection
+from palimpsest.projections.commands.collapse_guard import CollapseGuardSettings, claim_archivals
 from palimpsest.projections.commands.decisions import (
     Operations,
     record_decision,
@@ -96,7 +99,8 @@ def open_merge_members(log: EventLog, tenant_id: UUID) -> set[UUID]:
 
 def _sources(uow: UnitOfWork, seen: list[tuple[UUID, UUID]], what: str) -> list[Memory]:
     """Load the sources, refusing if any changed since they were seen (another
-    version, archived, erased), or is an ``event``."""
+    version, archived, erased) or is pinned (folding it would hide it), or is an
+    ``event``."""
     if len(seen) < 2 or len({m for m, _ in seen}) != len(seen):
         msg = f"a {what} folds two or more distinct memories"
         raise InvalidInputError(msg)
@@ -111,6 +115,8 @@ def _sources(uow: UnitOfWork, seen: list[tuple[UUID, UUID]], what: str) -> list[
             why = "was archived"
         elif memory.current_version.version_id != version_id:
             why = "has a newer version"
+        elif memory.pinned:
+            why = "was pinned"
         if why is not None:
             msg = f"the {what} is stale: memory {memory.id} {why} since it was proposed"
             raise StaleProposalError(msg)
@@ -252,6 +258,8 @@ class MergeSpec(WriteSpec):
     content: str
     model_id: str | None
     reason: str | None = None
+    guard: CollapseGuardSettings = field(default_factory=CollapseGuardSettings)
+    """The collapse guard the folded memories are claimed under."""
 
     def apply(self, batch: Batch) -> Item:
         """Create the consolidated memory and supersede the sources (see the module).
@@ -259,12 +267,15 @@ class MergeSpec(WriteSpec):
         Raises:
             NotFoundError, StaleProposalError, InvalidInputError: as
                 :meth:`ProposeMergeSpec.apply`.
+            CollapseGuardError: folding the sources would pass the day's allowance
+                (raised when the write is recorded; nothing is).
         """
         uow = batch.uow
         sources = _sources(uow, list(self.seen), "merge")
         data = encode_content(
             self.content, limit_bytes=MAX_VERSION_BYTES, what="merged text", allow_blank=False
         )
+        claim_archivals(batch, len(sources), self.guard)
 
         def take(decision_id: UUID) -> Operations:
             _, accepted = merge_into(

@@ -10,20 +10,26 @@ transaction holds all of it, or none (a cycle killed mid-write leaves nothing):
   (applying it forgets the memory, as an ``archive`` proposal does);
   a memory with an open proposal of that action gets no second one;
 - a prune the cycle may archive itself (the policy's ``auto_archive_decayed``,
-  unpinned, not an ``event``, below the importance floor, within the collapse
-  guard: decided by the caller) is a ``forget`` decision with reason
-  ``decayed``, which ``restore`` reverses;
+  unpinned, not an ``event``, below the importance floor, planned within the
+  collapse guard's allowance: decided by the caller) is a ``forget`` decision
+  with reason ``decayed``, which ``restore`` reverses; the memories archived
+  are claimed from the day's allowance in this write's transaction
+  (:mod:`palimpsest.projections.commands.collapse_guard`), and the whole write is
+  refused if another write spent it meanwhile (the caller plans again);
 - a memory that changed since it was scored (another version, archived,
   erased, pinned) is left alone, and so is one whose proposal of the same
   action from a cycle a person rejected while the memory was at its current
   version (a rejection holds until the memory gets a new version);
+- a memory pinned since it was scored is not faded either: the cycle read its
+  inputs from beliefs that may lag the pin, and this write decides from the
+  memory itself;
 - the ``Cycle`` aggregate's ``CycleCompleted`` records the rest: the fades
   (the label) and the report.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid5
@@ -31,6 +37,7 @@ from uuid import UUID, uuid5
 from palimpsest.domain.cycle import Cycle
 from palimpsest.domain.memory import Memory
 from palimpsest.domain.proposal import Proposal
+from palimpsest.projections.commands.collapse_guard import CollapseGuardSettings, claim_archivals
 from palimpsest.projections.commands.decisions import LabelSpec, decide_label, seen_version
 from palimpsest.projections.commands.proposals import open_proposal_ids
 from palimpsest.projections.commands.spec import Batch, WriteSpec
@@ -83,11 +90,18 @@ class CycleSpec(WriteSpec):
     faded: tuple[UUID, ...]
     unfaded: tuple[UUID, ...]
     prunes: tuple[Prune, ...]
+    guard: CollapseGuardSettings = field(default_factory=CollapseGuardSettings)
+    """The collapse guard the archivals are claimed under."""
 
     def apply(self, batch: Batch) -> Item:
-        """Make the prunes' proposals and archivals, then record the cycle."""
+        """Make the prunes' proposals and archivals, then record the cycle.
+
+        Raises:
+            CollapseGuardError: the archivals would pass the day's allowance (raised
+                when the write is recorded; nothing of the cycle is).
+        """
         uow = batch.uow
-        uow.preload([p.memory_id for p in self.prunes])
+        uow.preload([p.memory_id for p in self.prunes] + list(self.faded))
         open_ids = {
             action: open_proposal_ids(uow.log, uow.caller.tenant_id, action)
             for action in ("decay", "supersede")
@@ -110,6 +124,8 @@ class CycleSpec(WriteSpec):
             if proposal is not None:
                 open_ids[action].add(memory.id)
                 proposals.append(str(proposal.id))
+        claim_archivals(batch, len(archived), self.guard)
+        faded = [str(i) for i in self.faded if not uow.load(i, Memory, "memory").pinned]
         cycle = Cycle(
             id=self.cycle_id,
             tenant_id=uow.caller.tenant_id,
@@ -118,7 +134,7 @@ class CycleSpec(WriteSpec):
             counts=self.counts,
             by_type=self.by_type,
             duplicates=self.duplicates,
-            faded=[str(i) for i in self.faded],
+            faded=faded,
             unfaded=[str(i) for i in self.unfaded],
             proposals=proposals,
             archived=archived,
@@ -128,7 +144,7 @@ class CycleSpec(WriteSpec):
         return Item(
             cycle.id,
             (cycle.id, cycle.version),
-            {"id": str(cycle.id), "proposals": proposals, "archived": archived},
+            {"id": str(cycle.id), "proposals": proposals, "archived": archived, "faded": faded},
         )
 
     def _propose(

@@ -10,14 +10,22 @@ effects are recorded in the same transaction:
   ``MemoryErased`` once a memory has no live version left;
 - ``ContributionDeactivated`` for each active contribution citing an erased
   observation, so memories that keep other support are recomputed from it;
-- ``ReflectionRedacted`` for each reflection drawn from a memory that lost a
-  version's content here (its text may repeat what was erased).
+- for each memory that lost a version's content here, every memory *derived
+  from* it (a ``derived_from`` edge to it: a consolidated memory, whose text a
+  model may have written from the source's, or copied), transitively: all its
+  versions are erased (``MemoryVersionErased``, ``MemoryErased``), their
+  operations naming the memories they were derived from (``derived_from``),
+  since which words of a derived text came from which source cannot be told;
+- ``ReflectionRedacted`` for each reflection, and ``MergeTextErased`` for each
+  merge proposal (whatever its status), drawn from a memory that lost a
+  version's content here (their text may repeat or paraphrase what was erased).
 
 The recorder deletes the payload rows in that transaction (unless a live
 observation or version holds the same bytes), and raises the revision of
 every memory touched, citing, or linked to those: their beliefs are
 recomputed by the revision drain. The decision lists every operation with
-the digests of what was removed; the receipt sums them.
+the digests of what was removed; the receipt sums them and carries the
+decision, so what was erased as derived, and what was redacted, is there by id.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from palimpsest.domain.errors import ConflictError, InvalidInputError
 from palimpsest.domain.limits import MAX_BATCH_ITEMS, MAX_REASON_CHARS
 from palimpsest.domain.memory import Memory
 from palimpsest.domain.observation import Observation
+from palimpsest.domain.proposal import Proposal
 from palimpsest.projections.commands.consolidation import redact_reflections
 from palimpsest.projections.commands.decisions import (
     Operations,
@@ -113,17 +122,56 @@ def _linked(uow: UnitOfWork, memory_ids: list[UUID]) -> list[UUID]:
         return sorted((row["linked_id"] for row in cur), key=str)
 
 
-def _version_ops(memory: Memory, versions: list[Any]) -> list[dict[str, str]]:
+def _derived_from(uow: UnitOfWork, memory_ids: list[UUID]) -> dict[UUID, set[UUID]]:
+    """Return the memories with a ``derived_from`` edge to any of ``memory_ids``, each
+    with those it is derived from. Retracted edges count too: retracting one ends its
+    archival, not the fact that the text was drawn from the source."""
+    with tenant_transaction(uow.log.datastore, uow.caller.tenant_id, commit=False) as cur:
+        cur.execute(
+            schema_sql(
+                "SELECT memory_id, linked_id FROM {schema}.memory_links"
+                " WHERE linked_id = ANY(%s) AND kind = 'derived_from' AND outgoing",
+                uow.log.datastore.schema,
+            ),
+            (memory_ids,),
+        )
+        found: dict[UUID, set[UUID]] = {}
+        for row in cur:
+            found.setdefault(row["memory_id"], set()).add(row["linked_id"])
+        return found
+
+
+def _merge_proposals(uow: UnitOfWork, memory_ids: list[UUID]) -> list[Proposal]:
+    """Return the merge proposals drawn from any of ``memory_ids`` (whatever their
+    status), loaded into the unit of work."""
+    if not memory_ids:
+        return []
+    with tenant_transaction(uow.log.datastore, uow.caller.tenant_id, commit=False) as cur:
+        cur.execute(
+            schema_sql(
+                "SELECT proposal_id FROM {schema}.retention_proposals"
+                " WHERE action = 'merge' AND source_ids && %s::uuid[] ORDER BY proposal_id",
+                uow.log.datastore.schema,
+            ),
+            (memory_ids,),
+        )
+        ids = [row["proposal_id"] for row in cur]
+    uow.preload(ids)
+    return [uow.load(i, Proposal, "proposal") for i in ids]
+
+
+def _version_ops(
+    memory: Memory, versions: list[Any], derived_from: str | None = None
+) -> list[dict[str, str]]:
     ops: list[dict[str, str]] = []
     for record in versions:
-        ops.append(
-            {
-                "op": "erase_version",
-                "memory_id": str(memory.id),
-                "version_id": str(record.version_id),
-                "digest": record.content_digest,
-            }
-        )
+        erased = {
+            "op": "erase_version",
+            "memory_id": str(memory.id),
+            "version_id": str(record.version_id),
+            "digest": record.content_digest,
+        }
+        ops.append(erased if derived_from is None else {**erased, "derived_from": derived_from})
         ops.extend(
             {
                 "op": "erase_excerpt",
@@ -134,6 +182,81 @@ def _version_ops(memory: Memory, versions: list[Any]) -> list[dict[str, str]]:
             for excerpt in record.excerpts
         )
     return ops
+
+
+def _lost(accepted: list[dict[str, str]]) -> set[UUID]:
+    """Return the memories that lost a version's content in ``accepted``."""
+    return {UUID(op["memory_id"]) for op in accepted if op["op"] == "erase_version"}
+
+
+def _erase_derived(
+    uow: UnitOfWork, accepted: list[dict[str, str]], decision_id: UUID
+) -> tuple[list[Memory], list[dict[str, str]], list[dict[str, str]]]:
+    """Erase every memory derived from one that lost content in ``accepted``, then
+    every memory derived from those, and so on; return them, the operations (each
+    naming what it was derived from) and what the decision saw of them."""
+    erased: list[Memory] = []
+    ops: list[dict[str, str]] = []
+    seen: list[dict[str, str]] = []
+    frontier = _lost(accepted)
+    done = set(frontier)
+    while frontier:
+        derived = _derived_from(uow, sorted(frontier, key=str))
+        uow.preload(sorted(derived, key=str))
+        frontier = set()
+        for memory_id in sorted(derived, key=str):
+            memory = uow.load(memory_id, Memory, "memory")
+            if memory_id in done or memory.erased_by is not None:
+                continue
+            sources = ",".join(sorted(str(m) for m in derived[memory_id]))
+            seen.append(seen_version(memory))
+            versions = memory.erase(decision_id=decision_id, principal_id=uow.caller.principal_id)
+            ops.extend(_version_ops(memory, versions, derived_from=sources))
+            ops.append({"op": "erase_memory", "memory_id": str(memory.id), "derived_from": sources})
+            erased.append(memory)
+            done.add(memory_id)
+            frontier.add(memory_id)
+    return erased, ops, seen
+
+
+def _erase_merge_texts(
+    uow: UnitOfWork, accepted: list[dict[str, str]], decision_id: UUID
+) -> list[dict[str, str]]:
+    """Erase the text of every merge proposal drawn from a memory that lost content in
+    ``accepted``; return the operations (each with the digest of the text)."""
+    operations = []
+    for proposal in _merge_proposals(uow, sorted(_lost(accepted), key=str)):
+        if proposal.erase_text(decision_id=decision_id, principal_id=uow.caller.principal_id):
+            assert proposal.content_digest is not None  # erase_text refuses a proposal without
+            operations.append(
+                {
+                    "op": "erase_merge_text",
+                    "proposal_id": str(proposal.id),
+                    "digest": proposal.content_digest,
+                }
+            )
+    return operations
+
+
+def _with_what_follows(
+    uow: UnitOfWork,
+    memories: list[Memory],
+    done: tuple[list[dict[str, str]], list[dict[str, str]]],
+    dependents: list[UUID],
+    decision_id: UUID,
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """Return the erasure's accepted operations on ``memories`` and what it saw
+    (``done``), with what follows from them: the memories derived from those that
+    lost content erased, the reflections and merge texts drawn from any of them
+    erased, and the memories linked to them recomputed."""
+    derived, following, seen = _erase_derived(uow, done[0], decision_id)
+    accepted = [*done[0], *following]
+    accepted += redact_reflections(uow, [*memories, *derived], accepted, decision_id)
+    accepted += _erase_merge_texts(uow, accepted, decision_id)
+    linked = _linked(uow, [m.id for m in derived]) if derived else []
+    recomputed = sorted({*dependents, *linked} - {m.id for m in derived}, key=str)
+    accepted.extend({"op": "recompute", "memory_id": str(m)} for m in recomputed)
+    return accepted, [*done[1], *seen]
 
 
 def decide_erase(uow: UnitOfWork, spec: EraseSpec) -> Item:
@@ -239,9 +362,10 @@ def decide_erase(uow: UnitOfWork, spec: EraseSpec) -> Item:
                         }
                     )
             accepted.append({"op": "recompute", "memory_id": str(memory.id)})
-        accepted += redact_reflections(uow, [*named, *citing], accepted, decision_id)
         if accepted:
-            accepted.extend({"op": "recompute", "memory_id": str(m)} for m in dependents)
+            accepted, seen = _with_what_follows(
+                uow, [*named, *citing], (accepted, seen), dependents, decision_id
+            )
         return accepted, refused, seen
 
     params: DecisionParams = {

@@ -1,22 +1,33 @@
-"""Writing memories: a new memory, a new version of one, an edge between two (and
+"""Writing memories: a new memory (and what it supersedes), a new version of one
+(refused, or restored first, when the memory is archived), an edge between two (and
 its retraction), and the evidence check every citation goes through."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 from uuid import UUID
 
 from palimpsest.domain.errors import (
     EdgeExistsError,
     EvidenceErasedError,
     EvidenceRetractedError,
+    MemoryForgottenError,
+    MemorySupersededError,
     NotFoundError,
 )
 from palimpsest.domain.evidence import Excerpt, cut_excerpt
 from palimpsest.domain.limits import MAX_VERSION_BYTES, encode_content
 from palimpsest.domain.memory import Memory
 from palimpsest.domain.observation import Observation
-from palimpsest.projections.commands.decisions import Operations, record_decision, seen_version
+from palimpsest.projections.commands.decisions import (
+    LabelSpec,
+    Operations,
+    decide_label,
+    record_decision,
+    seen_version,
+    superseding_edges,
+)
 from palimpsest.projections.commands.spec import Batch, Id, WriteSpec
 from palimpsest.projections.commands.unit_of_work import Item
 
@@ -24,10 +35,20 @@ __all__ = [
     "EdgeRetractSpec",
     "EdgeSpec",
     "EvidenceSpec",
+    "IfArchived",
     "MemorySpec",
     "VersionSpec",
     "cite_evidence",
+    "refuse_unless_current",
 ]
+
+IfArchived = Literal["record", "refuse", "restore"]
+"""What a revision of an archived memory does: ``refuse`` it (a problem naming why),
+``restore`` the memory first in the same write, or ``record`` it and leave the
+memory archived (the write path's own callers, which decide for themselves)."""
+
+_RESTORED_BY_REVISION = "revised with restore: true"
+"""The reason recorded with the decisions that restore a memory to revise it."""
 
 
 @dataclass(frozen=True)
@@ -56,9 +77,18 @@ class MemorySpec(WriteSpec):
     trust: float
     importance: float | None = None
     """How much the memory matters (0 to 1), for the decay cycle; None: estimated."""
+    supersedes: tuple[UUID, ...] = ()
+    """Memories the new one supersedes: a ``supersedes`` edge to each, each an
+    ``add_edge`` decision, in the same write."""
 
     def apply(self, batch: Batch) -> Item:
-        """Create the memory and record its first version."""
+        """Create the memory, record its first version, and add its ``supersedes``
+        edges (as the edges API adds them).
+
+        Raises:
+            NotFoundError: a memory it supersedes is unknown.
+            EdgeNotAllowedError: one of them cannot be superseded by it (an event).
+        """
         uow = batch.uow
         memory = Memory.create(
             tenant_id=uow.caller.tenant_id,
@@ -73,11 +103,23 @@ class MemorySpec(WriteSpec):
             batch, memory, self.content, self.evidence, self.model_id, self.trust
         )
         uow.add(memory)
-        return Item(
-            memory.id,
-            (memory.id, memory.version),
-            {"id": str(memory.id), "version_id": str(version_id)},
-        )
+        fields: dict[str, object] = {"id": str(memory.id), "version_id": str(version_id)}
+        last_event: tuple[UUID, int] | None = (memory.id, memory.version)
+        superseded = []
+        for target_id in dict.fromkeys(self.supersedes):
+            edge = EdgeSpec(memory.id, "supersedes", target_id).apply(batch)
+            # The decision is recorded after the memory: its event ends the write.
+            last_event = edge.last_event or last_event
+            superseded.append(
+                {
+                    "edge_id": edge.fields["id"],
+                    "target_id": edge.fields["target_id"],
+                    "decision_id": edge.fields["decision_id"],
+                }
+            )
+        if superseded:
+            fields["supersedes"] = superseded
+        return Item(memory.id, last_event, fields)
 
 
 @dataclass(frozen=True)
@@ -92,10 +134,33 @@ class VersionSpec(WriteSpec):
     evidence: tuple[EvidenceSpec, ...]
     model_id: str | None
     trust: float
+    if_archived: IfArchived = "record"
+    """What to do when the memory is forgotten or superseded (the API asks for
+    ``refuse`` or ``restore``; never a silent revision of an archived memory)."""
 
     def apply(self, batch: Batch) -> Item:
-        """Record the version on the memory (found, or made earlier in the batch)."""
+        """Record the version on the memory (found, or made earlier in the batch);
+        first restore it, in the same write, when it is archived and ``if_archived``
+        says ``restore``.
+
+        Raises:
+            MemoryForgottenError, MemorySupersededError: it is archived and
+                ``if_archived`` says ``refuse``.
+        """
         memory = batch.uow.load(batch.resolve(self.memory_id), Memory, "memory")
+        if self.if_archived == "refuse":
+            refuse_unless_current(
+                batch,
+                memory,
+                if_forgotten="revise it with restore: true to restore it and record the "
+                f"version in one write, or restore it first (POST /v1/memories/{memory.id}"
+                "/restore)",
+                if_superseded="revise the newer memory if it holds the claim now, or revise "
+                "this one with restore: true to retract the superseding edge and record "
+                "the version in one write",
+            )
+        elif self.if_archived == "restore":
+            _restore(batch, memory)
         version_id = _record_version(
             batch, memory, self.content, self.evidence, self.model_id, self.trust
         )
@@ -233,6 +298,45 @@ class EdgeRetractSpec(WriteSpec):
             nothing_to_do=None,
             reason=self.reason,
         )
+
+
+def refuse_unless_current(
+    batch: Batch, memory: Memory, *, if_forgotten: str, if_superseded: str
+) -> None:
+    """Refuse a write that needs ``memory`` current while it is archived, naming why
+    and (``if_forgotten``, ``if_superseded``: what the caller can do) how to go on.
+    An erased memory is left to the write's own refusal.
+
+    Raises:
+        MemoryForgottenError: it was forgotten.
+        MemorySupersededError: a live ``supersedes`` edge points at it.
+    """
+    if memory.erased_by is not None:
+        return
+    if memory.archived is not None:
+        msg = (
+            f"memory {memory.id} was forgotten (decision {memory.archived.decision_id}: "
+            f"{memory.archived.reason!r}); {if_forgotten}"
+        )
+        raise MemoryForgottenError(msg)
+    edges = superseding_edges(batch.uow, memory)
+    if edges:
+        named = ", ".join(f"memory {source} (edge {edge_id})" for source, edge_id in edges)
+        msg = f"memory {memory.id} is superseded by {named}; {if_superseded}"
+        raise MemorySupersededError(msg)
+
+
+def _restore(batch: Batch, memory: Memory) -> None:
+    """Make ``memory`` current again in this write: reverse its forget, and retract
+    every live ``supersedes`` edge to it, each by its own recorded decision (as
+    ``restore`` and the edge's retraction record them)."""
+    if memory.erased_by is not None:
+        return  # recording the version refuses it
+    uow = batch.uow
+    if memory.archived is not None:
+        decide_label(uow, LabelSpec(memory.id, "restore", _RESTORED_BY_REVISION))
+    for source, edge_id in superseding_edges(uow, memory):
+        EdgeRetractSpec(source, edge_id, _RESTORED_BY_REVISION).apply(batch)
 
 
 def cite_evidence(batch: Batch, evidence: tuple[EvidenceSpec, ...]) -> tuple[Excerpt, ...]:

@@ -15,9 +15,15 @@ in the same write as its effect:
   memory it saw (:func:`palimpsest.projections.commands.consolidation.merge_into`).
 
 A proposal whose memories changed since the judge saw them (another
-version, archived, erased) is refused as stale; a rejection is final for
-the memory and action until the memory's freshness moves (the pass's
-candidate rules read it).
+version, archived, erased) is refused as stale, and so is one whose effect
+would archive a pinned memory (a pin is the strongest keep a person gives; a
+conflict only reviewed archives nothing, so a pin does not stand in its
+way); a rejection is final for the memory and action until the memory's
+freshness moves (the pass's candidate rules read it).
+
+Applying an archive, a supersede, a conflict's resolution or a merge spends
+the collapse guard's allowance by the memories it archives, reserved in the
+decision's own write (:mod:`palimpsest.projections.commands.collapse_guard`).
 """
 
 from __future__ import annotations
@@ -27,11 +33,10 @@ from typing import Literal
 from uuid import UUID, uuid4
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from palimpsest.domain.decision import POLICY_VERSION
 from palimpsest.domain.errors import (
-    CollapseGuardError,
     ConflictError,
     InvalidInputError,
     ProposalClosedError,
@@ -39,6 +44,10 @@ from palimpsest.domain.errors import (
 )
 from palimpsest.domain.memory import Memory
 from palimpsest.domain.proposal import DEFAULT_THRESHOLDS, Proposal
+from palimpsest.projections.commands.collapse_guard import (
+    CollapseGuardSettings,
+    claim_archivals,
+)
 from palimpsest.projections.commands.consolidation import merge_into, stored_text
 from palimpsest.projections.commands.decisions import (
     Operations,
@@ -59,7 +68,6 @@ __all__ = [
     "ProposalSettings",
     "ProposeSpec",
     "Resolution",
-    "archivals_allowed",
     "decide_proposal",
     "open_proposal_ids",
 ]
@@ -68,16 +76,14 @@ Resolution = Literal["archive_older", "supersede"]
 Effect = Literal["archive", "supersede", "merge"]
 
 
-class ProposalSettings(BaseSettings):
+class ProposalSettings(CollapseGuardSettings):
     """How verdicts become proposals and how many may be applied.
 
     ``threshold_*`` (``PALIMPSEST_THRESHOLD_ARCHIVE`` …) is the least probability at
     which a verdict is shown to a person, per action; below it a verdict is recorded
     dismissed. The forgetting pass and an operator's verdicts are held to the same.
-    The collapse guard refuses to archive (forget, or supersede) more than
-    ``collapse_share`` of a tenant's live memories in a UTC day by applying
-    proposals, and at least ``collapse_minimum`` are always allowed, without an
-    administrator's confirmation.
+    The collapse guard's allowance (``collapse_share``, ``collapse_minimum``) is
+    :class:`~palimpsest.projections.commands.collapse_guard.CollapseGuardSettings`'s.
     """
 
     model_config = SettingsConfigDict(env_prefix="PALIMPSEST_", frozen=True, extra="ignore")
@@ -85,8 +91,6 @@ class ProposalSettings(BaseSettings):
     threshold_archive: float = Field(default=DEFAULT_THRESHOLDS["archive"], ge=0.0, le=1.0)
     threshold_supersede: float = Field(default=DEFAULT_THRESHOLDS["supersede"], ge=0.0, le=1.0)
     threshold_conflict: float = Field(default=DEFAULT_THRESHOLDS["conflict"], ge=0.0, le=1.0)
-    collapse_share: float = Field(default=0.05, ge=0.0, le=1.0)
-    collapse_minimum: int = Field(default=5, ge=0)
 
     def thresholds(self) -> dict[str, float]:
         """Return the thresholds by action."""
@@ -95,29 +99,6 @@ class ProposalSettings(BaseSettings):
             "supersede": self.threshold_supersede,
             "conflict": self.threshold_conflict,
         }
-
-
-def archivals_allowed(log: EventLog, tenant_id: UUID, settings: ProposalSettings) -> int:
-    """Return how many more memories applying proposals may archive today (UTC):
-    the guard's share of the live memories (at least its minimum), less those
-    applied proposals archived since midnight."""
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            schema_sql(
-                "SELECT (SELECT count(*) FROM {schema}.memory_index m"
-                "  JOIN {schema}.beliefs b USING (tenant_id, memory_id)"
-                "  WHERE m.erased_position IS NULL AND b.belief->'labels'->'archived' = 'null')"
-                " AS live, (SELECT count(*) FROM {schema}.retention_proposals"
-                "  WHERE effect IS NOT NULL"
-                "  AND decided_at >= date_trunc('day', clock_timestamp() AT TIME ZONE 'UTC')"
-                "  AT TIME ZONE 'UTC') AS archived",
-                log.datastore.schema,
-            )
-        )
-        row = cur.fetchone()
-    assert row is not None
-    cap = max(settings.collapse_minimum, int(settings.collapse_share * row["live"]))
-    return cap - int(row["archived"])
 
 
 def open_proposal_ids(log: EventLog, tenant_id: UUID, action: str) -> set[UUID]:
@@ -212,7 +193,8 @@ class ProposalDecisionSpec(WriteSpec):
     reason: str | None
     resolution: Resolution | None = None
     confirm_bulk: bool = False
-    """An administrator's confirmation that passes the collapse guard."""
+    """An administrator's confirmation that passes the collapse guard (what it archives
+    still counts against the day's allowance)."""
     settings: ProposalSettings = field(default_factory=ProposalSettings)
 
     def apply(self, batch: Batch) -> Item:
@@ -221,14 +203,16 @@ class ProposalDecisionSpec(WriteSpec):
         Raises:
             NotFoundError: no such proposal.
             ProposalClosedError: it is not open.
-            StaleProposalError: its memories changed since the judge saw them.
+            StaleProposalError: its memories changed since the judge saw them, or
+                applying it would archive a pinned memory.
             InvalidInputError: a rejection without a reason; a resolution for a
                 proposal that is not a conflict, or when rejecting.
             EdgeNotAllowedError: a supersede between ``event`` memories.
-            CollapseGuardError: it would archive past the day's guard, unconfirmed.
+            CollapseGuardError: it would archive past the day's allowance,
+                unconfirmed (raised when the write is recorded).
             PermissionDeniedError: a confirmation by a caller who is not an admin.
         """
-        return decide_proposal(batch.uow, self)
+        return decide_proposal(batch, self)
 
 
 def _live(uow: UnitOfWork, proposal: Proposal) -> dict[UUID, Memory]:
@@ -251,8 +235,30 @@ def _live(uow: UnitOfWork, proposal: Proposal) -> dict[UUID, Memory]:
     return memories
 
 
-def decide_proposal(uow: UnitOfWork, spec: ProposalDecisionSpec) -> Item:
+def _archived_by(
+    proposal: Proposal, memories: dict[UUID, Memory], effect: Effect | None
+) -> list[Memory]:
+    """Return the memories applying the proposal archives (the older one of a
+    supersede or a conflict's resolution; every source of a merge)."""
+    if effect == "merge":
+        return list(memories.values())
+    if effect is not None:
+        return [memories[proposal.memory_id]]
+    return []
+
+
+def _refuse_pinned(proposal: Proposal, archived: list[Memory]) -> None:
+    """Refuse, as stale, a proposal that would archive a pinned memory: a person pinned
+    it since the verdict (or the verdict ignored a pin), and their word stands."""
+    for memory in archived:
+        if memory.pinned:
+            msg = f"proposal {proposal.id} is stale: memory {memory.id} is pinned"
+            raise StaleProposalError(msg)
+
+
+def decide_proposal(batch: Batch, spec: ProposalDecisionSpec) -> Item:
     """Apply or reject one proposal, with its effect, in one decision."""
+    uow = batch.uow
     proposal = uow.load(spec.proposal_id, Proposal, "proposal")
     reason = given_reason(spec.reason)
     if spec.verdict == "reject" and reason is None:
@@ -266,14 +272,13 @@ def decide_proposal(uow: UnitOfWork, spec: ProposalDecisionSpec) -> Item:
         raise ProposalClosedError(msg)
     memories = _live(uow, proposal) if spec.verdict == "apply" else {}
     effect = _effect(proposal, spec)
+    archived = _archived_by(proposal, memories, effect)
+    _refuse_pinned(proposal, archived)
     if spec.confirm_bulk:
         uow.caller.require("admin", "confirm a bulk archival")
-    elif effect is not None and archivals_allowed(uow.log, uow.caller.tenant_id, spec.settings) < 1:
-        msg = (
-            "applying it would archive more of the tenant's live memories today than the "
-            "collapse guard allows; an administrator may confirm (confirm_bulk)"
-        )
-        raise CollapseGuardError(msg)
+    # Reserved in this decision's write: checked against what every other write that
+    # archives committed, never against a count read before it.
+    claim_archivals(batch, len(archived), spec.settings, confirmed=spec.confirm_bulk)
     principal_id = uow.caller.principal_id
 
     def take(decision_id: UUID) -> Operations:

@@ -33,6 +33,7 @@ from palimpsest.projections.commands.idempotency import find_response
 from palimpsest.projections.commands.memory import EdgeSpec, EvidenceSpec, MemorySpec, VersionSpec
 from palimpsest.projections.commands.policy import CapturePolicy
 from palimpsest.projections.commands.retention import RetentionSpec, retention_for
+from palimpsest.projections.commands.settlement import SettleSpec
 from palimpsest.projections.commands.spec import Batch, Ref, WriteSpec
 from palimpsest.projections.commands.tenant_deletion import TenantDeletionSpec
 from palimpsest.projections.commands.tokens import forget_tenant_tokens
@@ -59,6 +60,7 @@ __all__ = [
     "Ref",
     "RetentionSpec",
     "RetractSpec",
+    "SettleSpec",
     "TenantDeletionSpec",
     "VersionSpec",
     "WithdrawSpec",

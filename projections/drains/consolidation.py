@@ -12,7 +12,9 @@ merge proposal is left out. Each group's text comes from the summariser
 when one is configured, else it is the centre's text verbatim (extractive).
 Each group is then one write: a ``merge`` proposal for a person, or, when
 the policy's ``auto_apply_extractive_merges`` is on and the group is an
-extractive merge of exact-or-near duplicates, the merge itself.
+extractive merge of exact-or-near duplicates, the merge itself, within the
+collapse guard's allowance (a merge it cannot hold is proposed instead:
+``held_back``).
 
 Pass 2, reflections: only with a summariser configured and the policy's
 ``reflections_enabled`` (there is no fallback); see
@@ -28,10 +30,11 @@ from typing import Any, Literal, Protocol
 from uuid import UUID
 
 from palimpsest.domain.consolidation import MergeGroup, MergeMember, merge_groups
-from palimpsest.domain.errors import PalimpsestError
+from palimpsest.domain.errors import CollapseGuardError, PalimpsestError
 from palimpsest.domain.memory import Memory
 from palimpsest.domain.tenant import principal_id_for
 from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.collapse_guard import CollapseGuardSettings
 from palimpsest.projections.commands.consolidation import (
     MergeSpec,
     ProposeMergeSpec,
@@ -138,13 +141,15 @@ def consolidate_survivors(
     dry_run: bool,
     model_id: str,
     summariser: Summariser | Literal["settings"] | None = "settings",
+    guard: CollapseGuardSettings | None = None,
 ) -> dict[str, Any]:
     """Merge similar survivors (as proposals, or directly where the policy allows),
     then reflect over them when a summariser is configured; return what it did.
 
     ``summariser``: ``settings`` (the default) reads :class:`SummariserSettings`;
     None forces extractive merges and no reflections; or the summariser to use.
-    A dry run finds the groups and writes nothing.
+    ``guard``: the collapse guard a direct merge spends (the environment's by
+    default). A dry run finds the groups and writes nothing.
     """
     chosen = summariser_from(SummariserSettings()) if summariser == "settings" else summariser
     assert not isinstance(chosen, str)
@@ -153,6 +158,7 @@ def consolidate_survivors(
         "proposed": 0,
         "merged": 0,
         "already_open": 0,
+        "held_back": 0,
         "reflections": 0,
         "summariser": chosen.model if chosen is not None else "extractive",
         "failures": [],
@@ -182,7 +188,19 @@ def consolidate_survivors(
         texts = {m: t.content for m, t in version_texts(log, tenant_id, versions).items()}
         for group in groups:
             seen = tuple((m.memory_id, versions[m.memory_id]) for m in group.members)
-            _merge(writer, caller, report, group, seen, texts, pairs, chosen, policy, cycle_id)
+            _merge(
+                writer,
+                caller,
+                report,
+                group,
+                seen,
+                texts,
+                pairs,
+                chosen,
+                policy,
+                cycle_id,
+                guard or CollapseGuardSettings(),
+            )
     if not dry_run and chosen is not None and policy.reflections_enabled:
         # After the merges, over what is still live (a merged source is not).
         report["reflections"] = reflect(
@@ -202,8 +220,10 @@ def _merge(
     summariser: Summariser | None,
     policy: ConsolidationKnobs,
     cycle_id: UUID,
+    guard: CollapseGuardSettings,
 ) -> None:
-    """Propose (or apply, where the policy allows) one group's merge."""
+    """Propose (or apply, where the policy and the collapse guard allow) one group's
+    merge."""
     contents = [t for m in group.members if (t := texts.get(m.memory_id)) is not None]
     if len(contents) != len(group.members):
         report["failures"].append(f"{group.centre.memory_id}: a member's text is gone")
@@ -218,21 +238,30 @@ def _merge(
             return
         model = summariser.model
     direct = summariser is None and policy.auto_apply_extractive_merges and group.near_duplicate
-    spec: MergeSpec | ProposeMergeSpec
-    if direct:
-        spec = MergeSpec(
-            seen=seen, content=text, model_id=None, reason=f"consolidation, cycle {cycle_id}"
-        )
-    else:
-        spec = ProposeMergeSpec(
-            seen=seen,
-            content=text,
-            model=model,
-            run_id=cycle_id,
-            similarity=_least_similarity(group, pairs),
-        )
+    proposed = ProposeMergeSpec(
+        seen=seen,
+        content=text,
+        model=model,
+        run_id=cycle_id,
+        similarity=_least_similarity(group, pairs),
+    )
     try:
-        writer.write(caller, [spec], batch=False)
+        if direct:
+            merge = MergeSpec(
+                seen=seen,
+                content=text,
+                model_id=None,
+                reason=f"consolidation, cycle {cycle_id}",
+                guard=guard,
+            )
+            try:
+                writer.write(caller, [merge], batch=False)
+            except CollapseGuardError:
+                # The day's allowance is spent: a person decides this one.
+                report["held_back"] += 1
+                direct = False
+        if not direct:
+            writer.write(caller, [proposed], batch=False)
     except PalimpsestError as error:
         report["failures"].append(f"{group.centre.memory_id}: {error}")
         _log.warning("merge refused", extra={"error": str(error)})

@@ -12,12 +12,17 @@ every score of the run:
    path (as the older side of a supersession by the newer one).
 3. *Score and bucket* each memory (:mod:`palimpsest.domain.retention_score`): keep,
    fade or prune. Pinned memories, and those at or above the importance
-   floor, are never pruned.
+   floor, are never pruned. Scores whose importance fell back to the
+   heuristic (a model scorer that failed) are counted.
 4. *Record* (:class:`~palimpsest.projections.commands.cycle.CycleSpec`), in one write:
    the fades (the ``faded`` label), each prune as a proposal in the review
    queue, or, with ``auto_archive_decayed`` on, archived (reason
-   ``decayed``) for non-``event`` memories within the collapse guard
-   (those past it are proposed instead), and ``CycleCompleted``.
+   ``decayed``) for non-``event`` memories within the collapse guard's
+   allowance (those past it are proposed instead; the write reserves what it
+   archives, and is planned again if another write spent the allowance
+   meanwhile), and ``CycleCompleted``. A cycle in which any importance fell
+   back archives nothing itself: a model outage must not change what is
+   archived without a person, so its prunes are all proposed.
 5. *Consolidate the survivors* (after eviction, never before): the
    consolidation pass, if installed, over the memories still live.
 
@@ -34,6 +39,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
+from palimpsest.domain.errors import CollapseGuardError
 from palimpsest.domain.forgetting_policy import ForgettingPolicy
 from palimpsest.domain.importance import ImportanceInput, ImportanceScorer
 from palimpsest.domain.memory import MEMORY_TYPES
@@ -41,15 +47,19 @@ from palimpsest.domain.retention_score import Bucket, Factors, bucket, recency, 
 from palimpsest.domain.retention_score import scope_nearness as nearness
 from palimpsest.domain.tenant import Tenant, principal_id_for
 from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.collapse_guard import (
+    CollapseGuardSettings,
+    archivals_left,
+    guard_day,
+)
 from palimpsest.projections.commands.cycle import CycleSpec, Prune
 from palimpsest.projections.commands.forgetting_policy import forgetting_for
-from palimpsest.projections.commands.proposals import ProposalSettings, archivals_allowed
-from palimpsest.projections.commands.writer import Writer
+from palimpsest.projections.commands.writer import WriteOutcome, Writer
 from palimpsest.projections.judgment.importance import configured_importance
 from palimpsest.projections.store.aggregates import load_aggregate
 from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.sql import schema_sql
-from palimpsest.projections.store.tenancy import known_tenants, tenant_transaction
+from palimpsest.projections.store.tenancy import known_tenants
 from palimpsest.projections.views.decay_inputs import (
     DecayInput,
     decay_inputs,
@@ -76,6 +86,9 @@ CYCLE_PRINCIPAL = "decay-cycle"
 
 BUCKETS: tuple[Bucket, ...] = ("keep", "fade", "prune")
 
+_GUARD_ATTEMPTS = 3
+"""Writes of a cycle planned against the allowance left, before it archives nothing."""
+
 
 @dataclass
 class CycleReport:
@@ -95,6 +108,10 @@ class CycleReport:
     archived: list[str] = field(default_factory=list)
     held_back: int = 0
     """Prunes proposed instead of archived because the collapse guard was reached."""
+    importance_fallbacks: int = 0
+    """Scores whose importance is the heuristic's because the model scorer could not
+    rate the memory (it failed, or answered no rating). With any, the cycle archived
+    nothing itself: its prunes were proposed."""
     scores: list[dict[str, Any]] | None = None
     """Every memory's factors, score and bucket (dry runs only)."""
     consolidation: dict[str, Any] | None = None
@@ -113,6 +130,8 @@ class _Scored:
     bucket: Bucket
     duplicate_of: UUID | None
     similarity: float | None
+    fallback: bool = False
+    """Whether the importance fell back to the heuristic (a model that failed)."""
 
 
 def _forced(pairs: Sequence[Any]) -> dict[UUID, tuple[UUID, float]]:
@@ -137,7 +156,7 @@ def score_memories(
     ``texts``: each memory's current text, for the importance scorer)."""
     scored = []
     for memory in memories:
-        importance = scorer.importance(
+        assessed = scorer.assess(
             ImportanceInput(
                 memory.memory_type,
                 memory.grade,
@@ -146,6 +165,7 @@ def score_memories(
                 text=texts.get(memory.memory_id),
             )
         )
+        importance = assessed.value
         assert memory.time is not None
         factors = Factors(
             importance=importance,
@@ -177,42 +197,27 @@ def score_memories(
                 where,
                 duplicate[0] if duplicate and where == "prune" else None,
                 duplicate[1] if duplicate and where == "prune" else None,
+                assessed.fallback,
             )
         )
     return scored
 
 
-def _archived_today(log: EventLog, tenant_id: UUID, snapshot: datetime) -> int:
-    """How many memories cycles archived on the snapshot's UTC day."""
-    day = snapshot.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            schema_sql(
-                "SELECT coalesce(sum(jsonb_array_length(report->'archived')), 0) AS n"
-                " FROM {schema}.decay_cycles WHERE snapshot_at >= %s AND snapshot_at < %s",
-                log.datastore.schema,
-            ),
-            (day, day + timedelta(days=1)),
-        )
-        row = cur.fetchone()
-    return int(row["n"]) if row else 0
-
-
 def _prunes(
     scored: list[_Scored],
-    policy: ForgettingPolicy,
+    automatic: bool,
     allowed: int,
 ) -> tuple[list[Prune], int]:
     """The prunes, forced duplicates first then lowest score first; archived directly
-    (policy on, not an event) while the guard allows. Returns them and how many the
-    guard held back."""
+    (``automatic``, and not an event) while the guard's ``allowed`` memories last.
+    Returns them and how many the guard held back."""
     pruned = sorted(
         (s for s in scored if s.bucket == "prune"),
         key=lambda s: (s.duplicate_of is None, s.score, str(s.memory.memory_id)),
     )
     prunes, held = [], 0
     for s in pruned:
-        archive = policy.auto_archive_decayed and s.memory.memory_type != "event"
+        archive = automatic and s.memory.memory_type != "event"
         if archive and allowed <= 0:
             archive, held = False, held + 1
         elif archive:
@@ -261,13 +266,16 @@ def run_cycle(
     now: datetime,
     model_id: str,
     dry_run: bool = False,
-    guard: ProposalSettings | None = None,
+    guard: CollapseGuardSettings | None = None,
     scorer: ImportanceScorer | None = None,
 ) -> CycleReport:
     """Run the decay cycle over one tenant at the snapshot ``now`` (see the module's
     steps) and return its report. ``scorer`` defaults to the configured one
     (:func:`~palimpsest.projections.judgment.importance.configured_importance`: the
-    heuristic unless ``PALIMPSEST_IMPORTANCE=openai``)."""
+    heuristic unless ``PALIMPSEST_IMPORTANCE=openai``); ``guard`` to the
+    environment's collapse guard. The guard's day is the writer's (its clock's UTC
+    day), shared with every other write that archives."""
+    guard = guard or CollapseGuardSettings()
     snapshot = now  # the one time every score of this run is computed at
     policy = forgetting_for(log, tenant_id)
     report = CycleReport(uuid4(), tenant_id, dry_run, snapshot, policy.version)
@@ -311,12 +319,16 @@ def run_cycle(
         for s in scored
         if s.bucket == "keep" and s.memory.faded_at is not None
     ]
-    allowed = 0
-    if policy.auto_archive_decayed:
-        allowed = archivals_allowed(log, tenant_id, guard or ProposalSettings()) - _archived_today(
-            log, tenant_id, snapshot
+    report.importance_fallbacks = sum(s.fallback for s in scored)
+    automatic = policy.auto_archive_decayed and not report.importance_fallbacks
+    if policy.auto_archive_decayed and report.importance_fallbacks:
+        _log.warning(
+            "importance fell back to the heuristic; the cycle archives nothing itself",
+            extra={"tenant_id": str(tenant_id), "fallbacks": report.importance_fallbacks},
         )
-    prunes, report.held_back = _prunes(scored, policy, allowed)
+    day = guard_day(writer.clock())
+    allowed = archivals_left(log, tenant_id, day, guard) if automatic else 0
+    prunes, report.held_back = _prunes(scored, automatic, allowed)
     if dry_run:
         report.scores = _score_rows(scored)
         report.archived = [str(p.memory_id) for p in prunes if p.archive]
@@ -324,20 +336,39 @@ def run_cycle(
     caller = Caller(
         tenant_id, principal_id_for(tenant_id, CYCLE_PRINCIPAL), CYCLE_PRINCIPAL, "writer"
     )
-    spec = CycleSpec(
-        cycle_id=report.cycle_id,
-        snapshot_at=snapshot,
-        policy_version=policy.version,
-        counts=report.counts,
-        by_type=report.by_type,
-        duplicates=report.duplicates,
-        faded=tuple(s.memory.memory_id for s in scored if s.bucket == "fade"),
-        unfaded=tuple(UUID(i) for i in report.unfaded),
-        prunes=tuple(prunes),
-    )
-    outcome = writer.write(caller, [spec], batch=False)
+
+    def record(planned: list[Prune]) -> WriteOutcome:
+        spec = CycleSpec(
+            cycle_id=report.cycle_id,
+            snapshot_at=snapshot,
+            policy_version=policy.version,
+            counts=report.counts,
+            by_type=report.by_type,
+            duplicates=report.duplicates,
+            faded=tuple(s.memory.memory_id for s in scored if s.bucket == "fade"),
+            unfaded=tuple(UUID(i) for i in report.unfaded),
+            prunes=tuple(planned),
+            guard=guard,
+        )
+        return writer.write(caller, [spec], batch=False)
+
+    outcome = None
+    for _ in range(_GUARD_ATTEMPTS):
+        try:
+            outcome = record(prunes)
+            break
+        except CollapseGuardError:
+            # Another write spent the allowance since it was read: plan with what is
+            # left now (nothing of this attempt was recorded).
+            allowed = archivals_left(log, tenant_id, day, guard)
+            prunes, report.held_back = _prunes(scored, automatic, allowed)
+    if outcome is None:
+        # Still refused: archive nothing, propose every prune (no claim to refuse).
+        prunes, report.held_back = _prunes(scored, automatic, 0)
+        outcome = record(prunes)
     report.proposals = list(outcome.body["proposals"])
     report.archived = list(outcome.body["archived"])
+    report.faded = list(outcome.body["faded"])
     gone = {*report.archived, *(str(p.memory_id) for p in prunes)}
     survivors = sorted((m.memory_id for m in memories if str(m.memory_id) not in gone), key=str)
     report.consolidation = _consolidate(
@@ -349,6 +380,7 @@ def run_cycle(
         survivors=survivors,
         cycle_id=report.cycle_id,
         model_id=model_id,
+        guard=guard,
     )
     return report
 
@@ -363,6 +395,7 @@ def _consolidate(
     survivors: list[UUID],
     cycle_id: UUID,
     model_id: str,
+    guard: CollapseGuardSettings,
 ) -> dict[str, Any]:
     """The seam to consolidation (:mod:`palimpsest.projections.drains.consolidation`): called
     after eviction is recorded, over the survivors. A failure there is logged and
@@ -382,6 +415,7 @@ def _consolidate(
             cycle_id=cycle_id,
             dry_run=False,
             model_id=model_id,
+            guard=guard,
         )
     except Exception as error:
         _log.exception("consolidation failed", extra={"tenant_id": str(tenant_id)})
@@ -424,7 +458,7 @@ class ScheduledCycle:
     log: EventLog
     writer: Writer
     model_id: Callable[[], str]
-    guard: ProposalSettings = field(default_factory=ProposalSettings)
+    guard: CollapseGuardSettings = field(default_factory=CollapseGuardSettings)
 
     def __call__(self, now: datetime) -> list[CycleReport]:
         """Run every due cycle; return their reports."""

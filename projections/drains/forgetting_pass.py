@@ -24,9 +24,10 @@ calling the judge or writing anything.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 from uuid import UUID, uuid4
 
@@ -66,12 +67,14 @@ from palimpsest.projections.store.tenancy import known_tenants
 from palimpsest.projections.views.version_texts import version_texts
 
 __all__ = [
+    "Claim",
     "PASS_PRINCIPAL",
     "PassReport",
     "ScheduledPass",
     "claim_day",
     "finish_day",
     "judge_items",
+    "renew_day",
     "run_pass",
 ]
 
@@ -297,19 +300,54 @@ def _propose(
         report.proposed += 1
 
 
-def claim_day(log: EventLog, day: date) -> bool:
-    """Claim the scheduled pass of ``day`` (UTC); False when another process (or an
-    earlier run of this one) already did."""
+Claim = Literal["claimed", "held", "finished"]
+"""What claiming a day found: claimed by this call (the day is this run's), held by
+another run whose lease lasts, or finished."""
+
+
+def claim_day(log: EventLog, day: date, *, now: datetime, lease: timedelta) -> Claim:
+    """Claim the scheduled pass of ``day`` (UTC) until ``now + lease``, unless it is
+    finished, or held by a claim whose lease lasts past ``now``.
+
+    A claim never finished and not renewed in time (its process died, or its pass
+    failed) is taken over: a day is never skipped for a run that did not finish it.
+    """
+    schema = log.datastore.schema
+    # The lease is in the scheduler's time (``now``), the clock its due times are in.
     with log.datastore.transaction(commit=True) as cur:
         cur.execute(
             schema_sql(
-                "INSERT INTO {schema}.forgetting_runs (day, started_at)"
-                " VALUES (%s, clock_timestamp()) ON CONFLICT DO NOTHING RETURNING day",
-                log.datastore.schema,
+                "INSERT INTO {schema}.forgetting_runs (day, started_at, held_until)"
+                " VALUES (%(day)s, %(now)s, %(until)s) ON CONFLICT (day) DO UPDATE"
+                " SET started_at = excluded.started_at, held_until = excluded.held_until"
+                " WHERE forgetting_runs.finished_at IS NULL AND"
+                " (forgetting_runs.held_until IS NULL OR forgetting_runs.held_until <= %(now)s)"
+                " RETURNING day",
+                schema,
             ),
+            {"day": day, "now": now, "until": now + lease},
+        )
+        if cur.fetchone() is not None:
+            return "claimed"
+        cur.execute(
+            schema_sql("SELECT finished_at FROM {schema}.forgetting_runs WHERE day = %s", schema),
             (day,),
         )
-        return cur.fetchone() is not None
+        row = cur.fetchone()
+    return "finished" if row is not None and row["finished_at"] is not None else "held"
+
+
+def renew_day(log: EventLog, day: date, *, until: datetime) -> None:
+    """Hold the unfinished claim of ``day`` until ``until`` at least (a run still going)."""
+    with log.datastore.transaction(commit=True) as cur:
+        cur.execute(
+            schema_sql(
+                "UPDATE {schema}.forgetting_runs SET held_until = greatest(held_until, %s)"
+                " WHERE day = %s AND finished_at IS NULL",
+                log.datastore.schema,
+            ),
+            (until, day),
+        )
 
 
 def finish_day(log: EventLog, day: date) -> None:
@@ -331,8 +369,12 @@ class ScheduledPass:
 
     Disabled (``PALIMPSEST_FORGETTING_PASS_ENABLED`` false, or no judge), a call
     returns at once having read nothing. Enabled, a call after the day's due time
-    claims the day (one row per day: whichever process claims it runs it) and runs
-    the pass over every opted-in tenant; later calls that day do nothing.
+    claims the day for a lease (one row per day: whichever process claims it runs
+    it) and runs the pass over every opted-in tenant, renewing the claim as it goes.
+    The day is marked done only once the pass went over every tenant without an
+    error; until then later calls leave the day to the claim while its lease lasts,
+    then claim it again and run it (a process killed mid-pass, or a database error,
+    never skips a day). Once a day is done, later calls that day do nothing.
     """
 
     log: EventLog
@@ -343,23 +385,37 @@ class ScheduledPass:
     candidates: PassSettings = field(default_factory=PassSettings)
     proposals: ProposalSettings = field(default_factory=ProposalSettings)
     done: date | None = None
-    """The last day this process found claimed (by it or another), so a sweep after
+    """The last day this process found finished (by it or another), so a sweep after
     that costs no query until the next day is due."""
 
     def __call__(self, now: datetime) -> list[PassReport] | None:
-        """Run the day's pass if it is due and unclaimed; return its reports (None
-        when nothing ran)."""
+        """Run the day's pass if it is due and neither finished nor held by another
+        run; return its reports (None when nothing ran).
+
+        Raises:
+            PersistenceError: the database failed outside one tenant's pass (the claim,
+                the list of tenants): the day is left to the next call.
+        """
         if not self.settings.forgetting_pass_enabled or self.judge is None:
             return None
         due = self.settings.schedule.last_due(now)
         day = due.date()
         if self.done == day:
             return None
-        self.done = day
-        if not claim_day(self.log, day):
+        lease = self.settings.lease
+        claim = claim_day(self.log, day, now=now, lease=lease)
+        if claim == "finished":
+            self.done = day
+        if claim != "claimed":
             return None
-        reports = []
+        started, renewed = time.monotonic(), time.monotonic()
+        reports, failed = [], 0
         for tenant_id in known_tenants(self.log.datastore):
+            if time.monotonic() - renewed > lease.total_seconds() / 4:
+                # Still going: hold the day for a lease from now (the call's ``now``
+                # moved on by the time the pass has taken).
+                renewed = time.monotonic()
+                renew_day(self.log, day, until=now + timedelta(seconds=renewed - started) + lease)
             try:
                 reports.append(
                     run_pass(
@@ -374,16 +430,21 @@ class ScheduledPass:
                     )
                 )
             except Exception:  # one tenant's failure never stops the others
+                failed += 1
                 _log.exception("forgetting pass failed", extra={"tenant_id": str(tenant_id)})
-        finish_day(self.log, day)
         ran = [r for r in reports if r.stopped != "not-opted-in"]
-        _log.info(
-            "forgetting pass done",
-            extra={
-                "day": day.isoformat(),
-                "tenants": len(ran),
-                "proposed": sum(r.proposed for r in ran),
-                "dismissed": sum(r.dismissed for r in ran),
-            },
-        )
+        summary = {
+            "day": day.isoformat(),
+            "tenants": len(ran),
+            "proposed": sum(r.proposed for r in ran),
+            "dismissed": sum(r.dismissed for r in ran),
+        }
+        if failed:
+            # Not done: the next run after this claim's lease runs the day again (a
+            # tenant whose pass completed finds its candidates judged already).
+            _log.warning("forgetting pass unfinished", extra={**summary, "failed": failed})
+            return reports
+        finish_day(self.log, day)
+        self.done = day
+        _log.info("forgetting pass done", extra=summary)
         return reports

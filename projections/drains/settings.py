@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -42,13 +44,17 @@ class ForgettingPassSettings(BaseSettings):
 
     Off by default. On, it runs daily at ``forgetting_pass_cron`` (a daily cron
     line ``M H * * *`` in UTC), over every tenant that opted in, with the
-    deployment's judge (``PALIMPSEST_JUDGE``; with none there is no pass).
+    deployment's judge (``PALIMPSEST_JUDGE``; with none there is no pass). A run
+    holds the day's claim for ``forgetting_pass_lease_s`` (renewed as it goes); a
+    claim neither finished nor renewed within it (its process died, or the pass
+    met an error) is claimed again by the next scheduled run.
     """
 
     model_config = SettingsConfigDict(env_prefix="PALIMPSEST_", frozen=True, extra="ignore")
 
     forgetting_pass_enabled: bool = False
     forgetting_pass_cron: str = "30 4 * * *"
+    forgetting_pass_lease_s: float = Field(default=1800.0, gt=0, le=86_400)
 
     @field_validator("forgetting_pass_cron")
     @classmethod
@@ -63,3 +69,8 @@ class ForgettingPassSettings(BaseSettings):
     def schedule(self) -> DailySchedule:
         """The pass's daily schedule."""
         return parse_daily(self.forgetting_pass_cron)
+
+    @property
+    def lease(self) -> timedelta:
+        """How long a claim of the day holds without being renewed."""
+        return timedelta(seconds=self.forgetting_pass_lease_s)

@@ -14,7 +14,9 @@ cycle uses :class:`~palimpsest.domain.importance.HeuristicImportance`.
 An explicit importance and a pin are the heuristic's to answer (the model is
 not asked). A memory whose request fails (after its retries) or whose answer
 holds no rating is scored by the heuristic instead, counted in
-:attr:`OpenAICompatibleImportance.fallbacks` and logged; after a failed
+:attr:`OpenAICompatibleImportance.fallbacks`, logged, and marked as such in its
+:class:`~palimpsest.domain.importance.Assessment` (the decay cycle counts them, and
+archives nothing itself in a cycle with any); after a failed
 request the model is not asked again for ``cooldown_s`` (so a cycle over a
 tenant's memories does not wait out every retry of a server that is down).
 Ratings are cached in process by (model, type, grade, text), which a
@@ -37,7 +39,12 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from palimpsest.domain.importance import HeuristicImportance, ImportanceInput, ImportanceScorer
+from palimpsest.domain.importance import (
+    Assessment,
+    HeuristicImportance,
+    ImportanceInput,
+    ImportanceScorer,
+)
 from palimpsest.projections.judgment.answers import AnswerToken
 from palimpsest.projections.judgment.judge import JudgeUnavailableError
 from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge, _tokens
@@ -161,29 +168,35 @@ class OpenAICompatibleImportance:
         return body
 
     def importance(self, memory: ImportanceInput) -> float:
+        """Return :meth:`assess`'s importance."""
+        return self.assess(memory).value
+
+    def assess(self, memory: ImportanceInput) -> Assessment:
         """Return the heuristic's answer for an explicit importance or a pin, else the
         model's rating mapped to [0, 1] (cached), else, when the model fails or
-        answers no rating, the heuristic's (counted in :attr:`fallbacks`)."""
+        answers no rating, the heuristic's, marked a fallback (and counted in
+        :attr:`fallbacks`)."""
         if memory.explicit is not None or memory.pinned:
-            return self._heuristic.importance(memory)
+            return self._heuristic.assess(memory)
         key = (self._model, memory.memory_type, memory.grade, memory.text or "")
         with self._lock:  # the API's cycles and the scheduled one may share this scorer
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
-                return cached
+                return Assessment(cached)
         rating = None
         if self._clock() >= self._quiet_until:
             rating = self._ask(memory)
         if rating is None:
-            self.fallbacks += 1
-            return self._heuristic.importance(memory)
+            with self._lock:
+                self.fallbacks += 1
+            return Assessment(self._heuristic.importance(memory), fallback=True)
         value = min(1.0, max(0.0, (rating - 1.0) / 4.0))
         with self._lock:
             self._cache[key] = value
             if len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
-        return value
+        return Assessment(value)
 
     def _ask(self, memory: ImportanceInput) -> float | None:
         self.asked += 1

@@ -3,6 +3,10 @@ only recall candidates; nothing here decides.
 
 Modules:
 
+- :mod:`palimpsest.projections.recall.caught_up`: Read your writes: whether recall sees
+  every write up to a log position.
+- :mod:`palimpsest.projections.recall.conflict_marks`: Possible supersessions: which
+  memories a newer, similar one may have replaced.
 - :mod:`palimpsest.projections.recall.embedders`: Embedders: texts in, unit vectors out,
   from a named model of known dimension.
 - :mod:`palimpsest.projections.recall.fusion`: Hybrid recall's fusion: one ranking from the
@@ -15,6 +19,8 @@ Modules:
   stale single memories, and pairs that may conflict.
 - :mod:`palimpsest.projections.recall.recalled`: What recall answers: each memory found,
   current or pending, and why it ranks there.
+- :mod:`palimpsest.projections.recall.relevance`: How well a recalled memory matches,
+  and whether it matches at all.
 - :mod:`palimpsest.projections.recall.search`: Recall: the k current memories nearest a
   query, filtered inside the database.
 - :mod:`palimpsest.projections.recall.settings`: Settings of embeddings, recall and
@@ -28,12 +34,15 @@ Modules:
 from __future__ import annotations
 
 __all__ = [
+    "caught_up",
+    "conflict_marks",
     "embedders",
     "fusion",
     "indexing",
     "merge_candidates",
     "pass_candidates",
     "recalled",
+    "relevance",
     "search",
     "settings",
     "vectors",

@@ -19,6 +19,10 @@ The same write keeps recall's words: the lexemes of the current version
 in ``memory_lexemes``), written for each due memory whose current version has
 none yet, with no model call.
 
+The same write finds the pairs recall marks as possible supersessions
+(:mod:`palimpsest.projections.recall.conflict_marks`) for each due memory of a
+paired type, last, under the tenant's pairing lock.
+
 A model change: when a tenant has embeddings of another model, its
 memories without one of the active model are made due again once, and the
 other model's rows are dropped when nothing is left; recall answers from
@@ -36,6 +40,7 @@ from typing import Any
 from uuid import UUID
 
 from palimpsest.domain.memory import Memory
+from palimpsest.projections.recall.conflict_marks import write_marks
 from palimpsest.projections.recall.embedders import Embedder
 from palimpsest.projections.recall.vectors import VectorValue, binary_vectors
 from palimpsest.projections.store.aggregates import aggregates_of
@@ -45,6 +50,7 @@ from palimpsest.projections.store.schema import TEXT_SEARCH_CONFIG
 from palimpsest.projections.store.sql import schema_query, schema_sql
 from palimpsest.projections.store.storable import storable_text
 from palimpsest.projections.store.tenancy import known_tenants, tenant_transaction
+from palimpsest.projections.views.candidates import PAIRED_TYPES
 from palimpsest.projections.views.publications import publication_channel
 
 __all__ = [
@@ -270,9 +276,43 @@ def _write(
         if worded:
             _write_texts(cur, schema, worded, texts or {})
         if embedded:
-            # Delivered at commit: wakes writes waiting for their candidates.
+            # Delivered at commit: wakes writes waiting for their candidates, and
+            # recalls waiting for their callers' writes.
             cur.execute("SELECT pg_notify(%s, %s)", (publication_channel(schema), str(tenant_id)))
+        paired = [row for row in fresh if _pairable(row, vectors, texts or {})]
+        pairing = {row["memory_id"] for row in paired}
+        write_marks(
+            cur,
+            schema,
+            model_id=embedder.model_id,
+            dimension=embedder.dimension,
+            paired=[
+                (row["memory_id"], row["memory_type"], row["scope"], row["project"])
+                for row in paired
+            ],
+            cleared=[
+                row["memory_id"]
+                for row in fresh
+                if row["memory_type"] in PAIRED_TYPES and row["memory_id"] not in pairing
+            ],
+        )
         return len(embedded), len(fresh)
+
+
+def _pairable(
+    row: dict[str, Any], vectors: dict[UUID, list[float]], texts: dict[UUID, str]
+) -> bool:
+    """Whether a handled memory's pairs can be found now: a paired type, not erased,
+    its current version embedded with the active model and its words indexed (this
+    pass or before)."""
+    version = row["current_version_id"]
+    return (
+        row["memory_type"] in PAIRED_TYPES
+        and version is not None
+        and row["erased_position"] is None
+        and (row["memory_id"] in vectors or row["embedded"] == version)
+        and (row["memory_id"] in texts or row["texted"] == version)
+    )
 
 
 def _write_split(

@@ -19,26 +19,54 @@ __all__ = [
     "RecalledCurrent",
     "RecalledPending",
     "RequestedRevision",
+    "TextMatch",
 ]
 
-DecidedBy = Literal["first", "relevance", "similarity", "salience", "recency", "id"]
-"""The part of the rank key that put a memory below the one before it (``similarity``
-is the relevance of ``vector`` recall)."""
+DecidedBy = Literal[
+    "first",
+    "relevance",
+    "similarity",
+    "fused",
+    "salience",
+    "recency",
+    "id",
+    "possibly_superseded",
+]
+"""What put a memory below the one before it: the part of the rank key that differs
+(``similarity`` in ``vector`` mode, ``relevance``, the text score, in ``text`` mode,
+``fused`` in ``hybrid`` mode, then ``salience``, ``recency``, ``id``), or
+``possibly_superseded``: a newer memory it may conflict with ranks first."""
+
+TextMatch = Literal["all", "some", "none"]
+"""Whether a memory holds every word of the query (its lexemes: stop words dropped,
+words stemmed), some of them, or none, as the text search found it."""
 
 RecallMode = Literal["hybrid", "vector", "text"]
 """How recall finds memories: by meaning and words fused, by meaning, or by words."""
 
 
 class RecallRank(Record):
-    """Why a memory ranks where it does: its relevance rounded to 3 decimals (the
-    similarity in ``vector`` mode, the text score in ``text`` mode, the fused score
-    in ``hybrid`` mode), then salience, then recency (the newest write that touched
-    it), then id; ``decided_by`` names the one that put it below the memory before it.
-    Salience ranks a pinned memory above every unpinned one, then by the score."""
+    """Why a memory ranks where it does: first by the mode's score rounded to 3
+    decimals (the similarity in ``vector`` mode, the text score in ``text`` mode, the
+    fused score in ``hybrid`` mode), then salience, then recency (the newest write that
+    touched it), then id, except that a memory possibly superseded by a newer one ranks
+    right below it; ``decided_by`` names what put it below the memory before it.
+    Salience ranks a pinned memory above every unpinned one, then by the score.
+
+    ``relevance`` is how well it matches on a scale that means the same in every
+    recall: the better of its similarity and its text score (a text score of 0.5 or
+    more holds every word), never a rank."""
 
     mode: RecallMode = "vector"
     relevance: float | None = Field(
-        default=None, description="What ranked first: similarity, text score or fused score."
+        default=None,
+        description="How well it matches, in [0, 1]: the better of its similarity and its "
+        "text score (each where its search ran); comparable across recalls.",
+    )
+    fused: float | None = Field(
+        default=None,
+        description="Hybrid mode: the fused rank score it was ordered by, in (0, 1] (1: "
+        "first by meaning and by words); a rank, not a match strength. Null otherwise.",
     )
     similarity: float | None = Field(
         description="Cosine similarity to the query; null in text mode or without embedding."
@@ -67,7 +95,21 @@ class RequestedRevision(Record):
 
 
 class _Recalled(MemoryAttributes):
-    similarity: float | None
+    similarity: float | None = Field(
+        description="Cosine similarity to the query, unrounded (null in text mode, or "
+        "without an embedding)."
+    )
+    text_match: TextMatch | None = Field(
+        default=None,
+        description="all, some or none of the query's words (stemmed, stop words "
+        "dropped) are in it; null in vector mode (no text search).",
+    )
+    possibly_superseded_by: list[UUID] = Field(
+        default_factory=list,
+        description="Newer memories of the same type, scope and project similar enough "
+        "to contradict it (the conflict floor), not settled yet, newest first: it ranks "
+        "below them. Settle with POST /v1/memories/{id}/candidates/{other_id}/settle.",
+    )
     rank: RecallRank
 
 

@@ -11,10 +11,13 @@ then the same query runs as an exact search, which the filter makes small
 Either way the answer holds k memories when k exist.
 
 Ranking: similarity rounded to :data:`SIMILARITY_DECIMALS` decimals, then
-salience, then recency (the newest write that touched the memory), then id.
-A memory whose revision or index has not caught up is returned as
-``pending``, without content; an archived one only with
-``include_archived``, flagged.
+salience, then recency (the newest write that touched the memory), then id;
+then a memory possibly superseded by a newer one found with it moves right
+below it (:mod:`palimpsest.projections.recall.conflict_marks`). What matches
+neither by meaning nor by words is left out unless ``min_similarity`` says
+otherwise (:mod:`palimpsest.projections.recall.relevance`). A memory whose
+revision or index has not caught up is returned as ``pending``, without
+content; an archived one only with ``include_archived``, flagged.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from typing_extensions import TypedDict
 
+from palimpsest.projections.recall.conflict_marks import conflicts_first, superseding
 from palimpsest.projections.recall.embedders import Embedder
 from palimpsest.projections.recall.fusion import Fused, fuse, text_weight
 from palimpsest.projections.recall.recalled import (
@@ -43,6 +47,13 @@ from palimpsest.projections.recall.recalled import (
     RecallMode,
     RecallRank,
     RequestedRevision,
+)
+from palimpsest.projections.recall.relevance import (
+    BACKGROUND_RANK,
+    Nearest,
+    matches,
+    relevance,
+    text_match,
 )
 from palimpsest.projections.recall.words import EVERY_WORD, text_candidates
 from palimpsest.projections.store.sql import tables_in
@@ -126,9 +137,15 @@ class RecallQuery:
     mode: RecallMode = "hybrid"
     min_similarity: float | None = None
     """Leave out memories less similar than this (in text mode, the query is then
-    embedded to know)."""
+    embedded to know); 0 leaves nothing out. None: the default floor, which leaves out
+    what matches neither by meaning nor by words
+    (:func:`palimpsest.projections.recall.relevance.matches`)."""
     offset: int = 0
     """How many of the best to skip: the page after the first ``offset``."""
+    possible_supersessions: bool = True
+    """Mark a memory possibly superseded by a newer one and rank it below
+    (:mod:`palimpsest.projections.recall.conflict_marks`); False: neither (what recall
+    did before)."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +172,8 @@ class SearchRow(TypedDict):
     topic: str | None
     similarity: float | None
     text_score: float | None
+    word_share: float | None
+    """The share of the query's words it holds (None: not found by words)."""
     requested: int
     published: int
     belief: BeliefDocument | None
@@ -245,6 +264,7 @@ def _vector_candidates(
             e.c.project,
             (inline(1) - distance).label("similarity"),
             cast(null(), Float).label("text_score"),
+            cast(null(), Float).label("word_share"),
         )
         .where(
             e.c.model_id == param("model", e.c.model_id.type),
@@ -513,6 +533,13 @@ def _first_searches(
     return nearest, matching.result() if matching else [], exact
 
 
+def _vector_limit(want: int) -> int:
+    """How many candidates the vector search asks for: :data:`HNSW_OVERFETCH` per memory
+    wanted, and at least the background's depth (:data:`BACKGROUND_RANK`), so that
+    whether anything matches does not depend on ``k``."""
+    return max(want * HNSW_OVERFETCH, BACKGROUND_RANK)
+
+
 def _nearest(
     find: Callable[..., list[SearchRow]],
     query: RecallQuery,
@@ -525,7 +552,7 @@ def _nearest(
 
     The first search is exact when ``exact``, else on the index; ``rows`` are what
     it found when it already ran (hybrid recall's vector candidates)."""
-    limit = want * HNSW_OVERFETCH
+    limit = _vector_limit(want)
     if rows is None:
         rows = find(exact=exact, limit=limit)
     kept = _kept(rows, query)
@@ -552,17 +579,20 @@ def recall(
     ranked, each stamped with an access.
 
     ``vector`` ranks by similarity, ``text`` by the text score (the query is not
-    embedded unless ``min_similarity`` is given), ``hybrid`` by the two rankings
-    fused (:mod:`palimpsest.projections.recall.fusion`). With ``min_similarity``, less similar
-    memories (and memories matched by words that have no embedding yet) are left
-    out.
+    embedded unless ``min_similarity`` is above 0), ``hybrid`` by the two rankings
+    fused (:mod:`palimpsest.projections.recall.fusion`). With ``min_similarity``, less
+    similar memories (and memories matched by words that have no embedding yet) are
+    left out, none when it is 0; without it, what matches neither by meaning nor by
+    words (:func:`palimpsest.projections.recall.relevance.matches`). A memory possibly
+    superseded by a newer one found with it ranks right below it, unless
+    ``possible_supersessions`` is false.
 
     Raises:
         EmbedderUnavailableError: the query could not be embedded.
     """
     started = time.perf_counter()
     want = query.offset + query.k
-    embed = query.mode != "text" or query.min_similarity is not None
+    embed = query.mode != "text" or bool(query.min_similarity)
     vector = embedder.embed([query.text])[0] if embed else None
     embedded = time.perf_counter()
     find = partial(
@@ -587,7 +617,7 @@ def recall(
             embedder.model_id,
             embedder.dimension,
             query,
-            want * HNSW_OVERFETCH,
+            _vector_limit(want),
         )
         nearest, matched, exact = _first_searches(
             log,
@@ -608,16 +638,19 @@ def recall(
         complete={r["memory_id"] for r in by_text if (r["text_score"] or 0.0) >= EVERY_WORD},
         text_weight=text_weight(query.text),
     )
-    scores = {r["memory_id"]: r["text_score"] for r in by_text}
-    rows = {r["memory_id"]: r for r in by_text} | {
-        r["memory_id"]: SearchRow(**{**r, "text_score": scores.get(r["memory_id"])})
-        for r in by_vector
-    }
-    floor = query.min_similarity
+    worded = {r["memory_id"]: r for r in by_text}
+    rows = worded | {r["memory_id"]: _with_words(r, worded.get(r["memory_id"])) for r in by_vector}
+    closest = Nearest.of([r["similarity"] or 0.0 for r in by_vector])
     candidates = [
         r
         for r in rows.values()
-        if floor is None or (r["similarity"] is not None and r["similarity"] >= floor)
+        if matches(
+            r["similarity"],
+            r["word_share"],
+            mode=query.mode,
+            min_similarity=query.min_similarity,
+            nearest=closest,
+        )
     ]
     items = _rank(log, tenant_id, candidates, query, now, places)
     done = time.perf_counter()
@@ -630,7 +663,55 @@ def recall(
     )
 
 
-def _relevance(row: SearchRow, mode: RecallMode, places: dict[UUID, Fused]) -> float:
+def _conflicts_first(
+    log: EventLog,
+    tenant_id: UUID,
+    ordered: list[SearchRow],
+    wanted: int,
+    newer: dict[UUID, list[UUID]],
+) -> list[SearchRow]:
+    """Return ``ordered`` with each memory possibly superseded by a newer one found with
+    it placed right below it (:mod:`palimpsest.projections.recall.conflict_marks`), and
+    fill ``newer`` with the newer ones of the first ``wanted``.
+
+    Only the memories that reach the first ``wanted`` need their pairs, not every
+    candidate: they are read for those, and again for any that a move brings into
+    them (a newer memory taking an older one's place may have a newer one of its own).
+    """
+    looked: set[UUID] = set()
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        while True:
+            top = [r["memory_id"] for r in ordered[:wanted] if r["memory_id"] not in looked]
+            if not top:
+                return ordered
+            looked.update(top)
+            newer.update(superseding(cur, log.datastore.schema, top))
+            ordered = conflicts_first(
+                ordered, lambda r: r["memory_id"], lambda r: newer.get(r["memory_id"], ()), _yields
+            )
+
+
+def _yields(older: SearchRow, newer: SearchRow) -> bool:
+    """Whether a memory found possibly superseded by ``newer`` ranks below it: unless
+    it holds every word of the query and the newer one does not. Words that match
+    exactly say which memory the query is about (a ticket's number, a name), not which
+    one is current: "PAL-123" asks for that ticket, not for PAL-124 written after it."""
+    return not ((older["word_share"] or 0.0) >= 1.0 > (newer["word_share"] or 0.0))
+
+
+def _with_words(row: SearchRow, worded: SearchRow | None) -> SearchRow:
+    """Return a vector candidate with what the text search found of it (nothing when it
+    did not find it)."""
+    return SearchRow(
+        **{
+            **row,
+            "text_score": worded["text_score"] if worded else None,
+            "word_share": worded["word_share"] if worded else None,
+        }
+    )
+
+
+def _score(row: SearchRow, mode: RecallMode, places: dict[UUID, Fused]) -> float:
     """The score a memory ranks by first: similarity, text score or fused score."""
     if mode == "vector":
         return float(row["similarity"] or 0.0)
@@ -669,18 +750,23 @@ def _rank(
         for r in rows
         if r["memory_id"] in current
     }
-    relevance = {r["memory_id"]: _relevance(r, query.mode, places) for r in rows}
+    score = {r["memory_id"]: _score(r, query.mode, places) for r in rows}
 
     def key_of(r: SearchRow) -> tuple[Any, ...]:
         memory_id = r["memory_id"]
         return rank_key(
-            relevance[memory_id], saliences.get(memory_id, 0.0), r["revision"], str(memory_id)
+            score[memory_id], saliences.get(memory_id, 0.0), r["revision"], str(memory_id)
         )
 
-    ordered = sorted(rows, key=key_of)[: query.offset + query.k]
+    ordered = sorted(rows, key=key_of)
+    newer: dict[UUID, list[UUID]] = {}
+    if query.possible_supersessions:
+        ordered = _conflicts_first(log, tenant_id, ordered, query.offset + query.k, newer)
+    ordered = ordered[: query.offset + query.k]
     items: list[RecalledCurrent | RecalledPending] = []
     previous = key_of(ordered[query.offset - 1]) if 0 < query.offset <= len(ordered) else None
-    first: DecidedBy = "similarity" if query.mode == "vector" else "relevance"
+    first = _FIRST_KEY[query.mode]
+    text_searched = query.mode != "vector"
     for r in ordered[query.offset :]:
         belief = current.get(r["memory_id"])
         # The score a reader sees, for the page only: ranking used the salience.
@@ -689,7 +775,10 @@ def _rank(
         place = places.get(r["memory_id"])
         rank = RecallRank(
             mode=query.mode,
-            relevance=round(relevance[r["memory_id"]], SIMILARITY_DECIMALS),
+            relevance=round(relevance(r["similarity"], r["text_score"]), SIMILARITY_DECIMALS),
+            fused=round(place.score, SIMILARITY_DECIMALS)
+            if place and query.mode == "hybrid"
+            else None,
             similarity=_rounded(r["similarity"], SIMILARITY_DECIMALS),
             vector_rank=place.vector_rank if place else None,
             text_rank=place.text_rank if place else None,
@@ -707,6 +796,8 @@ def _rank(
             "project": r["project"],
             "topic": r["topic"],
             "similarity": _rounded(r["similarity"], 6),
+            "text_match": text_match(r["word_share"]) if text_searched else None,
+            "possibly_superseded_by": newer.get(r["memory_id"], []),
             "rank": rank,
         }
         if belief is not None:
@@ -730,16 +821,26 @@ def _rank(
 
 
 _KEY_PARTS: tuple[DecidedBy, ...] = ("salience", "recency", "id")
-"""The parts of :func:`rank_key` after relevance, in order."""
+"""The parts of :func:`rank_key` after the mode's score, in order."""
+
+_FIRST_KEY: dict[RecallMode, DecidedBy] = {
+    "vector": "similarity",
+    "text": "relevance",
+    "hybrid": "fused",
+}
+"""What the first part of :func:`rank_key` is called in each mode."""
 
 
 def _decided_by(
     previous: tuple[Any, ...] | None, key: tuple[Any, ...], first: DecidedBy
 ) -> DecidedBy:
     """Return which part of the rank key put this memory below the previous one
-    (``first`` names relevance: ``similarity`` in vector mode)."""
+    (``first`` names the mode's score), or ``possibly_superseded`` when the key would
+    have ranked it above (a newer memory it may conflict with goes first)."""
     if previous is None:
         return "first"
+    if key < previous:
+        return "possibly_superseded"
     for name, a, b in zip((first, *_KEY_PARTS), previous, key, strict=True):
         if a != b:
             return name

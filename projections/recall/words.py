@@ -164,9 +164,10 @@ def text_candidates(
 
     ``text_score`` is :data:`EVERY_WORD` for a memory holding every lexeme of the
     query, plus the cover-density rank (:func:`cover_density`) times
-    :data:`EVERY_WORD`. ``similarity`` is the cosine similarity of the memory's
-    embedding of ``%(model)s`` to ``%(q)s`` when a ``dimension`` is given (hybrid
-    recall reports and filters on it), else NULL.
+    :data:`EVERY_WORD`; ``word_share`` the share of the query's lexemes it holds.
+    ``similarity`` is the cosine similarity of the memory's embedding of ``%(model)s``
+    to ``%(q)s`` when a ``dimension`` is given (hybrid recall reports and filters on
+    it), else NULL.
     """
     t = texts
     words = query_words(tables)
@@ -232,11 +233,13 @@ def text_candidates(
     score = cast(every, DOUBLE_PRECISION) + cast(cover_density(occurs), DOUBLE_PRECISION) * cast(
         inline(EVERY_WORD), DOUBLE_PRECISION
     )
+    share = cast(held, DOUBLE_PRECISION) / func.nullif(cast(total, DOUBLE_PRECISION), inline(0.0))
     ranked = (
         select(
             top.c.memory_id,
             *([top.c[c.name] for c in described] if conditions else []),
             score.label("text_score"),
+            share.label("word_share"),
         )
         .select_from(top.outerjoin(rest, rest.c.memory_id == top.c.memory_id))
         .order_by(score.desc(), top.c.memory_id)
@@ -274,6 +277,7 @@ def text_candidates(
             row.c.project,
             similarity.label("similarity"),
             ranked.c.text_score,
+            ranked.c.word_share,
         )
         .select_from(source)
         .subquery("text")

@@ -8,6 +8,8 @@ Modules:
   aggregates: each as last read or written, by tenant and id.
 - :mod:`palimpsest.projections.store.aggregates`: Loading aggregates from the log, one or
   many at once, from what this process knows.
+- :mod:`palimpsest.projections.store.archival_allowance`: The collapse guard's allowance:
+  how many memories a tenant's day may see archived.
 - :mod:`palimpsest.projections.store.arrays`: Arrays of a known element type, sent to
   PostgreSQL in binary in one step.
 - :mod:`palimpsest.projections.store.brief_waits`: Writes that would rather not happen than
@@ -60,6 +62,7 @@ from __future__ import annotations
 __all__ = [
     "aggregate_cache",
     "aggregates",
+    "archival_allowance",
     "arrays",
     "brief_waits",
     "database",

@@ -1,8 +1,11 @@
 """The event log: the eventsourcing application and its tenant-scoped recorder.
 
 Every insert transaction also writes exactly what must be atomic with the
-events: the payload rows they reference, token rows for ``TokenIssued``, and
-the idempotency record of the request that caused them. Nothing else.
+events: the payload rows they reference, token rows for ``TokenIssued``, the
+idempotency record of the request that caused them, and, for a write that
+archives memories by proposal or automatically, its reservation of the collapse
+guard's allowance (:mod:`palimpsest.projections.store.archival_allowance`).
+Nothing else.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from psycopg.types.json import Jsonb
 
 from palimpsest.domain.dependency import Dependencies, dependencies_of
 from palimpsest.domain.memory import Memory
+from palimpsest.projections.store.archival_allowance import ArchivalClaim, reserve_archivals
 from palimpsest.projections.store.arrays import (
     BoolArray,
     ByteaArray,
@@ -221,7 +225,9 @@ def _queueable(write: WriteContext | None) -> bool:
     if write is None:
         return True
     writes = write.members or [write]
-    return not write.read_versions and all(w.idempotency is None for w in writes)
+    return not write.read_versions and all(
+        w.idempotency is None and w.archivals is None for w in writes
+    )
 
 
 def _stored_columns(stored: Sequence[StoredEvent]) -> tuple[list[Any], ...]:
@@ -275,6 +281,10 @@ class WriteContext:
     members: list[WriteContext] = field(default_factory=list)
     """The writes a group commit merged into this one (each with its own
     idempotency record and response); empty for a write of its own."""
+    archivals: ArchivalClaim | None = None
+    """The memories the write archives that the collapse guard's allowance must hold,
+    reserved in its transaction (refused whole if they cannot be). A write with
+    one commits alone, never in a group commit: its refusal is its own."""
 
 
 _MARK_EXPIRED = (
@@ -394,11 +404,14 @@ def _check_reads(curs: Cursor[Any], schema: str, write: WriteContext) -> None:
     """Refuse the transaction if what the write decided from has changed since.
 
     Runs under the events-table lock, so no other write commits between this
-    check and ours. Two things are checked: every aggregate the write only
+    check and ours. Three things are checked: every aggregate the write only
     read is still at the version it read (a citation must not commit after
-    its observation was retracted or erased), and a write that retracts or
+    its observation was retracted or erased); a write that retracts or
     erases observations loaded every memory citing them (a citation committed
-    after the decision looked for citations would otherwise keep its support).
+    after the decision looked for citations would otherwise keep its support);
+    and a write that erases a memory's content loaded every memory, merge
+    proposal and unredacted reflection drawn from it (a merge committed after
+    the erasure looked for them would otherwise keep the erased text).
 
     Raises:
         StaleReadError: the write must be built again from fresh aggregates.
@@ -437,22 +450,56 @@ def _check_reads(curs: Cursor[Any], schema: str, write: WriteContext) -> None:
         if unseen:
             msg = f"memories began citing removed observations: {sorted(map(str, unseen))}"
             raise StaleReadError(msg)
+    if found is not None and found.content_lost:
+        lost, loaded = UuidArray(found.content_lost), UuidArray(write.loaded)
+        curs.execute(
+            schema_query(
+                "SELECT memory_id FROM {schema}.memory_links WHERE linked_id = ANY(%b::uuid[])"
+                " AND kind = 'derived_from' AND outgoing AND memory_id <> ALL(%b::uuid[])"
+                " UNION ALL SELECT proposal_id FROM {schema}.retention_proposals"
+                " WHERE action = 'merge' AND source_ids && %b::uuid[]"
+                " AND proposal_id <> ALL(%b::uuid[])"
+                " UNION ALL SELECT reflection_id FROM {schema}.reflections"
+                " WHERE source_ids && %b::uuid[] AND redacted_position IS NULL"
+                " AND reflection_id <> ALL(%b::uuid[])",
+                schema,
+            ),
+            (lost, loaded, lost, loaded, lost, loaded),
+        )
+        unseen = [drawn for (drawn,) in curs.fetchall()]
+        if unseen:
+            msg = f"drawn from erased content since the erasure looked: {sorted(map(str, unseen))}"
+            raise StaleReadError(msg)
 
 
 def _record_proposals(curs: Cursor[Any], schema: str, found: Dependencies) -> None:
-    """Index the write's new proposals, and move the status of those it decides."""
+    """Index the write's new proposals, move the status of those it decides, and delete
+    the merge texts it erases (unless a live observation or version holds the same
+    bytes)."""
     if found.proposals:
         rows = found.proposals
+        # Each proposal's memories as (proposal, memory) pairs, in order: arrays of one
+        # element type, where an array per row would be ragged.
+        owners: list[UUID] = []
+        sources: list[UUID] = []
+        for r in rows:
+            owners += [r.proposal_id] * len(r.source_ids)
+            sources += r.source_ids
         curs.execute(
             schema_query(
                 "INSERT INTO {schema}.retention_proposals (proposal_id, memory_id,"
                 " related_memory_id, action, status, probability, model, run_id, created_at,"
-                " position) SELECT i, m, r, a, s, p, mo, ru, c, {position} FROM unnest(%b::uuid[],"
-                " %b::uuid[], %b::uuid[], %b::text[], %b::text[], %b::float8[], %b::text[],"
-                " %b::uuid[], %b::timestamptz[]) AS t(i, m, r, a, s, p, mo, ru, c)",
+                " position, source_ids) SELECT i, m, r, a, s, p, mo, ru, c, {position},"
+                " coalesce((SELECT array_agg(x.source ORDER BY x.n) FROM unnest(%b::uuid[],"
+                " %b::uuid[]) WITH ORDINALITY AS x(owner, source, n) WHERE x.owner = t.i),"
+                " '{{}}') FROM unnest(%b::uuid[], %b::uuid[], %b::uuid[], %b::text[],"
+                " %b::text[], %b::float8[], %b::text[], %b::uuid[], %b::timestamptz[])"
+                " AS t(i, m, r, a, s, p, mo, ru, c)",
                 schema,
             ),
             (
+                UuidArray(owners),
+                UuidArray(sources),
                 [r.proposal_id for r in rows],
                 [r.memory_id for r in rows],
                 [r.related_memory_id for r in rows],
@@ -474,6 +521,8 @@ def _record_proposals(curs: Cursor[Any], schema: str, found: Dependencies) -> No
             ),
             (status, decision_id, decided_at, effect, proposal_id),
         )
+    if found.merge_texts_erased:
+        _delete_unheld_bytes(curs, schema, {digest for _, digest in found.merge_texts_erased})
 
 
 def _record_cycles(curs: Cursor[Any], schema: str, found: Dependencies) -> None:
@@ -987,6 +1036,10 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         # One statement per table, whatever the batch size: psycopg's pipeline
         # mode can stall on sync() with thousands of queued statements.
         schema = self.datastore.schema
+        if write.archivals is not None:
+            # Before the events table's lock: writes that archive wait for each
+            # other on the allowance's row, not while every writer waits for them.
+            reserve_archivals(curs, schema, write.archivals)
         if write.payloads and not _payloads_with_marks(write, stored_events):
             curs.execute(schema_query(_INSERT_PAYLOADS, schema), _payload_columns(write.payloads))
         if write.revoked_tokens:
@@ -1732,7 +1785,8 @@ class EventLog(Application[UUID]):
 
         ``grouped``: the transaction may hold concurrent writes of this process too
         (:class:`GroupCommit`), when this one has at most :data:`GROUP_MAX_EVENTS`
-        events; it is answered, as alone, only after that transaction commits.
+        events and reserves no archivals; it is answered, as alone, only after that
+        transaction commits.
 
         This is ``save()`` without its per-object protocol dispatch, which
         cost a tenth of a 100-memory batch; this application has no snapshot
@@ -1744,6 +1798,10 @@ class EventLog(Application[UUID]):
 
         Returns:
             One recording (event and log position) per event, in order.
+
+        Raises:
+            CollapseGuardError: ``write.archivals`` would pass the collapse guard's
+                allowance (nothing is written).
         """
         aggregates = list(aggregates)
         pending = {a.id: len(a.pending_events) for a in aggregates}
@@ -1752,7 +1810,7 @@ class EventLog(Application[UUID]):
         events = [event for aggregate in aggregates for event in aggregate.collect_events()]
         # Read-model rows hold text PostgreSQL can store, whatever the events carry.
         write.dependencies = storable(dependencies_of(events))
-        if grouped and len(events) <= GROUP_MAX_EVENTS:
+        if grouped and len(events) <= GROUP_MAX_EVENTS and write.archivals is None:
             recordings = self._put_grouped(events, write)
         else:
             recordings = self.events.put(events, write=write)

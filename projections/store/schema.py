@@ -49,7 +49,9 @@ __all__ = [
     "EVENTS_TABLE",
     "SNAPSHOTS_TABLE",
     "TEXT_SEARCH_CONFIG",
+    "archival_allowance",
     "beliefs",
+    "conflict_marks",
     "decay_cycle_claims",
     "decay_cycles",
     "decision_index",
@@ -390,6 +392,7 @@ retention_proposals = Table(
     Column("decided_at", DateTime(timezone=True)),
     Column("decided_position", BigInteger),
     Column("effect", Text),
+    Column("source_ids", ARRAY(Uuid), nullable=False),
     PrimaryKeyConstraint("tenant_id", "proposal_id"),
     CheckConstraint(
         "action IN ('keep', 'archive', 'supersede', 'conflict', 'merge', 'decay')",
@@ -413,9 +416,12 @@ retention_proposals = Table(
     ),
     Index("retention_proposals_review", "tenant_id", "status", text("position DESC")),
     Index("retention_proposals_memory", "tenant_id", "memory_id"),
+    Index("retention_proposals_source_ids_idx", "source_ids", postgresql_using="gin"),
 )
 """The forgetting pass's proposals, one row per ``RetentionProposed``: the details
-stay in the event; at most one open proposal per memory and action."""
+stay in the event; at most one open proposal per memory and action. ``source_ids``
+are the memories it saw (a merge's sources), so an erasure finds the merge texts
+drawn from what it erases."""
 
 reflections = Table(
     "reflections",
@@ -449,15 +455,30 @@ judge_usage = Table(
 )
 """Each tenant's judge calls and tokens per UTC day: the forgetting pass's budget."""
 
+archival_allowance = Table(
+    "archival_allowance",
+    metadata,
+    _tenant(),
+    Column("day", Date, nullable=False),
+    Column("archived", BigInteger, nullable=False, server_default=text("0")),
+    PrimaryKeyConstraint("tenant_id", "day"),
+    CheckConstraint("archived >= 0", name="archival_allowance_check"),
+)
+"""Each tenant's memories archived per UTC day by applied proposals, the decay cycle and
+consolidation: the collapse guard's allowance, reserved in each such write's
+transaction (:mod:`palimpsest.projections.store.archival_allowance`)."""
+
 forgetting_runs = Table(
     "forgetting_runs",
     metadata,
     Column("day", Date, primary_key=True),
     Column("started_at", DateTime(timezone=True), nullable=False),
     Column("finished_at", DateTime(timezone=True)),
+    Column("held_until", DateTime(timezone=True)),
 )
-"""One row per day the scheduled forgetting pass was started (days only, no tenant
-data): the first scheduler to insert it runs that day's pass."""
+"""One row per day the scheduled forgetting pass was claimed (days only, no tenant
+data): a scheduler that claims it runs that day's pass, holding the claim until
+``held_until``; a claim neither finished nor held any longer is claimed again."""
 
 decay_cycles = Table(
     "decay_cycles",
@@ -626,6 +647,24 @@ without reading its document (:mod:`palimpsest.projections.recall.words`). Kept 
 ``memory_texts``."""
 
 
+conflict_marks = Table(
+    "conflict_marks",
+    metadata,
+    _tenant(),
+    Column("older_id", Uuid, nullable=False),
+    Column("newer_id", Uuid, nullable=False),
+    Column("similarity", Float, nullable=False),
+    Column("overlap", Float),
+    PrimaryKeyConstraint("tenant_id", "older_id", "newer_id"),
+    Index("conflict_marks_tenant_id_newer_id_idx", "tenant_id", "newer_id"),
+)
+"""Recall's possible supersessions: pairs of memories of one type, scope and project
+(decision, preference, fact) about the same thing (their similarity and the share of
+their rare words they hold in common, ``overlap``), oriented by which version was indexed
+later. Derived, like the vectors it is computed from: the indexing drain rewrites a
+memory's pairs whenever it handles the memory, and recall reads them
+(:mod:`palimpsest.projections.recall.conflict_marks`)."""
+
 lexeme_counts = Table(
     "lexeme_counts",
     metadata,
@@ -637,7 +676,8 @@ lexeme_counts = Table(
 """How many memories hold each lexeme in :data:`memory_lexemes`, by tenant; the empty
 lexeme (never one of a document's) counts the memories holding any. Written in the
 statements that write ``memory_lexemes``, so text search can tell a word most memories
-hold from a rare one without counting its rows."""
+hold from a rare one without counting its rows; a count that reaches zero is deleted
+there (its key is the word: an erased memory's words must not stay)."""
 
 
 def vector_index_ddl(schema: str, dimension: int) -> sql.Composed:

@@ -156,9 +156,10 @@ def _records(log: EventLog, tenant_id: UUID, rows: list[Any]) -> list[ProposalRe
                 or (related is not None and related.changed)
                 or any(s.changed for s in sources),
                 sources=sources,
-                # A merge's text may repeat an erased source's: never served then.
+                # A merge's text may repeat an erased source's: never served then (and
+                # the erasure that took a source's content deleted it).
                 merged_content=None
-                if any(s.erased for s in sources)
+                if any(s.erased for s in sources) or proposal.text_erased_by is not None
                 else _merged_text(log, tenant_id, proposal.content_digest),
                 created_at=row["created_at"],
                 position=row["position"],

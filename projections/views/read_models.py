@@ -93,6 +93,7 @@ TABLES: tuple[TableSpec, ...] = (
             "decided_at",
             "decided_position",
             "effect",
+            "source_ids",
         ),
     ),
     TableSpec(
@@ -254,6 +255,7 @@ class TenantReadModels:
                 None,
                 None,
                 None,
+                list(p.source_ids),
             )
         for proposal_id, status, decision_id, decided_at, effect in found.proposals_decided:
             held = proposals[(proposal_id,)]
@@ -265,6 +267,7 @@ class TenantReadModels:
                 decided_at,
                 position,
                 effect,
+                *held[13:],
             )
         self._record_reflections(found, position)
         self._record_cycles(found, position)

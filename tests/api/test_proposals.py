@@ -159,6 +159,50 @@ def test_a_proposal_whose_memory_changed_is_stale_and_writes_nothing(
     assert snapshot() == before
 
 
+def test_a_memory_pinned_since_the_verdict_is_never_archived_by_applying_it(
+    client: TestClient, tenant: Tenant, runtime: Runtime, snapshot: Any
+) -> None:
+    # Given an archive, a supersede and a conflict to resolve, each about a memory
+    # that a person pinned after the verdict
+    writer = tenant.headers("writer")
+    old = remember(client, writer, content="Uses Mercurial")["id"]
+    slower = remember(client, writer, content="Runs 10K in 55:00")["id"]
+    faster = remember(client, writer, content="Runs 10K in 52:10")["id"]
+    leeds = remember(client, writer, type="fact", content="Office is in Leeds")["id"]
+    york = remember(client, writer, type="fact", content="Office is in York")["id"]
+    archive = _propose(client, tenant, memory_id=old, action="archive")
+    supersede = _propose(
+        client, tenant, memory_id=slower, action="supersede", related_memory_id=faster
+    )
+    conflict = _propose(client, tenant, memory_id=leeds, action="conflict", related_memory_id=york)
+    for pinned in (old, slower, leeds):
+        assert post(client, f"/v1/memories/{pinned}/pin", {}, writer).status_code in (200, 201)
+    before = snapshot()
+
+    # When a person applies each, the conflict resolved by archiving the older
+    refusals = [
+        post(client, f"/v1/proposals/{proposal}/apply", body, writer)
+        for proposal, body in (
+            (archive, {}),
+            (supersede, {}),
+            (conflict, {"resolution": "archive_older"}),
+            (conflict, {"resolution": "supersede"}),
+        )
+    ]
+
+    # Then the pin stands: each is stale, and nothing was written
+    assert [r.status_code for r in refusals] == [409] * 4, [r.text for r in refusals]
+    assert {problem_slug(r) for r in refusals} == {"stale-proposal"}
+    assert snapshot() == before
+    drain_until_caught_up(runtime)
+    for pinned in (old, slower, leeds):
+        labels = _memory(client, tenant, pinned)["belief"]["labels"]
+        assert labels["pinned"] is True and labels["archived"] is None, labels
+    # Reviewing a conflict archives nothing, so a pin does not stand in its way
+    reviewed = post(client, f"/v1/proposals/{conflict}/apply", {}, writer)
+    assert reviewed.status_code == 201, reviewed.text
+
+
 def test_a_rejection_needs_a_reason_and_is_final(client: TestClient, tenant: Tenant) -> None:
     old = remember(client, tenant.headers(), content="Likes jazz")
     proposal = _propose(client, tenant, memory_id=old["id"], action="archive")

@@ -86,7 +86,16 @@ def test_filters_hold_inside_the_database_even_when_selective(
     remember(client, other_tenant.headers(), type="fact", content="Dark mode everywhere")
     index_until_caught_up(runtime, tenant.id)
     index_until_caught_up(runtime, other_tenant.id)
-    found = _recall(client, headers, query="dark mode themes", k=3, type="fact", project="apollo")
+    # Whatever matches: this is about filters, not the default floor (min_similarity 0).
+    found = _recall(
+        client,
+        headers,
+        query="dark mode themes",
+        k=3,
+        type="fact",
+        project="apollo",
+        min_similarity=0,
+    )
     assert sorted(i["id"] for i in found["items"]) == sorted(wanted)
     unfiltered = _recall(client, headers, query="dark mode themes", k=10)
     assert len(unfiltered["items"]) == 10
@@ -266,7 +275,13 @@ def test_the_index_path_and_its_exact_fallback(
     assert all(i["type"] == "note" for i in walked["items"])
     # The walk finds too few facts of apollo among its candidates: exact search.
     short = _recall(
-        client, headers, query="when is the standup", k=5, type="fact", project="apollo"
+        client,
+        headers,
+        query="when is the standup",
+        k=5,
+        type="fact",
+        project="apollo",
+        min_similarity=0,  # every fact of apollo, however unrelated
     )
     assert short["strategy"] == "exact"
     assert sorted(i["id"] for i in short["items"]) == sorted(wanted)

@@ -13,7 +13,7 @@ from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.commands.writer import CapturePolicy, Writer
 from palimpsest.projections.runtime import Runtime
 
-TOOLS = {"remember", "recall", "revise", "forget", "history"}
+TOOLS = {"remember", "recall", "revise", "settle", "list", "forget", "history"}
 ADMIN_TOOLS = {
     "pin",
     "unpin",

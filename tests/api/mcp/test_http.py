@@ -42,7 +42,11 @@ def test_two_tenants_over_http(runtime: Runtime, tenant: Tenant, other_tenant: T
         async with _client(url, mine) as client:
             version = client.protocol_version
             tools = {t.name for t in (await client.list_tools()).tools}
-            made = ok(await client.call_tool("remember", {"content": "Our wifi is 'larch'."}))
+            made = ok(
+                await client.call_tool(
+                    "remember", {"content": "Our wifi is 'larch'.", "type": "note", "scope": "user"}
+                )
+            )
             own = ok(await client.call_tool("history", {"memory_id": made["memory_id"]}))
         async with _client(url, theirs) as client:
             seen = await client.call_tool("history", {"memory_id": made["memory_id"]})
@@ -109,7 +113,11 @@ def test_legacy_clients_negotiate(runtime: Runtime, tenant: Tenant) -> None:
 
     async def sdk_legacy(url: str) -> tuple[str, dict[str, Any]]:
         async with _client(url, token, mode="legacy") as client:
-            made = ok(await client.call_tool("remember", {"content": "Legacy clients work."}))
+            made = ok(
+                await client.call_tool(
+                    "remember", {"content": "Legacy clients work.", "type": "note", "scope": "user"}
+                )
+            )
             return client.protocol_version, made
 
     def oldest(url: str) -> list[httpx2.Response]:
@@ -131,7 +139,10 @@ def test_legacy_clients_negotiate(runtime: Runtime, tenant: Tenant) -> None:
         listed = rpc("tools/list", {}, "2024-11-05")
         called = rpc(
             "tools/call",
-            {"name": "remember", "arguments": {"content": "Old clients work too."}},
+            {
+                "name": "remember",
+                "arguments": {"content": "Old clients work too.", "type": "note", "scope": "user"},
+            },
             "2024-11-05",
         )
         return [hello, listed, called]

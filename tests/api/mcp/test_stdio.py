@@ -44,7 +44,11 @@ def test_the_sdk_client_talks_to_it(mcp_env: dict[str, str], tenant: Tenant) -> 
     async def scenario() -> dict[str, Any]:
         async with Client(params) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
-            made = ok(await client.call_tool("remember", {"content": "stdio works."}))
+            made = ok(
+                await client.call_tool(
+                    "remember", {"content": "stdio works.", "type": "note", "scope": "user"}
+                )
+            )
             told = ok(await client.call_tool("history", {"memory_id": made["memory_id"]}))
             refused = await client.call_tool("forget", {"memory_id": made["memory_id"]})
             return {"tools": tools, "made": made, "told": told, "refused": refused}
@@ -103,7 +107,10 @@ def test_stdout_carries_the_protocol_and_nothing_else(
             {
                 "id": 3,
                 "method": "tools/call",
-                "params": {"name": "remember", "arguments": {"content": "Readers cannot."}},
+                "params": {
+                    "name": "remember",
+                    "arguments": {"content": "Readers cannot.", "type": "note", "scope": "user"},
+                },
             }
         )
         called = answer()

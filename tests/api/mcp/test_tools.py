@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -15,6 +16,7 @@ from tests.api.mcp.helpers import ADMIN_TOOLS, TOOLS, backend_for, ok, problem, 
 from tests.conftest import Tenant, drain_until_caught_up, index_until_caught_up
 
 _T = TypeVar("_T")
+_USER = {"type": "preference", "scope": "user"}
 
 
 def _with_client(
@@ -88,7 +90,11 @@ def test_remember_recall_revise_forget_history(runtime: Runtime, tenant: Tenant)
                 },
             )
         )
-        plain = ok(await client.call_tool("remember", {"content": "Ticket PAL-123 is open."}))
+        plain = ok(
+            await client.call_tool(
+                "remember", {"content": "Ticket PAL-123 is open.", "type": "note", "scope": "user"}
+            )
+        )
         return remembered, plain
 
     token = tenant.token("writer")
@@ -194,10 +200,21 @@ def test_refusals_are_tool_errors_that_write_nothing(
             "unknown": await client.call_tool("forget", {"memory_id": unknown, "reason": "x"}),
             "excerpt": await client.call_tool(
                 "remember",
-                {"content": "A claim.", "source_text": "Some text.", "excerpt": "other text"},
+                {
+                    "content": "A claim.",
+                    "type": "note",
+                    "scope": "user",
+                    "source_text": "Some text.",
+                    "excerpt": "other text",
+                },
             ),
-            "orphan": await client.call_tool("remember", {"content": "A", "excerpt": "A"}),
-            "blank": await client.call_tool("remember", {"content": "   "}),
+            "orphan": await client.call_tool(
+                "remember", {"content": "A", "type": "note", "scope": "user", "excerpt": "A"}
+            ),
+            "untyped": await client.call_tool("remember", {"content": "A", "scope": "user"}),
+            "blank": await client.call_tool(
+                "remember", {"content": "   ", "type": "note", "scope": "user"}
+            ),
             "schema": await client.call_tool("recall", {"query": "x", "k": 0}),
             "history": await client.call_tool("history", {"memory_id": unknown}),
         }
@@ -212,13 +229,21 @@ def test_refusals_are_tool_errors_that_write_nothing(
     assert problem(results["excerpt"])["type"] == problem_type("invalid-input")
     assert problem(results["orphan"])["type"] == problem_type("invalid-input")
     assert problem(results["blank"])["type"] == problem_type("validation-error")
-    assert results["schema"].is_error  # refused by the tool's input schema
+    # Refused by the tool's input schema: a problem document too, naming the argument.
+    schema = problem(results["schema"])
+    assert schema["type"] == problem_type("validation-error")
+    assert [e["pointer"] for e in schema["errors"]] == ["/k"]
+    untyped = problem(results["untyped"])  # as HTTP: a memory's type has no default
+    assert untyped["type"] == problem_type("validation-error")
+    assert [e["pointer"] for e in untyped["errors"]] == ["/type"]
     assert problem(results["history"])["type"] == problem_type("not-found")
     assert results["tools"] == len(TOOLS)
     assert snapshot()["log_head"] == before["log_head"]
 
     async def as_reader(client: Client) -> Any:
-        return await client.call_tool("remember", {"content": "A reader cannot write."})
+        return await client.call_tool(
+            "remember", {"content": "A reader cannot write.", "type": "note", "scope": "user"}
+        )
 
     refused = _with_client(runtime, reader, as_reader)
     assert problem(refused)["type"] == problem_type("forbidden")
@@ -230,7 +255,11 @@ def test_refusals_are_tool_errors_that_write_nothing(
 
 def test_admin_tools_keep_their_roles(runtime: Runtime, tenant: Tenant) -> None:
     async def scenario(client: Client) -> dict[str, Any]:
-        made = ok(await client.call_tool("remember", {"content": "Pin me."}))
+        made = ok(
+            await client.call_tool(
+                "remember", {"content": "Pin me.", "type": "note", "scope": "user"}
+            )
+        )
         memory_id = made["memory_id"]
         return {
             "pin": await client.call_tool("pin", {"memory_id": memory_id}),
@@ -252,3 +281,145 @@ def test_admin_tools_keep_their_roles(runtime: Runtime, tenant: Tenant) -> None:
     as_admin = _with_client(runtime, tenant.admin.token, scenario, admin_tools=True)
     erased = ok(as_admin["erase"])
     assert erased["status"] == "completed" and erased["removed_memories"] == 1
+
+
+def test_a_retried_write_with_its_request_id_is_not_written_twice(
+    runtime: Runtime, tenant: Tenant, snapshot: Any
+) -> None:
+    claim = {"content": "The wifi is 'larch'.", "type": "fact", "scope": "office"}
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        first = ok(await client.call_tool("remember", {**claim, "request_id": "turn-7"}))
+        head = snapshot()["log_head"]
+        # The answer was lost: the agent calls again, the same call.
+        again = ok(await client.call_tool("remember", {**claim, "request_id": "turn-7"}))
+        written = snapshot()["log_head"] - head
+        other = await client.call_tool(
+            "remember", {**claim, "content": "Another claim.", "request_id": "turn-7"}
+        )
+        revised = ok(
+            await client.call_tool(
+                "revise",
+                {"memory_id": first["memory_id"], "content": "It is 'oak'.", "request_id": "r1"},
+            )
+        )
+        revised_again = ok(
+            await client.call_tool(
+                "revise",
+                {"memory_id": first["memory_id"], "content": "It is 'oak'.", "request_id": "r1"},
+            )
+        )
+        listed = ok(await client.call_tool("list", {"scope": "office"}))
+        return {
+            "first": first,
+            "again": again,
+            "written": written,
+            "other": other,
+            "revised": revised,
+            "revised_again": revised_again,
+            "listed": listed,
+        }
+
+    seen = _with_client(runtime, tenant.token("writer"), scenario)
+    assert seen["again"]["memory_id"] == seen["first"]["memory_id"]
+    assert seen["again"]["replayed"] is True and seen["first"]["replayed"] is False
+    assert seen["written"] == 0
+    assert problem(seen["other"])["type"] == problem_type("idempotency-key-reused")
+    assert seen["revised_again"]["version_id"] == seen["revised"]["version_id"]
+    assert seen["revised_again"]["replayed"] is True
+    assert [i["id"] for i in seen["listed"]["items"]] == [seen["first"]["memory_id"]]
+
+
+def test_revise_refuses_an_archived_memory_unless_it_restores_it(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    async def scenario(client: Client) -> dict[str, Any]:
+        old = ok(await client.call_tool("remember", {"content": "Prefers tea.", **_USER}))
+        new = ok(
+            await client.call_tool(
+                "remember",
+                {"content": "Prefers coffee.", **_USER, "supersedes": [old["memory_id"]]},
+            )
+        )
+        gone = ok(await client.call_tool("remember", {"content": "Likes jazz.", **_USER}))
+        forgot = ok(
+            await client.call_tool(
+                "forget", {"memory_id": gone["memory_id"], "reason": "said it was a joke"}
+            )
+        )
+        change = {"content": "Prefers green tea."}
+        return {
+            "old": old,
+            "new": new,
+            "forgot": forgot,
+            "superseded": await client.call_tool(
+                "revise", {"memory_id": old["memory_id"], **change}
+            ),
+            "forgotten": await client.call_tool(
+                "revise", {"memory_id": gone["memory_id"], **change}
+            ),
+            "restored": await client.call_tool(
+                "revise", {"memory_id": old["memory_id"], **change, "restore": True}
+            ),
+            "history": ok(await client.call_tool("history", {"memory_id": old["memory_id"]})),
+        }
+
+    seen = _with_client(runtime, tenant.token("writer"), scenario)
+    assert seen["new"]["superseded"] == [seen["old"]["memory_id"]]
+    superseded = problem(seen["superseded"])
+    assert superseded["type"] == problem_type("memory-superseded")
+    assert seen["new"]["memory_id"] in superseded["detail"]  # names what supersedes it
+    assert problem(seen["forgotten"])["type"] == problem_type("memory-forgotten")
+    assert ok(seen["restored"])["version_id"]
+    assert [e["type"] for e in seen["history"]["events"]][-2:] == [
+        "EdgeRetracted",
+        "VersionRecorded",
+    ]
+
+
+def test_list_pages_newest_first_by_type_and_scope(runtime: Runtime, tenant: Tenant) -> None:
+    async def scenario(client: Client) -> dict[str, Any]:
+        made = []
+        for i in range(3):
+            claim = {"content": f"Decision {i}.", "type": "decision", "scope": "team"}
+            made.append(ok(await client.call_tool("remember", claim))["memory_id"])
+        ok(
+            await client.call_tool(
+                "remember", {"content": "A note.", "type": "note", "scope": "team"}
+            )
+        )
+        first = ok(
+            await client.call_tool("list", {"type": "decision", "scope": "team", "limit": 2})
+        )
+        second = ok(
+            await client.call_tool(
+                "list",
+                {"type": "decision", "scope": "team", "limit": 2, "cursor": first["next_cursor"]},
+            )
+        )
+        return {"made": made, "first": first, "second": second}
+
+    seen = _with_client(runtime, tenant.token("writer"), scenario)
+    pages = [i["id"] for i in seen["first"]["items"]] + [i["id"] for i in seen["second"]["items"]]
+    assert pages == list(reversed(seen["made"]))
+    assert seen["second"]["next_cursor"] is None
+    assert {i["type"] for i in seen["first"]["items"]} == {"decision"}
+
+
+def test_descriptions_are_plain_text_for_a_model(runtime: Runtime, tenant: Tenant) -> None:
+    async def scenario(client: Client) -> Any:
+        return (await client.list_tools()).tools
+
+    tools = {t.name: t for t in _with_client(runtime, tenant.token("writer"), scenario)}
+    for tool in tools.values():
+        description = tool.description or ""
+        assert description and not any(line.startswith(" ") for line in description.splitlines())
+        assert "log position" not in json.dumps(tool.model_dump(mode="json")), tool.name
+    # When to use which, and what to do with a potential conflict.
+    assert "revise" in (tools["remember"].description or "")
+    assert "settle" in (tools["remember"].description or "")
+    assert "recall" in (tools["revise"].description or "")
+    # The writes take a request_id; remember's type and scope are required, as over HTTP.
+    for name in ("remember", "revise", "settle", "forget"):
+        assert "request_id" in tools[name].input_schema["properties"], name
+    assert {"content", "type", "scope"} <= set(tools["remember"].input_schema["required"])

@@ -19,6 +19,7 @@ from palimpsest.projections.commands.forgetting_policy import ForgettingPolicySp
 from palimpsest.projections.commands.judgment import JudgmentSpec
 from palimpsest.projections.commands.memory import EdgeRetractSpec
 from palimpsest.projections.commands.proposals import ProposalDecisionSpec, ProposeSpec
+from palimpsest.projections.commands.settlement import SettleSpec
 from palimpsest.projections.commands.spec import WriteSpec
 from palimpsest.projections.commands.tokens import authenticate
 from palimpsest.projections.commands.writer import (
@@ -46,6 +47,7 @@ EXAMPLES: list[WriteSpec] = [
     VersionSpec(_SOME_ID, "it is more so", (EvidenceSpec(_SOME_ID, 0, 4),), None, 1.0),
     EdgeSpec(_SOME_ID, "extends", _SOME_ID),
     EdgeRetractSpec(_SOME_ID, _SOME_ID, None),
+    SettleSpec(_SOME_ID, _SOME_ID, "both_stand", "both hold"),
     ContributionSpec(_SOME_ID, None, (EvidenceSpec(_SOME_ID, 0, 4),), None, 1.0),
     RetractSpec(_SOME_ID, None),
     WithdrawSpec(None, "judge-1.4", None),

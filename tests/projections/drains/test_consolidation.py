@@ -178,6 +178,70 @@ def test_a_merge_whose_source_changed_is_refused_as_stale(
     assert _listed_ids(client, tenant) == before
 
 
+def test_a_merge_proposal_whose_source_was_pinned_since_is_refused_as_stale(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    a = _cited(client, tenant, "Kim: the wiki is Confluence.", "The wiki runs on Confluence")
+    b = _cited(client, tenant, "Kim: Confluence wiki.", "The wiki runs on Confluence.")
+    assert _consolidate(runtime, tenant, [a, b])["proposed"] == 1
+    [proposal] = client.get("/v1/proposals?action=merge", headers=tenant.headers()).json()["items"]
+    pinned = post(client, f"/v1/memories/{a}/pin", {}, tenant.headers())
+    assert pinned.status_code in (200, 201), pinned.text
+    before = _listed_ids(client, tenant)
+
+    refused = post(client, f"/v1/proposals/{proposal['id']}/apply", {}, tenant.headers())
+
+    assert refused.status_code == 409, refused.text
+    assert problem_slug(refused) == "stale-proposal"
+    assert _listed_ids(client, tenant) == before
+    assert _belief(client, tenant, a)["labels"]["superseded_by"] == []
+
+
+class _PinningFirst(Writer):
+    """The write path, with a person pinning a memory just before consolidation's first
+    write reaches it: after the merge groups were formed from the aggregates, before
+    the merge is written."""
+
+    def __init__(self, runtime: Runtime, client: TestClient, tenant: Tenant, memory: str) -> None:
+        super().__init__(runtime.log, _writer(runtime).policy, clock=lambda: NOW)
+        self.client, self.tenant, self.memory = client, tenant, memory
+        self.pinned = False
+
+    def write(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.pinned:
+            self.pinned = True
+            path = f"/v1/memories/{self.memory}/pin"
+            assert post(self.client, path, {}, self.tenant.headers()).status_code in (200, 201)
+        return super().write(*args, **kwargs)
+
+
+def test_a_memory_pinned_before_its_merge_is_written_is_not_merged(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    a = _cited(client, tenant, "Lou: we use pnpm.", "Installs packages with pnpm", type="fact")
+    b = _cited(client, tenant, "Lou again: pnpm.", "Installs packages with pnpm", type="fact")
+    before = _listed_ids(client, tenant)
+    index_until_caught_up(runtime, tenant.id)
+
+    report = consolidate_survivors(
+        runtime.log,
+        _PinningFirst(runtime, client, tenant, b),
+        tenant.id,
+        snapshot=NOW,
+        policy=Knobs(auto_apply_extractive_merges=True),
+        survivors=sorted((UUID(a), UUID(b)), key=str),
+        cycle_id=uuid4(),
+        dry_run=False,
+        model_id=runtime.embedder.model_id,
+        summariser=None,
+    )
+
+    assert report["groups"] == 1 and report["merged"] == 0
+    assert _listed_ids(client, tenant) == before, "nothing folded: the pin stands"
+    assert _belief(client, tenant, b)["labels"]["pinned"] is True
+    assert client.get("/v1/proposals?action=merge", headers=tenant.headers()).json()["items"] == []
+
+
 def test_a_dry_run_or_a_high_floor_writes_nothing(
     client: TestClient, tenant: Tenant, runtime: Runtime, snapshot: Any
 ) -> None:

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from palimpsest.domain.importance import HeuristicImportance, ImportanceInput
 from palimpsest.projections.commands.proposals import ProposalSettings
+from palimpsest.projections.commands.writer import CapturePolicy, Writer
 from palimpsest.projections.drains.decay_cycle import (
     CycleReport,
     ScheduledCycle,
@@ -57,12 +58,13 @@ def cycle(
     *,
     dry_run: bool = False,
     guard: ProposalSettings | None = None,
+    writer: Writer | None = None,
 ) -> CycleReport:
     drain_until_caught_up(runtime)
     app: Any = client.app
     return run_cycle(
         runtime.log,
-        app.state.writer,
+        writer or app.state.writer,
         tenant.id,
         now=at,
         model_id=runtime.embedder.model_id,
@@ -175,6 +177,36 @@ def test_prune_is_a_decay_proposal_by_default_and_applying_it_archives(
     assert belief(client, tenant, old)["belief"]["labels"]["archived"] is not None
 
 
+def test_a_memory_pinned_while_the_cycle_reads_is_neither_pruned_nor_faded(
+    client: TestClient, runtime: Runtime, tenant: Tenant
+) -> None:
+    # Given a note the cycle would prune and a fact it would fade
+    headers = tenant.headers("writer")
+    note = remember(client, headers, type="note", content="Try the blue button colour.")["id"]
+    fact = remember(client, headers, type="fact", content="The office wifi is called Zeta.")["id"]
+    set_policy(client, tenant, prune_below=0.3, fade_below=0.6, auto_archive_decayed=True)
+    at = NOW + timedelta(days=400)
+    scored = cycle(client, runtime, tenant, at, dry_run=True).scores or []
+    assert {s["memory_id"]: s["bucket"] for s in scored} == {note: "prune", fact: "fade"}
+
+    # When a person pins both, and the cycle runs before the beliefs it reads show the pins
+    for memory_id in (note, fact):
+        assert post(client, f"/v1/memories/{memory_id}/pin", {}, headers).status_code in (200, 201)
+    app: Any = client.app
+    report = run_cycle(
+        runtime.log, app.state.writer, tenant.id, now=at, model_id=runtime.embedder.model_id
+    )
+
+    # Then neither is touched: a pin is the strongest keep a person gives
+    assert (report.archived, report.proposals, report.faded) == ([], [], [])
+    recorded = client.get(f"/v1/cycles/{report.cycle_id}", headers=headers).json()
+    assert (recorded["archived"], recorded["faded"]) == ([], [])
+    for memory_id in (note, fact):
+        labels = belief(client, tenant, memory_id)["belief"]["labels"]
+        assert labels["pinned"] is True and labels["archived"] is None, labels
+    assert client.get("/v1/proposals", headers=headers).json()["items"] == []
+
+
 def test_with_auto_archive_a_prune_is_archived_as_decayed_and_restore_reverses_it(
     client: TestClient, runtime: Runtime, tenant: Tenant
 ) -> None:
@@ -205,16 +237,17 @@ def test_the_collapse_guard_turns_archivals_past_it_into_proposals(
     ]
     set_policy(client, tenant, prune_below=0.3, auto_archive_decayed=True)
     guard = ProposalSettings(collapse_share=0.0, collapse_minimum=3)
-    # Noon, so that an hour later is the same day whenever the test runs (from
-    # 23:00 UTC, NOW plus an hour was the next day, with its archivals unspent).
+    # The allowance is the writer's day: a writer whose clock stays at noon, so that
+    # both cycles spend one day whenever the test runs.
     noon = (NOW + timedelta(days=400)).replace(hour=12, minute=0, second=0)
+    writer = Writer(runtime.log, CapturePolicy(timedelta(days=1), timedelta(days=1)), lambda: noon)
 
-    report = cycle(client, runtime, tenant, noon, guard=guard)
+    report = cycle(client, runtime, tenant, noon, guard=guard, writer=writer)
 
     assert len(report.archived) == 3 and report.held_back == 2
     assert len(report.proposals) == 2
     assert set(report.archived) | set(notes) == set(notes)
-    later = cycle(client, runtime, tenant, noon + timedelta(hours=1), guard=guard)
+    later = cycle(client, runtime, tenant, noon + timedelta(hours=1), guard=guard, writer=writer)
     assert later.archived == []  # the day's archivals are spent
 
 

@@ -5,7 +5,10 @@ importance factor of a dry run's scores; with the model down, the heuristic's do
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -20,7 +23,7 @@ from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import remember
 from tests.benchmarks.record_importance import MEMORIES, MODEL, RECORDINGS
 from tests.conftest import Tenant
-from tests.projections.drains.test_decay_cycle import NOW, cycle
+from tests.projections.drains.test_decay_cycle import NOW, cycle, set_policy
 from tests.projections.judgment.test_importance import recorded_importance
 
 
@@ -80,3 +83,68 @@ def test_a_cycle_whose_model_is_down_scores_importance_by_the_heuristic(
     scorer = configured_importance()
     assert isinstance(scorer, OpenAICompatibleImportance)
     assert scorer.fallbacks == len(MEMORIES) and scorer.asked == 1
+
+
+class _Failing:
+    """An outage on loopback: an endpoint that answers every request with HTTP 500."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = b'{"error": {"message": "the model crashed"}}'
+                self.send_response(500)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+@pytest.mark.parametrize("model", ["answers", "port closed", "answers 500"])
+def test_a_cycle_whose_model_failed_says_so_and_archives_nothing_itself(
+    client: TestClient,
+    runtime: Runtime,
+    tenant: Tenant,
+    server: RecordingServer,
+    monkeypatch: pytest.MonkeyPatch,
+    model: str,
+) -> None:
+    # Given memories the cycle prunes whatever their importance, with auto-archive on
+    written = _write_memories(client, tenant)
+    set_policy(client, tenant, prune_below=0.99, fade_below=0.99, auto_archive_decayed=True)
+    failing = _Failing() if model == "answers 500" else None
+    if failing is not None:
+        monkeypatch.setenv("PALIMPSEST_IMPORTANCE_URL", failing.url)
+    elif model == "port closed":
+        server.close()
+    try:
+        # When the cycle runs, with the model answering, gone, or failing
+        report = cycle(client, runtime, tenant, NOW)
+    finally:
+        if failing is not None:
+            failing.close()
+
+    # Then the report says how many scores fell back to the heuristic, and a cycle with
+    # any archives nothing itself: what it prunes waits for a person
+    assert report.counts["prune"] == len(MEMORIES)
+    if model == "answers":
+        assert len(report.archived) == 3 and len(report.proposals) == 1  # the event
+        assert report.importance_fallbacks == 0
+        return
+    assert report.archived == [] and len(report.proposals) == len(MEMORIES)
+    assert report.importance_fallbacks == len(MEMORIES)
+    listed = client.get("/v1/proposals?action=decay", headers=tenant.headers()).json()["items"]
+    assert {i["memory"]["id"] for i in listed} == set(written)

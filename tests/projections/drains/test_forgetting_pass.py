@@ -213,8 +213,10 @@ def test_the_schedule_claims_each_day_once_and_is_a_no_op_when_off(
     assert first(NOW + timedelta(minutes=10)) is None  # 04:40: still that day's, done
     assert other(NOW + timedelta(minutes=20)) is not None  # 04:50: the new day's run
     assert first(NOW + timedelta(minutes=25)) is None  # claimed by the other
-    assert not claim_day(runtime.log, date(2026, 10, 26))
-    assert claim_day(runtime.log, date(2026, 10, 27))
+    later, lease = NOW + timedelta(days=1), settings.lease
+    assert claim_day(runtime.log, date(2026, 10, 26), now=later, lease=lease) == "finished"
+    assert claim_day(runtime.log, date(2026, 10, 27), now=later, lease=lease) == "claimed"
+    assert claim_day(runtime.log, date(2026, 10, 27), now=later, lease=lease) == "held"
 
 
 def test_the_one_shot_exits_0_without_reading_anything_when_off(

@@ -121,8 +121,10 @@ def test_a_model_change_reindexes_while_recall_keeps_answering(
     tenant = Tenant(runtime, create_tenant(runtime.log, "model-change"))
     headers = tenant.headers()
     client = TestClient(create_app(ApiSettings(), runtime))
+    # Notes: near-identical facts would each be possibly superseded by the next (recall
+    # ranks the newest first), which is not what this test is about.
     ids = [
-        remember(client, headers, type="fact", content=f"Fact number {i}")["id"] for i in range(5)
+        remember(client, headers, type="note", content=f"Fact number {i}")["id"] for i in range(5)
     ]
     index_until_caught_up(runtime, tenant.id)
     remote = OpenAICompatibleEmbedder(url, "minilm-served", 384)

@@ -3,9 +3,10 @@
 ``lexeme_counts`` is written by the same statements that write ``memory_lexemes``:
 the indexing drain (a new memory, a new version with other words) and erasure. The
 counts must equal the rows after any of them, or text search would leave out a
-rare word, or keep a common one. A query's common words (held by more than 1% of
-a tenant's memories, and by more than 1,000) select no candidates but still rank
-them; its rarest word always selects.
+rare word, or keep a common one; and a word no memory holds any more has no row (its
+key is the word: an erased memory's words must not stay). A query's common words
+(held by more than 1% of a tenant's memories, and by more than 1,000) select no
+candidates but still rank them; its rarest word always selects.
 """
 
 from __future__ import annotations
@@ -32,14 +33,11 @@ from tests.conftest import Tenant, index_until_caught_up
 
 
 def _counts(runtime: Runtime, tenant: Tenant) -> tuple[dict[str, int], dict[str, int]]:
-    """Return the tenant's ``lexeme_counts`` and the same counted from its rows."""
+    """Return the tenant's ``lexeme_counts`` (every row: a count of zero is a word kept
+    for nothing) and the same counted from its rows."""
     schema = sql.Identifier(runtime.database.schema)
     with tenant_transaction(runtime.log.datastore, tenant.id, commit=False) as cur:
-        cur.execute(
-            sql.SQL("SELECT lexeme, memories FROM {s}.lexeme_counts WHERE memories <> 0").format(
-                s=schema
-            )
-        )
+        cur.execute(sql.SQL("SELECT lexeme, memories FROM {s}.lexeme_counts").format(s=schema))
         kept = {row["lexeme"]: row["memories"] for row in cur.fetchall()}
         cur.execute(
             sql.SQL(
@@ -59,7 +57,7 @@ def test_counts_follow_new_memories_new_versions_and_erasure(
     ids = [
         remember(client, headers, type="fact", content=text)["id"]
         for text in (
-            "Ticket PAL-7 blocks the release",
+            "Ticket PAL-7 blocks the Zephyr release",
             "Ticket PAL-8 blocks the migration",
             "The release train leaves on Friday",
         )
@@ -78,6 +76,7 @@ def test_counts_follow_new_memories_new_versions_and_erasure(
     index_until_caught_up(runtime, tenant.id)
     kept, counted = _counts(runtime, tenant)
     assert kept == counted and kept["releas"] == 1 and kept["monday"] == 1 and kept[""] == 3
+    assert "zephyr" not in kept, "a word no memory holds any more has no row"
     # Erasure deletes the words in the erasing transaction, and their counts with them.
     erased = post(
         client, "/v1/erasures", {"reason": "the user asked", "memory_ids": [ids[1]]}, headers

@@ -6,6 +6,7 @@ a deployment setting), and drops them afterwards.
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Iterator
@@ -260,17 +261,22 @@ def test_an_unreachable_database_is_reported_as_unavailable(runtime: Runtime) ->
         migrate(database)
 
 
+def _migrated_to(database: Database, revision: str) -> None:
+    """Migrate ``database`` to ``revision`` (not beyond)."""
+    with alembic_config(database) as config:
+        connection = config.attributes["connection"]
+        connection.execute(CreateSchema(database.schema, if_not_exists=True))
+        connection.commit()
+        command.upgrade(config, revision)
+
+
 def _store_with_words(
     database: Database, revision: str, tenant: uuid.UUID, texts: list[str]
 ) -> list[uuid.UUID]:
     """Migrate ``database`` to ``revision`` and give ``tenant`` one indexed memory per
     text (its ``memory_texts`` document and ``memory_lexemes`` rows, as that revision
     held them); return the memories' ids."""
-    with alembic_config(database) as config:
-        connection = config.attributes["connection"]
-        connection.execute(CreateSchema(database.schema, if_not_exists=True))
-        connection.commit()
-        command.upgrade(config, revision)
+    _migrated_to(database, revision)
     schema = sql.Identifier(database.schema)
     memories = [uuid.uuid4() for _ in texts]
     with database.owner_connection() as conn:
@@ -344,3 +350,74 @@ def test_revision_0019_counts_the_positions_of_each_word_a_store_already_held(
         )
     assert occurrences["releas"] == 2 and occurrences["leav"] == 2
     assert occurrences["train"] == 1 and occurrences["friday"] == 1
+
+
+def test_revision_0021_drops_counts_of_zero_and_names_each_proposals_memories(
+    schemas: Any,
+) -> None:
+    # Given a store at revision 0020 holding a count of zero (a word whose last memory
+    # was erased) and a merge proposal over two memories, its note holding U+0000
+    database: Database = schemas("erasure")
+    tenant = uuid.uuid4()
+    _migrated_to(database, "0020")
+    proposal, centre, other = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    seen = [
+        {"memory_id": str(m), "version_id": str(uuid.uuid4()), "content_digest": "d"}
+        for m in (centre, other)
+    ]
+    state = json.dumps(
+        {"memory_id": {"_type_": "uuid_hex", "_data_": centre.hex}, "seen": seen, "note": "\0"},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    schema = sql.Identifier(database.schema)
+    with database.owner_connection() as conn:
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {s}.revision_tenants (tenant_id, marked_position) VALUES (%s, 0)"
+            ).format(s=schema),
+            (tenant,),
+        )
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {s}.lexeme_counts (tenant_id, lexeme, memories)"
+                " VALUES (%s, 'zephyr', 0), (%s, 'ticket', 1), (%s, '', 1)"
+            ).format(s=schema),
+            (tenant, tenant, tenant),
+        )
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {s}.palimpsest_events"
+                " (tenant_id, originator_id, originator_version, topic, state)"
+                " VALUES (%s, %s, 1, 'palimpsest:RetentionProposed', %s)"
+            ).format(s=schema),
+            (tenant, proposal, state.encode()),
+        )
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {s}.retention_proposals (tenant_id, proposal_id, memory_id, action,"
+                " status, model, run_id, created_at, position)"
+                " VALUES (%s, %s, %s, 'merge', 'proposed', 'extractive', %s, now(), 1)"
+            ).format(s=schema),
+            (tenant, proposal, centre, uuid.uuid4()),
+        )
+    # When it is migrated to the newest revision
+    assert migrate(database)[0] == "0021"
+    # Then the count of zero is gone, the others stay, and the proposal names both memories
+    with database.owner_connection() as conn:
+        counts = dict(
+            conn.execute(
+                sql.SQL(
+                    "SELECT lexeme, memories FROM {s}.lexeme_counts WHERE tenant_id = %s"
+                ).format(s=schema),
+                (tenant,),
+            ).fetchall()
+        )
+        sources = conn.execute(
+            sql.SQL("SELECT source_ids FROM {s}.retention_proposals WHERE proposal_id = %s").format(
+                s=schema
+            ),
+            (proposal,),
+        ).fetchone()
+    assert "zephyr" not in counts and counts["ticket"] == 1 and counts[""] == 1
+    assert sources is not None and sources[0] == [centre, other]

@@ -106,9 +106,17 @@ def test_the_service_role_owns_nothing_and_cannot_delete_canonical_rows(runtime:
         assert rls and forced, f"{name} must FORCE row-level security"
         assert not can_truncate, name
         # Only content may be deleted (raw expiry, erasure), and recall's index of it
-        # (a derived cache, not a read model of the log), and a revoked token's lookup
-        # row (its TokenRevoked event stays); never the log or read models.
-        derived = {"memory_embeddings", "memory_texts", "memory_lexemes"}
+        # (a derived cache, not a read model of the log: its words' counts go with the
+        # last word, and its possible supersessions, rewritten from the vectors), and a
+        # revoked token's lookup row (its TokenRevoked event stays); never the log or
+        # read models.
+        derived = {
+            "memory_embeddings",
+            "memory_texts",
+            "memory_lexemes",
+            "lexeme_counts",
+            "conflict_marks",
+        }
         assert can_delete == (name in {"payloads", "tokens", *derived}), name
 
 
@@ -123,7 +131,7 @@ _WORK_DUE = {
         "deletion_done",
     ],
     "index_tenants": ["tenant_id", "marked", "indexed", "published_at"],
-    "forgetting_runs": ["day", "started_at", "finished_at"],
+    "forgetting_runs": ["day", "started_at", "finished_at", "held_until"],
     "decay_cycle_claims": ["tenant_id", "slot", "claimed_at"],
 }
 """The tables without row-level security: which tenants have work due (store/work_due.py),

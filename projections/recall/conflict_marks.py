@@ -1,0 +1,337 @@
+"""Possible supersessions: which memories a newer, similar one may have replaced.
+
+Agents ``remember`` a changed preference as a new memory far more often than they
+revise the old one, and similarity alone ranks the stale claim first as often as
+not. Recall therefore marks the older memory of an unsettled pair
+(``possibly_superseded_by``) and ranks it below the newer one until the caller
+settles the pair (docs/recall.md, "Possible supersessions").
+
+A pair is two memories of one type (``decision``, ``preference`` or ``fact``:
+:data:`~palimpsest.projections.views.candidates.PAIRED_TYPES`), one scope and one
+project that are about the same thing. The conflict floor of potential
+contradictions (cosine similarity 0.50, docs/candidates.md) finds only 43% of the
+real updates of the knowledge-updates development split, so recall's pairs are
+found by what the two share, measured there (docs/recall.md): their rare words
+(:data:`WORD_OVERLAP` of their IDF-weighted words, IDF from the tenant's word
+counts) at a similarity of at least :data:`LEAST_SIMILARITY`, or a similarity of
+:data:`NEAR_DUPLICATE` on its own. A tenant holding fewer than
+:data:`WORD_STATISTICS_FROM` memories has no word frequencies worth the name
+("user" and "prefers" look as rare as "Lisbon"): there the conflict floor decides.
+The newer is the one whose current version was indexed at the later revision
+(``memory_texts.revision``: the words are indexed once per version, and a model
+change leaves them alone).
+
+The pairs are found when a memory is indexed, not when it is recalled: the
+indexing drain calls :func:`write_marks` in the transaction that writes the
+memory's vectors and words, for every paired memory it handles, among the
+:data:`NEIGHBOURS` nearest memories of its kind, so recall reads a memory's pairs by
+key (:func:`superseding`), for the memories it is about to return only.
+
+A pair stops marking once it is settled: a ``supersedes`` edge archives the older
+one (the newer, when the edge points the other way); any other edge but
+``conflicts_with`` (``extends``, ``derived_from``) joins the two on purpose; and a
+``dismiss_conflict`` decision (``both_stand``, :func:`palimpsest.domain.decision.dismissal_key`)
+says both stand. The newer one archived or erased marks nothing either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+from uuid import UUID
+
+from psycopg import sql
+
+from palimpsest.domain.decision import DISMISS_CONFLICT, dismissal_key
+from palimpsest.projections.recall.settings import DEFAULT_CONFLICT_FLOOR
+from palimpsest.projections.store.lexeme_counts import ANY_LEXEME
+from palimpsest.projections.store.sql import schema_query
+from palimpsest.projections.views.candidates import PAIRED_TYPES
+
+if TYPE_CHECKING:
+    from psycopg import Cursor
+
+__all__ = [
+    "EXACT_BELOW",
+    "LEAST_SIMILARITY",
+    "NEAR_DUPLICATE",
+    "NEIGHBOURS",
+    "WORD_OVERLAP",
+    "WORD_STATISTICS_FROM",
+    "conflicts_first",
+    "superseding",
+    "write_marks",
+]
+
+WORD_OVERLAP = 0.13
+"""Two memories share enough of their words to be about one thing when the IDF weight of
+the words both hold is at least this share of their weights (the shared weight over the
+geometric mean of each one's: 1 for the same words)."""
+
+LEAST_SIMILARITY = 0.20
+"""...and their current versions are at least this similar (no shared name makes two
+unrelated sentences one claim)."""
+
+NEAR_DUPLICATE = 0.65
+"""Two memories this similar are a pair whatever words they share (1% of the
+development split's compatible preferences reach it, docs/candidates.md)."""
+
+WORD_STATISTICS_FROM = 20
+"""A tenant whose words are counted over fewer memories pairs by the conflict floor
+alone."""
+
+NEIGHBOURS = 40
+"""A memory is paired among its this many nearest of its kind (at the time it is
+indexed): a memory with more near-duplicates than this is marked by the nearest."""
+
+EXACT_BELOW = 2000
+"""A kind (tenant, type, scope, project) of at most this many embedded memories is
+searched exactly for a memory's neighbours; a larger one walks the HNSW index, which
+filters after the walk (pgvector 0.6), so a rare kind among many memories may miss
+a neighbour there."""
+
+_LOCK_CLASS = 0x5041_4C43  # "PALC": the first key of the advisory lock below
+"""Two drains writing the pairs of two memories at once would each miss the other
+(neither sees the other's uncommitted vector): pairs are written under a
+transaction-scoped advisory lock per tenant, taken after the vectors are inserted, so
+the later transaction's statement sees the earlier's committed vectors."""
+
+
+def _pairs_statement(schema: str, dimension: int, exact: bool) -> sql.Composed:
+    """The statement pairing each memory of ``%(ids)s`` (its vector of ``%(model)s``)
+    with those of its :data:`NEIGHBOURS` nearest of the same kind it is about the same
+    thing as, oriented by the revision each one's words were indexed at.
+
+    A word's weight is ``ln(%(docs)s / memories holding it)``; each memory's words are
+    read once, however many pairs it is in. ``%(small)s`` (the tenant has fewer than
+    :data:`WORD_STATISTICS_FROM` memories with words) pairs by ``%(floor)s``, the
+    conflict floor, instead."""
+    vector = sql.SQL("::vector({})").format(sql.Literal(dimension))
+    distance = sql.SQL("b.embedding{v} <=> a.embedding{v}").format(v=vector)
+    return sql.SQL(
+        "WITH a AS (SELECT e.memory_id, e.embedding, e.model_id, e.memory_type, e.scope,"
+        " e.project, t.revision FROM {schema}.memory_embeddings e"
+        " JOIN {schema}.memory_texts t USING (tenant_id, memory_id)"
+        " WHERE e.memory_id = ANY(%(ids)s) AND e.model_id = %(model)s"
+        " AND e.dimension = {dim}),"
+        " near AS (SELECT a.memory_id AS a_id, a.revision AS a_revision, n.memory_id AS n_id,"
+        " n.similarity FROM a CROSS JOIN LATERAL (SELECT b.memory_id,"
+        " 1 - ({distance}) AS similarity FROM {schema}.memory_embeddings b"
+        " WHERE b.model_id = a.model_id AND b.dimension = {dim}"
+        " AND b.memory_type = a.memory_type AND b.scope = a.scope"
+        " AND b.project IS NOT DISTINCT FROM a.project AND b.memory_id <> a.memory_id"
+        # An expression no index serves forces the exact plan (as recall's search).
+        " ORDER BY ({distance}){exact} LIMIT {neighbours}) AS n"
+        " WHERE n.similarity >= least({least}, %(floor)s)),"
+        " words AS (SELECT x.memory_id, x.lexeme,"
+        " ln(%(docs)s / greatest(c.memories, 1)) AS weight"
+        " FROM {schema}.memory_lexemes x JOIN {schema}.lexeme_counts c USING (tenant_id, lexeme)"
+        " WHERE x.memory_id = ANY(ARRAY(SELECT a_id FROM near UNION SELECT n_id FROM near))),"
+        " totals AS (SELECT memory_id, sum(weight) AS weight FROM words GROUP BY memory_id),"
+        " shared AS (SELECT near.a_id, near.n_id, sum(wa.weight) AS weight FROM near"
+        " JOIN words wa ON wa.memory_id = near.a_id"
+        " JOIN words wn ON wn.memory_id = near.n_id AND wn.lexeme = wa.lexeme"
+        " GROUP BY near.a_id, near.n_id),"
+        " scored AS (SELECT near.*, tb.revision AS n_revision,"
+        " coalesce(s.weight, 0) / nullif(sqrt(ta.weight * tn.weight), 0) AS overlap"
+        " FROM near JOIN {schema}.memory_texts tb ON tb.memory_id = near.n_id"
+        " LEFT JOIN shared s ON s.a_id = near.a_id AND s.n_id = near.n_id"
+        " LEFT JOIN totals ta ON ta.memory_id = near.a_id"
+        " LEFT JOIN totals tn ON tn.memory_id = near.n_id)"
+        " INSERT INTO {schema}.conflict_marks (older_id, newer_id, similarity, overlap)"
+        " SELECT CASE WHEN {newer} THEN a_id ELSE n_id END,"
+        " CASE WHEN {newer} THEN n_id ELSE a_id END, similarity, overlap FROM scored"
+        " WHERE CASE WHEN %(small)s THEN similarity >= %(floor)s ELSE similarity >= {near}"
+        " OR (similarity >= {least} AND overlap >= %(overlap)s) END"
+        # Two memories of one batch find each other twice, in the same orientation.
+        " ON CONFLICT DO NOTHING"
+    ).format(
+        schema=sql.Identifier(schema),
+        newer=sql.SQL("(a_revision, a_id) < (n_revision, n_id)"),
+        distance=distance,
+        dim=sql.Literal(dimension),
+        exact=sql.SQL(" + 0" if exact else ""),
+        neighbours=sql.Literal(NEIGHBOURS),
+        near=sql.Literal(NEAR_DUPLICATE),
+        least=sql.Literal(LEAST_SIMILARITY),
+    )
+
+
+def write_marks(
+    cur: Cursor[Any],
+    schema: str,
+    *,
+    model_id: str,
+    dimension: int,
+    paired: list[tuple[UUID, str, str, str | None]],
+    cleared: list[UUID],
+    conflict_floor: float = DEFAULT_CONFLICT_FLOOR,
+) -> None:
+    """Rewrite the pairs of the memories ``paired`` (id, type, scope, project: each
+    embedded with ``model_id`` at its current version, its words indexed) and delete
+    those of ``cleared`` (erased, or no longer of a paired type's current version).
+
+    Runs in the indexing drain's write transaction, after its vectors and words, and
+    takes the tenant's pairing lock (:data:`_LOCK_CLASS`) until that transaction ends.
+    Changes the transaction's planner settings: call it last.
+    """
+    ids = [p[0] for p in paired if p[1] in PAIRED_TYPES]
+    gone = [*ids, *cleared]
+    if not gone:
+        return
+    cur.execute(
+        "SELECT pg_advisory_xact_lock(%s, hashtext(current_setting('palimpsest.tenant_id')))",
+        (_LOCK_CLASS,),
+    )
+    cur.execute(
+        sql.SQL(
+            "DELETE FROM {schema}.conflict_marks"
+            " WHERE older_id = ANY(%(ids)s) OR newer_id = ANY(%(ids)s)"
+        ).format(schema=sql.Identifier(schema)),
+        {"ids": gone},
+    )
+    if not ids:
+        return
+    docs = _worded_memories(cur, schema)
+    kinds = {(t, s, p) for _, t, s, p in paired if t in PAIRED_TYPES}
+    small: list[UUID] = []
+    large: list[UUID] = []
+    for kind in kinds:
+        members = [m for m, t, s, p in paired if (t, s, p) == kind]
+        (small if _kind_size(cur, schema, model_id, kind) <= EXACT_BELOW else large).extend(members)
+    for chosen, exact in ((small, True), (large, False)):
+        if not chosen:
+            continue
+        scan = "on" if exact else "off"
+        cur.execute(
+            "SELECT set_config('hnsw.ef_search', '400', true),"
+            " set_config('enable_seqscan', %s, true), set_config('enable_sort', %s, true)",
+            (scan, scan),
+        )
+        cur.execute(
+            _pairs_statement(schema, dimension, exact),
+            {
+                "ids": chosen,
+                "model": model_id,
+                "docs": float(max(docs, 1)),
+                "small": docs < WORD_STATISTICS_FROM,
+                "floor": conflict_floor,
+                "overlap": WORD_OVERLAP,
+            },
+        )
+
+
+def _worded_memories(cur: Cursor[Any], schema: str) -> int:
+    """How many of the tenant's memories hold any word (``lexeme_counts``)."""
+    cur.execute(
+        sql.SQL("SELECT memories FROM {schema}.lexeme_counts WHERE lexeme = %s").format(
+            schema=sql.Identifier(schema)
+        ),
+        (ANY_LEXEME,),
+    )
+    row = cur.fetchone()
+    return int(row["memories"]) if row else 0
+
+
+def _kind_size(
+    cur: Cursor[Any], schema: str, model_id: str, kind: tuple[str, str, str | None]
+) -> int:
+    """How many embeddings of ``model_id`` a kind holds, counting no further than
+    :data:`EXACT_BELOW` + 1 (a btree range of the filters' index)."""
+    memory_type, scope, project = kind
+    cur.execute(
+        sql.SQL(
+            "SELECT count(*) AS n FROM (SELECT 1 FROM {schema}.memory_embeddings"
+            " WHERE model_id = %s AND memory_type = %s AND scope = %s"
+            " AND project IS NOT DISTINCT FROM %s LIMIT %s) AS s"
+        ).format(schema=sql.Identifier(schema)),
+        (model_id, memory_type, scope, project, EXACT_BELOW + 1),
+    )
+    row = cur.fetchone()
+    return int(row["n"]) if row else 0
+
+
+_SUPERSEDING = (
+    "SELECT k.older_id, k.newer_id FROM {schema}.conflict_marks k"
+    " JOIN {schema}.memory_texts nt ON nt.memory_id = k.newer_id"
+    " JOIN {schema}.beliefs nb ON nb.memory_id = k.newer_id"
+    " WHERE k.older_id = ANY(%(ids)s) AND nb.belief -> 'labels' -> 'archived' = 'null'::jsonb"
+    " AND NOT EXISTS (SELECT 1 FROM {schema}.memory_links l WHERE l.memory_id = k.older_id"
+    " AND l.linked_id = k.newer_id AND l.kind <> 'conflicts_with')"
+    " ORDER BY k.older_id, nt.revision DESC, k.newer_id"
+)
+"""The unsettled pairs of the memories ``%(ids)s`` as the older: the newer one not
+archived (its belief) nor erased (its words are gone with its version), and no edge but
+``conflicts_with`` between the two; newest first."""
+
+_DISMISSED = (
+    "SELECT logical_key FROM {schema}.decision_index"
+    " WHERE logical_key = ANY(%(keys)s) AND kind = %(kind)s"
+)
+"""Which of the ``dismiss_conflict`` keys ``%(keys)s`` were decided (both stand)."""
+
+
+def superseding(cur: Cursor[Any], schema: str, ids: list[UUID]) -> dict[UUID, list[UUID]]:
+    """Return, for each of the memories ``ids`` that has any, the newer memories that
+    may supersede it, newest first: its stored pairs that nobody settled.
+
+    Settled: a ``supersedes`` edge (either way: one of the two is archived), any other
+    edge but ``conflicts_with`` joining them, or a ``dismiss_conflict`` decision about
+    the pair, found in ``decision_index`` by its logical key
+    (:func:`palimpsest.domain.decision.dismissal_key`). Two statements on ``cur``, both
+    by key.
+    """
+    if not ids:
+        return {}
+    cur.execute(schema_query(_SUPERSEDING, schema), {"ids": ids})
+    pairs = [(row["older_id"], row["newer_id"]) for row in cur.fetchall()]
+    if not pairs:
+        return {}
+    keys = {pair: dismissal_key(*pair) for pair in pairs}
+    cur.execute(
+        schema_query(_DISMISSED, schema),
+        {"keys": sorted(set(keys.values())), "kind": DISMISS_CONFLICT},
+    )
+    dismissed = {row["logical_key"] for row in cur.fetchall()}
+    newer: dict[UUID, list[UUID]] = {}
+    for pair in pairs:
+        if True:  # BREAK
+            newer.setdefault(pair[0], []).append(pair[1])
+    return newer
+
+
+_T = TypeVar("_T")
+
+
+def conflicts_first(
+    ordered: list[_T],
+    id_of: Callable[[_T], UUID],
+    newer_of: Callable[[_T], Iterable[UUID]],
+    yields: Callable[[_T, _T], bool],
+) -> list[_T]:
+    """Return ``ordered`` (best first) with each memory placed right below the newer
+    memories among them that may supersede it (``newer_of``) and that it ``yields`` to:
+    such a newer one takes the place of the best of the memories it may supersede,
+    which follow it. Until the caller settles a conflict, time decides between its
+    two sides."""
+    by_id = {id_of(item): item for item in ordered}
+    place = {memory_id: i for i, memory_id in enumerate(by_id)}
+    placed: set[UUID] = set()
+    out: list[_T] = []
+
+    def put(item: _T) -> None:
+        memory_id = id_of(item)
+        if memory_id in placed:
+            return
+        placed.add(memory_id)  # before its newer ones: the pairs are oriented, no cycle
+        newer = sorted(
+            (n for n in newer_of(item) if n in by_id and yields(item, by_id[n])),
+            key=place.__getitem__,
+        )
+        for newer_id in newer:
+            put(by_id[newer_id])
+        out.append(item)
+
+    for item in ordered:
+        put(item)
+    return out

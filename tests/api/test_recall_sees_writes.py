@@ -1,0 +1,120 @@
+"""Recall sees the caller's writes (issue 44, item 3).
+
+A write answers once its events commit; the drains publish and index it after. A
+recall that passes the ``position`` its caller's last write answered (``after``)
+waits until that write is indexed, so it finds it, in every mode, and a revised
+memory comes back with its new content, not ``pending``. The drains here run in
+a background loop, as ``palimpsest serve`` runs them, woken by each write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from palimpsest.api.app import create_app
+from palimpsest.api.settings import ApiSettings
+from palimpsest.projections.drains.loop import DrainLoop
+from palimpsest.projections.recall.caught_up import caught_up
+from palimpsest.projections.runtime import Runtime
+from tests.api.helpers import post, remember
+from tests.conftest import Tenant, drain_until_caught_up, index_until_caught_up
+
+
+@pytest.fixture
+def served(runtime: Runtime) -> Iterator[TestClient]:
+    """The app with the drains in a background loop, woken by every write, and the
+    model loaded (as ``palimpsest serve`` loads it before it is ready)."""
+    runtime.load_embedder()
+    loop = DrainLoop(runtime.log, embedder=runtime.embedder, sweep_s=0.5)
+    loop.start()
+    try:
+        with TestClient(create_app(ApiSettings(), runtime, wake=loop.wake)) as client:
+            yield client
+    finally:
+        loop.stop()
+
+
+def _recall(client: TestClient, headers: dict[str, str], **body: Any) -> Any:
+    response = post(client, "/v1/recall", body, headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
+def test_a_recall_after_a_write_finds_it(served: TestClient, tenant: Tenant, mode: str) -> None:
+    headers = tenant.headers()
+    content = f"The {mode} courier delivers parcels to the back door on Thursdays"
+    written = remember(served, headers, type="fact", content=content)
+    found = _recall(served, headers, query=content, mode=mode, after=written["position"])
+    assert found["caught_up"] is True
+    first = found["items"][0]
+    assert (first["id"], first["status"], first["content"]) == (written["id"], "current", content)
+
+
+def test_a_recall_after_a_revision_finds_the_new_content(
+    served: TestClient, tenant: Tenant
+) -> None:
+    headers = tenant.headers()
+    memory = remember(served, headers, type="fact", content="The spare key is under the mat")
+    _recall(served, headers, query="spare key", after=memory["position"])
+    revised = post(
+        served,
+        f"/v1/memories/{memory['id']}/versions",
+        {"content": "The spare key is with the neighbour at number 12"},
+        headers,
+    )
+    assert revised.status_code == 201, revised.text
+    found = _recall(
+        served, headers, query="Where is the spare key?", after=revised.json()["position"]
+    )
+    [item] = [i for i in found["items"] if i["id"] == memory["id"]]
+    assert item["status"] == "current"
+    assert item["content"] == "The spare key is with the neighbour at number 12"
+
+
+def test_caught_up_waits_for_publication_and_the_new_version_s_words(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    # Given a write no drain has handled (this app runs none)
+    headers = tenant.headers()
+    memory = remember(client, headers, type="note", content="Bins go out on Tuesday night")
+    position = memory["position"]
+    assert not caught_up(runtime.log, tenant.id, position)
+    # Positions before it are caught up: nothing was written then
+    assert caught_up(runtime.log, tenant.id, position - 1)
+    # When it is published and indexed, it is caught up
+    index_until_caught_up(runtime, tenant.id)
+    assert caught_up(runtime.log, tenant.id, position)
+    # And a new version is not, until its words are indexed too (published is not enough)
+    revised = post(
+        client, f"/v1/memories/{memory['id']}/versions", {"content": "Wednesday"}, headers
+    )
+    again = revised.json()["position"]
+    assert not caught_up(runtime.log, tenant.id, again)
+    drain_until_caught_up(runtime)
+    assert not caught_up(runtime.log, tenant.id, again)
+    index_until_caught_up(runtime, tenant.id)
+    assert caught_up(runtime.log, tenant.id, again)
+
+
+def test_a_recall_whose_writes_are_not_indexed_in_time_says_so(
+    client: TestClient, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No drain runs here: the wait's bound runs out and the answer says it.
+    monkeypatch.setattr("palimpsest.api.routers.recall.WAIT_S", 0.2)
+    headers = tenant.headers()
+    written = remember(client, headers, type="note", content="The plants need water")
+    found = _recall(client, headers, query="plants", after=written["position"])
+    assert found["caught_up"] is False and found["items"] == []
+    assert _recall(client, headers, query="plants")["caught_up"] is None
+
+
+@pytest.mark.parametrize("after", [-1, 2**63, "12", 1.5, True])
+def test_a_bad_after_is_refused(client: TestClient, tenant: Tenant, after: object) -> None:
+    response = post(client, "/v1/recall", {"query": "plants", "after": after}, tenant.headers())
+    assert response.status_code == 422
+    assert response.json()["type"].endswith("validation-error")

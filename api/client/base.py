@@ -21,9 +21,8 @@ import uuid
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-import httpx2
 from pydantic import TypeAdapter
 
 from palimpsest.api.client.beliefs import (
@@ -43,6 +42,9 @@ from palimpsest.api.client.records import (
 )
 from palimpsest.api.client.retries import RetryPolicy
 from palimpsest.api.client.sse import ServerSentEvent
+
+if TYPE_CHECKING:
+    import httpx2
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -125,6 +127,8 @@ def request_for(
     idempotency_key: str | None,
 ) -> httpx2.Request:
     """Return the HTTP request of ``call`` (the same for each of its attempts)."""
+    import httpx2  # on first use: importing the client stays light
+
     headers = {"Accept": call.accept, **settings.headers}
     if settings.token:
         headers["Authorization"] = f"Bearer {settings.token}"

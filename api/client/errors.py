@@ -46,9 +46,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-import httpx2
+if TYPE_CHECKING:
+    import httpx2
+
 
 __all__ = [
     "APIConnectionError",

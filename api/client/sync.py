@@ -11,9 +11,7 @@ import functools
 import json
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, ParamSpec, TypeVar
-
-import httpx2
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from palimpsest.api.client import calls
 from palimpsest.api.client.base import (
@@ -36,6 +34,9 @@ from palimpsest.api.client.errors import APIConnectionError, problem_error
 from palimpsest.api.client.records import EventPublic
 from palimpsest.api.client.retries import RetryPolicy
 from palimpsest.api.client.sse import SseParser
+
+if TYPE_CHECKING:
+    import httpx2
 
 __all__ = ["Client"]
 
@@ -121,6 +122,8 @@ class Client:
         headers: dict[str, str] | None = None,
         http_client: httpx2.Client | None = None,
     ) -> None:
+        import httpx2  # on first use: importing the client stays light
+
         self._owns_http = http_client is None
         self._http = http_client or httpx2.Client()
         self.settings = Settings.of(
@@ -158,6 +161,8 @@ class Client:
         stream: bool,
     ) -> httpx2.Response:
         """Return the first answer that is not worth retrying (an error one raised)."""
+        import httpx2  # on first use: importing the client stays light
+
         policy = self.settings.retry
         request = request_for(self.settings, self._http, call, idempotency_key)
         retry = 0
@@ -235,6 +240,8 @@ class Client:
         """The feed as it grows (Server-Sent Events), from after ``after``: endless
         without ``limit``. A dropped connection is resumed after the last event seen,
         as often as the retry policy allows in a row."""
+        import httpx2  # on first use: importing the client stays light
+
         position, seen, drops = after, 0, 0
         while limit is None or seen < limit:
             rest = None if limit is None else limit - seen

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from palimpsest.projections.store.schema import EVENTS_TABLE
 from palimpsest.projections.store.sql import schema_query
 from palimpsest.projections.store.tenancy import tenant_transaction
 
@@ -26,20 +25,11 @@ WAIT_S = 5.0
 """The longest a recall waits for its ``after`` position to be indexed, in seconds;
 then it answers with what is indexed (``caught_up: false``)."""
 
-_CREATED_BY_AFTER = (
-    "EXISTS (SELECT 1 FROM {schema}." + EVENTS_TABLE + " e"
-    " WHERE e.originator_id = m.memory_id AND e.originator_version = 1"
-    " AND e.notification_id <= %(after)s)"
-)
-"""The memory's first event is at ``after`` or before. Not ``memory_index.position``:
-writes that share a group commit's transaction record its last position there, while
-each answers its own event's, which may be lower (seen: answered 9, recorded 13)."""
-
 _CAUGHT_UP = (
     "SELECT NOT EXISTS (SELECT 1 FROM {schema}.revisions r"
     " JOIN {schema}.memory_index m USING (tenant_id, memory_id)"
     " WHERE r.published < r.requested AND r.published < %(after)s"
-    " AND " + _CREATED_BY_AFTER +
+    " AND m.position <= %(after)s"
     # A quarantined memory is not waited for: it stays so until a later write.
     " AND r.unprojectable_at IS DISTINCT FROM r.requested)"
     " AND NOT EXISTS (SELECT 1 FROM {schema}.revisions r"
@@ -47,7 +37,7 @@ _CAUGHT_UP = (
     " JOIN {schema}.beliefs b USING (tenant_id, memory_id)"
     " LEFT JOIN {schema}.memory_texts t USING (tenant_id, memory_id)"
     " WHERE r.indexed < r.published AND r.indexed < %(after)s"
-    " AND " + _CREATED_BY_AFTER + " AND m.erased_position IS NULL"
+    " AND m.position <= %(after)s AND m.erased_position IS NULL"
     " AND b.current_version_id IS NOT NULL"
     " AND t.version_id IS DISTINCT FROM b.current_version_id) AS caught_up"
 )

@@ -42,7 +42,7 @@ from uuid import UUID
 
 from psycopg import sql
 
-from palimpsest.domain.decision import DISMISS_CONFLICT, dismissal_key
+from palimpsest.domain.decision import DISMISS_CONFLICT
 from palimpsest.projections.recall.settings import DEFAULT_CONFLICT_FLOOR
 from palimpsest.projections.store.lexeme_counts import ANY_LEXEME
 from palimpsest.projections.store.sql import schema_query
@@ -251,24 +251,42 @@ def _kind_size(
     return int(row["n"]) if row else 0
 
 
-_SUPERSEDING = (
-    "SELECT k.older_id, k.newer_id FROM {schema}.conflict_marks k"
-    " JOIN {schema}.memory_texts nt ON nt.memory_id = k.newer_id"
-    " JOIN {schema}.beliefs nb ON nb.memory_id = k.newer_id"
-    " WHERE k.older_id = ANY(%(ids)s) AND nb.belief -> 'labels' -> 'archived' = 'null'::jsonb"
-    " AND NOT EXISTS (SELECT 1 FROM {schema}.memory_links l WHERE l.memory_id = k.older_id"
-    " AND l.linked_id = k.newer_id AND l.kind <> 'conflicts_with')"
-    " ORDER BY k.older_id, nt.revision DESC, k.newer_id"
+_DISMISSAL_KEY = (
+    "'sha256:' || encode(sha256(convert_to('{{\"kind\":\"" + DISMISS_CONFLICT + '",'
+    '"params":{{}},"subject":"memories:\''
+    ' || least(k.older_id::text COLLATE "C", k.newer_id::text)'
+    " || ',' || greatest(k.older_id::text COLLATE \"C\", k.newer_id::text) || '\"}}',"
+    " 'UTF8')), 'hex')"
 )
-"""The unsettled pairs of the memories ``%(ids)s`` as the older: the newer one not
-archived (its belief) nor erased (its words are gone with its version), and no edge but
-``conflicts_with`` between the two; newest first."""
+""":func:`palimpsest.domain.decision.dismissal_key` of the pair ``k`` in SQL: the
+SHA-256 of the decision's canonical JSON (kind, subject, no parameters), the subject
+naming the two ids in text order (``"C"``: byte order, as Python compares them).
+tests/projections/recall/test_conflict_marks.py holds the two equal."""
 
-_DISMISSED = (
-    "SELECT logical_key FROM {schema}.decision_index"
-    " WHERE logical_key = ANY(%(keys)s) AND kind = %(kind)s"
+_SUPERSEDING = (
+    "SELECT older_id, array_agg(newer_id ORDER BY revision DESC, newer_id) AS newer"
+    " FROM (SELECT k.older_id, k.newer_id,"
+    " (SELECT t.revision FROM {schema}.memory_texts t WHERE t.memory_id = k.newer_id)"
+    " AS revision,"
+    " (SELECT b.belief -> 'labels' -> 'archived' FROM {schema}.beliefs b"
+    " WHERE b.memory_id = k.newer_id) AS archived,"
+    " EXISTS (SELECT 1 FROM {schema}.memory_links l WHERE l.memory_id = k.older_id"
+    " AND l.linked_id = k.newer_id AND l.kind <> 'conflicts_with') AS linked,"
+    " EXISTS (SELECT 1 FROM {schema}.decision_index d WHERE d.logical_key = "
+    + _DISMISSAL_KEY
+    + " AND d.kind = '"
+    + DISMISS_CONFLICT
+    + "') AS dismissed"
+    " FROM unnest(%(ids)s::uuid[]) AS i(memory_id)"
+    " CROSS JOIN LATERAL (SELECT older_id, newer_id FROM {schema}.conflict_marks"
+    " WHERE older_id = i.memory_id OFFSET 0) AS k OFFSET 0) AS p"
+    " WHERE revision IS NOT NULL AND archived = 'null'::jsonb AND NOT linked AND NOT dismissed"
+    " GROUP BY older_id"
 )
-"""Which of the ``dismiss_conflict`` keys ``%(keys)s`` were decided (both stand)."""
+"""The unsettled pairs of the memories ``%(ids)s`` as the older, newest first: the newer
+one neither archived (its belief) nor erased (its words are gone with its version), no
+edge but ``conflicts_with`` between the two, no ``dismiss_conflict`` decision about
+them."""
 
 
 def superseding(cur: Cursor[Any], schema: str, ids: list[UUID]) -> dict[UUID, list[UUID]]:
@@ -278,26 +296,15 @@ def superseding(cur: Cursor[Any], schema: str, ids: list[UUID]) -> dict[UUID, li
     Settled: a ``supersedes`` edge (either way: one of the two is archived), any other
     edge but ``conflicts_with`` joining them, or a ``dismiss_conflict`` decision about
     the pair, found in ``decision_index`` by its logical key
-    (:func:`palimpsest.domain.decision.dismissal_key`). Two statements on ``cur``, both
-    by key.
+    (:func:`palimpsest.domain.decision.dismissal_key`). One prepared statement on
+    ``cur``, each row found by key: every pair of the memories asked about, each
+    with its checks as subqueries (OFFSET 0 keeps them so: joined, the planner read
+    every pair, text and belief of the tenant when its statistics were few).
     """
     if not ids:
         return {}
-    cur.execute(schema_query(_SUPERSEDING, schema), {"ids": ids})
-    pairs = [(row["older_id"], row["newer_id"]) for row in cur.fetchall()]
-    if not pairs:
-        return {}
-    keys = {pair: dismissal_key(*pair) for pair in pairs}
-    cur.execute(
-        schema_query(_DISMISSED, schema),
-        {"keys": sorted(set(keys.values())), "kind": DISMISS_CONFLICT},
-    )
-    dismissed = {row["logical_key"] for row in cur.fetchall()}
-    newer: dict[UUID, list[UUID]] = {}
-    for pair in pairs:
-        if True:  # BREAK
-            newer.setdefault(pair[0], []).append(pair[1])
-    return newer
+    cur.execute(schema_query(_SUPERSEDING, schema), {"ids": ids}, prepare=True)
+    return {row["older_id"]: list(row["newer"]) for row in cur.fetchall()}
 
 
 _T = TypeVar("_T")

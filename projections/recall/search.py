@@ -679,9 +679,12 @@ def _conflicts_first(
     them (a newer memory taking an older one's place may have a newer one of its own).
     """
     looked: set[UUID] = set()
+    # The first read takes twice as many, so a second is rarely needed.
+    reach = 2 * wanted
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         while True:
-            top = [r["memory_id"] for r in ordered[:wanted] if r["memory_id"] not in looked]
+            top = [r["memory_id"] for r in ordered[:reach] if r["memory_id"] not in looked]
+            reach = wanted
             if not top:
                 return ordered
             looked.update(top)

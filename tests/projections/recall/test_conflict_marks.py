@@ -2,7 +2,8 @@
 
 The pairs are written by the real indexing drain (real model) into PostgreSQL;
 their orientation follows the versions, not the memories' creation; a settled
-pair (both stand, another edge, the newer one forgotten) supersedes nothing.
+pair (both stand, another edge, the newer one forgotten) supersedes nothing; a
+dismissal is found by its logical key, which the SQL computes as the domain does.
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from palimpsest.projections.recall.conflict_marks import conflicts_first, superseding
+from palimpsest.domain.decision import dismissal_key
+from palimpsest.projections.recall.conflict_marks import (
+    _DISMISSAL_KEY,
+    conflicts_first,
+    superseding,
+)
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.tenancy import tenant_transaction
 from tests.api.helpers import post, remember
@@ -25,6 +31,24 @@ def _pairs(runtime: Runtime, tenant: Tenant) -> set[tuple[str, str]]:
     with tenant_transaction(runtime.log.datastore, tenant.id, commit=False) as cur:
         cur.execute(f'SELECT older_id, newer_id FROM "{runtime.database.schema}".conflict_marks')
         return {(str(r["older_id"]), str(r["newer_id"])) for r in cur.fetchall()}
+
+
+def test_the_dismissal_key_in_sql_is_the_domain_s(runtime: Runtime, tenant: Tenant) -> None:
+    # Ids whose text orders differently from their bytes or numbers, either way round.
+    ids = [UUID(int=n) for n in (1, 2**127, 2**128 - 1)] + [
+        UUID("0a000000-0000-4000-8000-000000000000"),
+        UUID("a0000000-0000-4000-8000-000000000000"),
+        UUID("9fffffff-ffff-4fff-bfff-ffffffffffff"),
+    ]
+    query = (
+        f"SELECT {_DISMISSAL_KEY} AS key FROM (SELECT %s::uuid AS older_id, %s::uuid AS newer_id) k"
+    )
+    with tenant_transaction(runtime.log.datastore, tenant.id, commit=False) as cur:
+        for a in ids:
+            for b in ids:
+                cur.execute(query.replace("{{", "{").replace("}}", "}"), (a, b))
+                row = cur.fetchone()
+                assert row is not None and row["key"] == dismissal_key(a, b), (a, b)
 
 
 def test_only_unsettled_pairs_supersede(

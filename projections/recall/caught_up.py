@@ -25,11 +25,21 @@ WAIT_S = 5.0
 """The longest a recall waits for its ``after`` position to be indexed, in seconds;
 then it answers with what is indexed (``caught_up: false``)."""
 
+_CREATED_BY_AFTER = (
+    "EXISTS (SELECT 1 FROM {schema}.{events} e"
+    " WHERE e.originator_id = m.memory_id AND e.originator_version = 1"
+    " AND e.notification_id <= %(after)s)"
+)
+"""The memory's first event is at ``after`` or before (found by the events' key). Not
+``memory_index.position``: writes that share a group commit's transaction record its
+last position there, while each answers its own last event's, which may be lower
+(seen: answered 9, recorded 13), and a recall after 9 would then wait for nothing."""
+
 _CAUGHT_UP = (
     "SELECT NOT EXISTS (SELECT 1 FROM {schema}.revisions r"
     " JOIN {schema}.memory_index m USING (tenant_id, memory_id)"
     " WHERE r.published < r.requested AND r.published < %(after)s"
-    " AND m.position <= %(after)s"
+    " AND " + _CREATED_BY_AFTER +
     # A quarantined memory is not waited for: it stays so until a later write.
     " AND r.unprojectable_at IS DISTINCT FROM r.requested)"
     " AND NOT EXISTS (SELECT 1 FROM {schema}.revisions r"
@@ -37,7 +47,7 @@ _CAUGHT_UP = (
     " JOIN {schema}.beliefs b USING (tenant_id, memory_id)"
     " LEFT JOIN {schema}.memory_texts t USING (tenant_id, memory_id)"
     " WHERE r.indexed < r.published AND r.indexed < %(after)s"
-    " AND m.position <= %(after)s AND m.erased_position IS NULL"
+    " AND " + _CREATED_BY_AFTER + " AND m.erased_position IS NULL"
     " AND b.current_version_id IS NOT NULL"
     " AND t.version_id IS DISTINCT FROM b.current_version_id) AS caught_up"
 )

@@ -47,6 +47,15 @@ from palimpsest.projections.views.timeline import memory_history
 
 __all__ = ["add_read_tools"]
 
+# The filters recall and list share, described once.
+_TypeFilter = Annotated[MemoryType | None, Field(description="Only this kind.")]
+_ScopeFilter = Annotated[Label | None, Field(description="Only this scope.")]
+_ProjectFilter = Annotated[Label | None, Field(description="Only this project.")]
+_TopicFilter = Annotated[Label | None, Field(description="Only this topic.")]
+_IncludeArchived = Annotated[
+    bool, Field(description="Also forgotten and superseded ones (flagged).")
+]
+
 RECALL = """
     Search the stored memories by meaning and by words (names, numbers, ids such as
     PAL-123), best first. Use it before answering anything the user may have told you
@@ -85,13 +94,11 @@ def add_read_tools(server: MCPServer, backend: Backend) -> None:
         ctx: Context,
         query: Annotated[PgText, Field(min_length=1, description="What to look for.")],
         k: Annotated[int, Field(ge=1, le=100, description="How many memories.")] = 10,
-        type: Annotated[MemoryType | None, Field(description="Only this kind.")] = None,
-        scope: Annotated[Label | None, Field(description="Only this scope.")] = None,
-        project: Annotated[Label | None, Field(description="Only this project.")] = None,
-        topic: Annotated[Label | None, Field(description="Only this topic.")] = None,
-        include_archived: Annotated[
-            bool, Field(description="Also forgotten and superseded ones (flagged).")
-        ] = False,
+        type: _TypeFilter = None,
+        scope: _ScopeFilter = None,
+        project: _ProjectFilter = None,
+        topic: _TopicFilter = None,
+        include_archived: _IncludeArchived = False,
         mode: Annotated[
             RecallMode,
             Field(description="hybrid: meaning and words; vector: meaning; text: words."),
@@ -150,13 +157,11 @@ def add_read_tools(server: MCPServer, backend: Backend) -> None:
     )
     def list_memories(
         ctx: Context,
-        type: Annotated[MemoryType | None, Field(description="Only this kind.")] = None,
-        scope: Annotated[Label | None, Field(description="Only this scope.")] = None,
-        project: Annotated[Label | None, Field(description="Only this project.")] = None,
-        topic: Annotated[Label | None, Field(description="Only this topic.")] = None,
-        include_archived: Annotated[
-            bool, Field(description="Also forgotten and superseded ones (flagged).")
-        ] = False,
+        type: _TypeFilter = None,
+        scope: _ScopeFilter = None,
+        project: _ProjectFilter = None,
+        topic: _TopicFilter = None,
+        include_archived: _IncludeArchived = False,
         limit: Annotated[int, Field(ge=1, le=200, description="How many per page.")] = 50,
         cursor: Annotated[
             Cursor | None, Field(description="The next_cursor of the page before.")

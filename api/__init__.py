@@ -19,6 +19,8 @@ Modules:
   its role, writes.
 - :mod:`palimpsest.api.headers`: Headers every response carries, whatever route or error
   produced it.
+- :mod:`palimpsest.api.json_bodies`: Every JSON request body parsed strictly before a
+  route reads it.
 - :mod:`palimpsest.api.logformat`: Structured logs: one JSON object per line.
 - :mod:`palimpsest.api.mcp`: The MCP server: the tools for agents, at ``/mcp`` and over
   stdio.
@@ -37,6 +39,8 @@ Modules:
   token, and CSRF tokens.
 - :mod:`palimpsest.api.settings`: HTTP and write-path settings of the service.
 - :mod:`palimpsest.api.specs`: Translation of validated request bodies into write specs.
+- :mod:`palimpsest.api.strict_json`: Request bodies as JSON: one strict parser, for
+  every route and for ``/mcp``.
 - :mod:`palimpsest.api.waiting`: Waiting for the drains, and for new events, from async
   routes, holding no thread while waiting.
 - :mod:`palimpsest.api.worker_threads`: The hop from the event loop to a worker thread, for
@@ -55,6 +59,7 @@ __all__ = [
     "cursor",
     "deps",
     "headers",
+    "json_bodies",
     "logformat",
     "mcp",
     "metrics",
@@ -66,6 +71,7 @@ __all__ = [
     "sessions",
     "settings",
     "specs",
+    "strict_json",
     "waiting",
     "worker_threads",
 ]

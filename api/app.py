@@ -13,6 +13,7 @@ import palimpsest
 from palimpsest.api.admission import Admission, Caps
 from palimpsest.api.candidate_budget import CandidateBudget
 from palimpsest.api.headers import NoSniff
+from palimpsest.api.json_bodies import StrictJson
 from palimpsest.api.mcp.http import mount_mcp
 from palimpsest.api.metrics import Metrics, ObserveRequests
 from palimpsest.api.problems import install_problem_handlers
@@ -147,6 +148,7 @@ def create_app(
     ):
         app.include_router(module.router)
     mount_mcp(app, settings.host)  # /mcp: the MCP tools, authenticated by bearer token
+    app.add_middleware(StrictJson)  # every JSON body, one strict parser (api/strict_json.py)
     app.add_middleware(AnnounceWrites, writes=app.state.writes)
     app.add_middleware(
         ObserveRequests, metrics=app.state.metrics, max_request_bytes=settings.max_request_bytes

@@ -49,14 +49,10 @@ class Metrics:
         self.registry.register(_ConnectionsCollector())
 
     def watch_revision(self, totals: Callable[[], dict[str, float]]) -> None:
-        """Report ``palimpsest_revision{figure=...}`` from ``totals`` at each scrape."""
-        self.registry.register(
-            _FiguresCollector(
-                "palimpsest_revision",
-                "Revision figures over all tenants (as GET /v1/revision reports per tenant).",
-                totals,
-            )
-        )
+        """Report ``palimpsest_revision{figure=...}`` from ``totals`` at each scrape, and
+        ``palimpsest_drain_lag_seconds``: the age of the oldest work the drains have not
+        published (``oldest_dirty_age_s``; 0 when they have caught up)."""
+        self.registry.register(_RevisionCollector(totals))
 
     def watch_cache(self, figures: Callable[[], dict[str, float]]) -> None:
         """Report ``palimpsest_cache{figure=...}`` (entries, hits, misses…) at each scrape."""
@@ -89,6 +85,29 @@ class _FiguresCollector:
         for figure, value in self.figures().items():
             family.add_metric([figure], value)
         yield family
+
+
+class _RevisionCollector:
+    """The revision figures and the drains' lag, from one reading of the totals."""
+
+    def __init__(self, totals: Callable[[], dict[str, float]]) -> None:
+        self.totals = totals
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        totals = self.totals()
+        family = GaugeMetricFamily(
+            "palimpsest_revision",
+            "Revision figures over all tenants (as GET /v1/revision reports per tenant).",
+            labels=["figure"],
+        )
+        for figure, value in totals.items():
+            family.add_metric([figure], value)
+        yield family
+        yield GaugeMetricFamily(
+            "palimpsest_drain_lag_seconds",
+            "Age of the oldest write the drains have not published yet (0: caught up).",
+            value=totals.get("oldest_dirty_age_s", 0.0),
+        )
 
 
 class _AdmissionCollector:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import json
 import typing
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -58,12 +57,14 @@ from palimpsest.api.deps import (
 )
 from palimpsest.api.query_params import refuse_unknown_query
 from palimpsest.api.specs import RoleCheck
+from palimpsest.api.strict_json import PARSED_SCOPE_KEY, parse_json
 from palimpsest.domain.errors import PalimpsestError
 from palimpsest.projections.commands.caller import Caller
 
 __all__ = ["PlainRoute", "SKIPPED_WITHOUT_QUERY", "SUPPLIED", "plain_route"]
 
 _UUID: TypeAdapter[UUID] = TypeAdapter(UUID)
+_UNPARSED = object()
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
@@ -268,9 +269,9 @@ async def _body_and_ids(plan: _Plan, request: Request) -> dict[str, Any] | None:
     """Return the body and the path ids as the endpoint takes them, or None if
     FastAPI would refuse them (or could not read the body).
 
-    Read first, as FastAPI reads them (``json.loads``, then the model from
-    Python values) before any dependency: a body it refuses never names a
-    tenant in the request's log line.
+    Read first, as FastAPI reads them (the value :mod:`palimpsest.api.json_bodies`
+    parsed, then the model from Python values) before any dependency: a body it
+    refuses never names a tenant in the request's log line.
     """
     values: dict[str, Any] = {}
     try:
@@ -278,7 +279,10 @@ async def _body_and_ids(plan: _Plan, request: Request) -> dict[str, Any] | None:
             if request.headers.get("content-type") != "application/json":
                 return None
             name, model = plan.body
-            values[name] = model.model_validate(json.loads(await request.body()))
+            parsed = request.scope.get(PARSED_SCOPE_KEY, _UNPARSED)
+            if parsed is _UNPARSED:  # an app without StrictJson (none of ours)
+                parsed = parse_json(await request.body())
+            values[name] = model.model_validate(parsed)
         for name, alias in plan.path_ids:
             values[name] = _UUID.validate_python(request.path_params[alias])
     except Exception:

@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException
 from palimpsest.api.admission import ConcurrencyLimitError
 from palimpsest.api.deps import RepeatedHeaderError
 from palimpsest.api.query_params import UnknownQueryParameterError
+from palimpsest.api.strict_json import DuplicateKeyError, JsonTooDeepError, MalformedJsonError
 from palimpsest.domain.errors import (
     AlreadySettledError,
     AuthenticationError,
@@ -35,7 +36,9 @@ from palimpsest.domain.errors import (
     EvidenceOutOfRangeError,
     EvidenceRetractedError,
     IdempotencyKeyReusedError,
+    InconsistentPolicyError,
     InvalidInputError,
+    ItemsChangedError,
     MemoryForgottenError,
     MemorySupersededError,
     NotFoundError,
@@ -47,12 +50,15 @@ from palimpsest.domain.errors import (
     StructurallyArchivedError,
     TenantClosedError,
 )
+from palimpsest.domain.tenant import InvalidTenantNameError
+from palimpsest.projections.commands.proposals import ResolutionNotApplicableError
 from palimpsest.projections.judgment.judge import JudgeUnavailableError
 from palimpsest.projections.store.errors import (
     ConcurrentWriteError,
     DatabaseUnavailableError,
     DataDirectoryInUseError,
     EmbedderUnavailableError,
+    MemoryUnprojectableError,
     PgvectorMissingError,
     SchemaTooNewError,
     StaleReadError,
@@ -74,8 +80,13 @@ PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEMS: dict[type[PalimpsestError], tuple[str, int, str]] = {
     PalimpsestError: ("internal-error", 500, "Internal error"),
     InvalidInputError: ("invalid-input", 422, "Invalid input"),
+    InconsistentPolicyError: ("inconsistent-policy", 422, "Inconsistent forgetting policy"),
+    InvalidTenantNameError: ("invalid-tenant-name", 422, "Invalid tenant name"),
     UnknownQueryParameterError: ("unknown-query-parameter", 400, "Unknown query parameter"),
     RepeatedHeaderError: ("repeated-header", 400, "Repeated header"),
+    MalformedJsonError: ("malformed-json", 400, "Malformed JSON"),
+    DuplicateKeyError: ("duplicate-key", 400, "Duplicate key"),
+    JsonTooDeepError: ("json-too-deep", 400, "JSON too deep"),
     ContentTooLargeError: ("content-too-large", 413, "Content too large"),
     EvidenceOutOfRangeError: ("evidence-out-of-range", 422, "Evidence out of range"),
     EvidenceRetractedError: ("evidence-retracted", 422, "Evidence retracted"),
@@ -96,10 +107,17 @@ PROBLEMS: dict[type[PalimpsestError], tuple[str, int, str]] = {
     StaleProposalError: ("stale-proposal", 409, "Stale proposal"),
     CollapseGuardError: ("collapse-guard", 409, "Collapse guard"),
     PassDisabledError: ("pass-disabled", 409, "Forgetting pass disabled"),
+    ItemsChangedError: ("items-changed", 409, "Items to judge changed"),
     JudgeUnavailableError: ("judge-unavailable", 502, "Judge unavailable"),
     ProposalClosedError: ("proposal-closed", 409, "Proposal closed"),
+    ResolutionNotApplicableError: (
+        "resolution-not-applicable",
+        409,
+        "Resolution not applicable",
+    ),
     ConcurrentWriteError: ("concurrent-write", 409, "Concurrent write"),
     StaleReadError: ("concurrent-write", 409, "Concurrent write"),
+    MemoryUnprojectableError: ("memory-unprojectable", 409, "Memory unprojectable"),
     AuthenticationError: ("unauthenticated", 401, "Unauthenticated"),
     PermissionDeniedError: ("forbidden", 403, "Forbidden"),
     ConfigurationError: ("misconfigured", 500, "Service misconfigured"),

@@ -5,19 +5,22 @@ takes only bearer tokens, so a cookie never authenticates a ``/v1`` request.
 A person signs in by pasting a token; the page then needs to remember who
 they are between requests without handing the token back to the browser:
 
-- The session cookie holds 256 random bits and nothing else. This process
-  keeps, under the cookie's SHA-256 digest, the token, a CSRF token, and
-  when the session started and was last used. A cookie therefore carries no
-  secret a script, a log or a proxy could replay against the API, and the
-  table of sessions holds no value a browser could present.
-- Every request authenticates the kept token again through the API's own
+- The session cookie holds the tenant's id and 256 random bits, nothing else.
+  The database keeps (:mod:`palimpsest.projections.commands.review_sessions`),
+  under the SHA-256 digest of those bits and the tenant's row-level security,
+  the token sealed under the same bits (XORed with a SHAKE-256 stream of them:
+  one use per key, so a one-time pad), and when the session started and was
+  last used; the CSRF token is derived from the bits, never stored. A cookie
+  therefore carries no secret a script, a log or a proxy could replay against
+  the API, and the table of sessions holds no value a browser could present,
+  nor a token: the row opens nothing without the cookie.
+- Every request authenticates the unsealed token again through the API's own
   lookup (:func:`palimpsest.projections.commands.tokens.authenticate`), so revoking a
   token ends its sessions at once, and a role is never cached.
 - Sessions end after :data:`IDLE_S` without use or :data:`LIFETIME_S` in
-  all, at sign-out, or when the process restarts; at most :data:`CAPACITY`
-  live in a process (the oldest is dropped first). They live in one
-  process: a deployment of several processes behind one name needs sticky
-  sessions for the page, or a person signs in again.
+  all, or at sign-out; at most :data:`CAPACITY` live per tenant (the oldest is
+  dropped first). Every process of a deployment (``serve --workers N``, several
+  hosts on one database) sees every session, and a restart ends none.
 - Every form carries the session's CSRF token in a hidden field, checked on
   every POST in constant time, and a request a browser marks as coming from
   another site (``Sec-Fetch-Site``) is refused before that. SameSite=Strict
@@ -28,13 +31,27 @@ they are between requests without handing the token back to the browser:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import re
 import secrets
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from palimpsest.projections.commands.review_sessions import (
+    StoredSession,
+    end_session,
+    start_session,
+    use_session,
+)
+
+if TYPE_CHECKING:
+    from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [
     "CAPACITY",
@@ -61,7 +78,10 @@ LIFETIME_S = 12 * 60 * 60
 SIGN_IN_S = 60 * 60
 """How long (seconds) a sign-in form's nonce stays valid."""
 CAPACITY = 10_000
-"""Sessions one process keeps; starting one more drops the oldest."""
+"""Sessions a tenant keeps; starting one more drops its oldest."""
+
+_COOKIE_PATTERN = re.compile(r"^([0-9a-f]{32})\.([A-Za-z0-9_-]{43})$")
+_SEAL = b"palimpsest review session token\0"
 
 
 def new_nonce() -> str:
@@ -95,14 +115,33 @@ class Session:
     """One signed-in browser: the token it signed in with, and its CSRF token."""
 
     token: str
-    """The bearer token, kept in this process only; authenticated again on every request."""
+    """The bearer token, unsealed for this request; authenticated again on every request."""
     csrf: str
     started: float
-    seen: float
+    """When the session began, in seconds of the sessions' clock."""
+
+
+def _sealed(secret: str, data: bytes) -> bytes:
+    """Return ``data`` XORed with a stream only ``secret`` gives (sealing and unsealing
+    are the same operation)."""
+    stream = hashlib.shake_256(_SEAL + secret.encode()).digest(len(data))
+    return bytes(a ^ b for a, b in zip(data, stream, strict=True))
+
+
+def _digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode()).digest()
+
+
+def _csrf(secret: str) -> str:
+    """Return the session's CSRF token: its own function of the cookie's secret, which
+    no page of another origin can read, and which reveals nothing of it."""
+    keyed = hmac.new(secret.encode(), b"palimpsest review csrf", hashlib.sha256)
+    return base64.urlsafe_b64encode(keyed.digest()).decode().rstrip("=")
 
 
 class Sessions:
-    """This process's review-page sessions, keyed by the digest of their cookie."""
+    """The review page's sessions, in the database every process of a deployment
+    shares; the cookie names its tenant, and the digest of its secret the row."""
 
     def __init__(
         self,
@@ -110,64 +149,59 @@ class Sessions:
         idle_s: float = IDLE_S,
         lifetime_s: float = LIFETIME_S,
         capacity: int = CAPACITY,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
     ) -> None:
-        self._idle_s = idle_s
-        self._lifetime_s = lifetime_s
+        self._idle = timedelta(seconds=idle_s)
+        self._lifetime = timedelta(seconds=lifetime_s)
         self._capacity = capacity
         self._clock = clock
-        self._lock = threading.Lock()
-        self._sessions: dict[str, Session] = {}
 
-    @staticmethod
-    def _key(cookie: str) -> str:
-        return hashlib.sha256(cookie.encode()).hexdigest()
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self._clock(), UTC)
 
-    def start(self, token: str) -> tuple[str, Session]:
-        """Start a session for a token that has just authenticated; return the
-        cookie value (always a new one: a session id is never carried over from
-        before sign-in) and the session."""
-        cookie = new_nonce()
-        now = self._clock()
-        session = Session(token=token, csrf=new_nonce(), started=now, seen=now)
-        with self._lock:
-            self._sweep(now)
-            while len(self._sessions) >= self._capacity:
-                del self._sessions[next(iter(self._sessions))]
-            self._sessions[self._key(cookie)] = session
-        return cookie, session
+    def start(self, log: EventLog, tenant_id: UUID, token: str) -> tuple[str, Session]:
+        """Start a session for a token of ``tenant_id`` that has just authenticated;
+        return the cookie value (always a new one: a session id is never carried
+        over from before sign-in) and the session."""
+        secret = new_nonce()
+        now = self._now()
+        stored = StoredSession(_sealed(secret, token.encode()), now)
+        start_session(
+            log,
+            tenant_id,
+            _digest(secret),
+            stored,
+            now=now,
+            idle=self._idle,
+            lifetime=self._lifetime,
+            capacity=self._capacity,
+        )
+        return f"{tenant_id.hex}.{secret}", Session(token, _csrf(secret), now.timestamp())
 
-    def get(self, cookie: str | None) -> Session | None:
+    def get(self, log: EventLog, cookie: str | None) -> Session | None:
         """Return the live session a cookie names (and mark it used), or None."""
-        if not cookie:
+        found = _COOKIE_PATTERN.match(cookie or "")
+        if found is None:
             return None
-        now = self._clock()
-        key = self._key(cookie)
-        with self._lock:
-            session = self._sessions.get(key)
-            if session is None:
-                return None
-            if self._ended(session, now):
-                del self._sessions[key]
-                return None
-            session.seen = now
-            return session
+        tenant_id, secret = UUID(hex=found.group(1)), found.group(2)
+        stored = use_session(
+            log,
+            tenant_id,
+            _digest(secret),
+            now=self._now(),
+            idle=self._idle,
+            lifetime=self._lifetime,
+        )
+        if stored is None:
+            return None
+        try:
+            token = _sealed(secret, stored.sealed_token).decode("ascii")
+        except UnicodeDecodeError:  # not sealed under this secret: never a session
+            return None
+        return Session(token, _csrf(secret), stored.started_at.timestamp())
 
-    def end(self, cookie: str | None) -> None:
+    def end(self, log: EventLog, cookie: str | None) -> None:
         """End the session a cookie names, if any."""
-        if cookie:
-            with self._lock:
-                self._sessions.pop(self._key(cookie), None)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._sessions)
-
-    def _ended(self, session: Session, now: float) -> bool:
-        return now - session.seen > self._idle_s or now - session.started > self._lifetime_s
-
-    def _sweep(self, now: float) -> None:
-        """Drop ended sessions (called on start, so the table never holds more
-        than the sessions started within a lifetime)."""
-        for key in [k for k, s in self._sessions.items() if self._ended(s, now)]:
-            del self._sessions[key]
+        found = _COOKIE_PATTERN.match(cookie or "")
+        if found is not None:
+            end_session(log, UUID(hex=found.group(1)), _digest(found.group(2)))

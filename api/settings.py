@@ -37,12 +37,17 @@ class ApiSettings(BaseSettings):
     """How long a verified bearer token is trusted without asking the database: a
     token revoked by another process stops working here within this bound (0: ask
     every time); one revoked by this process stops at once."""
-    writes_on_loop: bool = True
+    writes_on_loop: bool = False
     """Whether a write whose connection is a serving process's only one runs on its
-    event loop (faster, docs/benchmarks.md) rather than a worker thread. Off where
-    PostgreSQL may stop answering in the middle of a statement (a synchronous
-    standby, a remote server behind an unreliable network): the loop would wait
-    with the write. Never on where a write's hint goes to a broker."""
+    event loop (a little faster for one client, docs/benchmarks.md) rather than a
+    worker thread. Off by default: a database that stops answering in the middle of a
+    statement (a hung server, a synchronous standby, a network that drops packets)
+    would hold the loop with the write, and with it ``/healthz`` and every other
+    request of the process. Never on where a write's hint goes to a broker."""
+    embedded_restart_attempts: int = Field(default=5, ge=1, le=100)
+    """Failed starts in a row after which ``serve`` gives up restarting the embedded
+    PostgreSQL it runs, should it stop: ``/healthz`` then answers 503, so a liveness
+    probe restarts the service (it goes on trying meanwhile, at a 30 s pace)."""
     candidate_budget_ms: int = Field(default=5, ge=0, le=1000)
     """How long a write of a memory or version looks for its contradiction candidates
     before answering ``pending`` with their URL (``?candidates=wait`` waits up to

@@ -32,6 +32,8 @@ Modules:
   enforce them.
 - :mod:`palimpsest.domain.memory`: The ``Memory`` aggregate: a focused claim, its
   versions, support and edges.
+- :mod:`palimpsest.domain.memory_time`: A memory's time: when it was last touched, for
+  the forgetting pass and the decay cycle.
 - :mod:`palimpsest.domain.observation`: The ``Observation`` aggregate: a raw report whose
   bytes live in the payload store.
 - :mod:`palimpsest.domain.proposal`: The ``Proposal`` aggregate: a judge's verdict about a
@@ -71,6 +73,7 @@ __all__ = [
     "judge_state",
     "limits",
     "memory",
+    "memory_time",
     "observation",
     "proposal",
     "reflection",

@@ -135,6 +135,9 @@ class Dependencies:
     """(proposal id, applied or rejected, decision id, when, effect) of proposals decided."""
     cycles: list[CycleRow] = field(default_factory=list)
     """Decay cycles this write records (with the memories they fade and unfade)."""
+    cycles_consolidated: list[tuple[UUID, dict[str, object]]] = field(default_factory=list)
+    """(cycle id, consolidation's summary) of decay cycles whose consolidation this
+    write records."""
     reflections: list[ReflectionRow] = field(default_factory=list)
     """Reflections this write records (consolidation's second pass)."""
     reflections_redacted: list[tuple[UUID, str]] = field(default_factory=list)
@@ -202,6 +205,8 @@ def _other_event(found: Dependencies, event: object) -> None:
         found.deletion_completed = event.decision_id
     elif isinstance(event, Cycle.Created):
         found.cycles.append(_cycle_row(event))
+    elif isinstance(event, Cycle.Consolidated):
+        found.cycles_consolidated.append((event.originator_id, dict(event.summary)))
 
     elif isinstance(event, Decision.Created):
         part_of = event.params.get("part_of")
@@ -246,6 +251,11 @@ def _cycle_row(event: Cycle.Created) -> CycleRow:
         "proposals": event.proposals,
         "archived": event.archived,
     }
+    # Absent from cycles recorded before the fields were: unknown, never a made-up 0.
+    if event.held_back is not None:
+        report["held_back"] = event.held_back
+    if event.importance_fallbacks is not None:
+        report["importance_fallbacks"] = event.importance_fallbacks
     return CycleRow(
         event.originator_id,
         event.snapshot_at,

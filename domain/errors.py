@@ -8,7 +8,8 @@ Every exception palimpsest defines descends from :class:`PalimpsestError`::
     │   ├── EvidenceOutOfRangeError
     │   ├── EvidenceRetractedError   citing an observation retracted as evidence
     │   ├── EvidenceErasedError      citing an erased observation
-    │   └── EdgeNotAllowedError
+    │   ├── EdgeNotAllowedError
+    │   └── InconsistentPolicyError  a forgetting policy whose fields contradict each other
     ├── NotFoundError                unknown id, or an id of another tenant
     ├── ContentExpiredError          content deleted (or due) at its retention deadline
     ├── ContentErasedError           content removed by an erasure
@@ -20,6 +21,7 @@ Every exception palimpsest defines descends from :class:`PalimpsestError`::
     │   ├── StructurallyArchivedError  restore asked of a superseded memory
     │   ├── MemoryForgottenError       a write that needs a memory not forgotten
     │   ├── MemorySupersededError      a write that needs a memory not superseded
+    │   ├── ItemsChangedError          verdicts by ref against a listing that moved on
     │   └── AlreadySettledError        a potential conflict settled already
     ├── AuthenticationError          missing, malformed or unknown token
     ├── PermissionDeniedError        the token's role may not do this
@@ -46,7 +48,9 @@ __all__ = [
     "EvidenceOutOfRangeError",
     "EvidenceRetractedError",
     "IdempotencyKeyReusedError",
+    "InconsistentPolicyError",
     "InvalidInputError",
+    "ItemsChangedError",
     "MemoryForgottenError",
     "MemorySupersededError",
     "NotFoundError",
@@ -86,6 +90,11 @@ class EvidenceErasedError(InvalidInputError):
 
 class EdgeNotAllowedError(InvalidInputError):
     """Raised when an edge kind is not allowed between two memories."""
+
+
+class InconsistentPolicyError(InvalidInputError):
+    """Raised when a forgetting policy's values are each valid but contradict each other
+    (``prune_below`` above ``fade_below``)."""
 
 
 class NotFoundError(PalimpsestError):
@@ -163,6 +172,11 @@ class CollapseGuardError(ConflictError):
     """Raised when a write that archives memories by proposal or automatically would
     pass the tenant's daily allowance (the collapse guard), unconfirmed by an
     administrator."""
+
+
+class ItemsChangedError(ConflictError):
+    """Raised when verdicts name items by ref and the items to judge changed since the
+    listing they were read from (its ``items_digest``)."""
 
 
 class PassDisabledError(ConflictError):

@@ -23,7 +23,7 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
-from palimpsest.domain.errors import InvalidInputError
+from palimpsest.domain.errors import InconsistentPolicyError, InvalidInputError
 from palimpsest.domain.memory import MEMORY_TYPES
 
 __all__ = [
@@ -155,6 +155,40 @@ class ForgettingPolicy:
             _within(f"weights.{factor}", weight, 0.0, 1000.0)
         for memory_type, days in self.half_life_days.items():
             _within(f"half_life_days.{memory_type}", days, _MIN_HALF_LIFE_DAYS, MAX_HALF_LIFE_DAYS)
+
+    def merged(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Return this policy's values with ``changes`` over them (a partial update):
+        ``weights`` and ``half_life_days`` merge key by key, every field not named
+        keeps its value. Unchecked: pass the result to :meth:`checked`."""
+        values = self.as_values()
+        for name in ("weights", "half_life_days"):
+            given = changes.get(name, {})
+            if isinstance(given, Mapping):
+                values[name] = {**values[name], **given}
+            else:  # left for ``checked`` to refuse with the field's name
+                values[name] = given
+        values.update((k, v) for k, v in changes.items() if k not in ("weights", "half_life_days"))
+        return values
+
+    def require_consistent(self) -> ForgettingPolicy:
+        """Return the policy if its fields agree with each other.
+
+        Checked when a policy is set, not when a stored one is read: a policy
+        recorded before the rule existed still loads (the cycle's buckets read
+        ``prune_below`` first, so it only fades nothing).
+
+        Raises:
+            InconsistentPolicyError: ``prune_below`` is above ``fade_below``, so every
+                memory that would fade prunes instead and nothing ever fades.
+        """
+        if self.prune_below > self.fade_below:
+            msg = (
+                f"prune_below ({self.prune_below:g}) is above fade_below ({self.fade_below:g}):"
+                " every memory that should fade would prune; set prune_below at or below"
+                " fade_below"
+            )
+            raise InconsistentPolicyError(msg)
+        return self
 
     def half_life(self, memory_type: str) -> timedelta:
         """Return recency's half-life for ``memory_type``."""

@@ -1,7 +1,32 @@
-"""The ``Tenant`` aggregate: an isolated account, its principals and their tokens."""
+"""The ``Tenant`` aggregate: an isolated account, its principals and their tokens;
+and what may name a tenant.
+
+Tenant names are what an operator types (``--tenant default``) and reads in
+lists, so two names a person cannot tell apart must not name two tenants.
+:func:`checked_tenant_name` refuses what no one can see or read one way:
+
+- control characters, and the invisible "format" characters (Unicode category
+  ``Cf``: zero-width spaces and joiners, the byte-order mark, and the bidi
+  controls that reorder how the rest displays, U+202A-E and U+2066-9);
+- letters from more than one script (``d\u0435fault``, with a Cyrillic ``e``): the
+  cross-script confusables. The exceptions are the mixes a language writes
+  (Han with Hiragana and Katakana, Han with Hangul), as Unicode's "highly
+  restrictive" profile (UTS #39 §5.2) allows. Digits, punctuation and symbols
+  belong to no script and go with any. A name all in one other script that
+  looks like a Latin one (Cyrillic ``\u0440\u0430\u0443\u0440\u0430``) is not caught: that needs the
+  confusables table, which this module does not carry;
+- a name that reads as a UUID (``--tenant`` would take it for an id).
+
+Uniqueness compares :func:`tenant_name_key`: NFKC (``default`` in fullwidth
+forms is ``default``), case-folded (``DEFAULT`` is ``default``), without surrounding
+white space. The name is stored as given.
+"""
 
 from __future__ import annotations
 
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 from uuid import UUID, uuid5
 
@@ -13,9 +38,95 @@ from palimpsest.domain.limits import MAX_DAILY_JUDGE_CALLS, MAX_DAILY_JUDGE_TOKE
 from palimpsest.domain.role import ROLES
 
 __all__ = [
+    "InvalidTenantNameError",
     "Tenant",
+    "checked_tenant_name",
+    "colliding_names",
     "principal_id_for",
+    "tenant_name_key",
 ]
+
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+"""Controls, format (invisible) characters, surrogates, private use, unassigned, and
+line and paragraph separators: nothing a person reads in a name."""
+
+_COMPATIBLE_SCRIPTS = (
+    frozenset({"CJK", "HIRAGANA", "KATAKANA"}),
+    frozenset({"CJK", "HANGUL"}),
+)
+"""Scripts a language writes together (UTS #39's highly restrictive profile)."""
+
+
+class InvalidTenantNameError(InvalidInputError):
+    """Raised when a name cannot name a tenant (422 ``invalid-tenant-name``)."""
+
+
+def tenant_name_key(name: str) -> str:
+    """Return what tenant names are compared by: NFKC, case-folded, trimmed (the
+    second NFKC because case folding can leave a string unnormalised)."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+    return folded.strip()
+
+
+def _script(char: str) -> str | None:
+    """Return the script of a letter, from its Unicode name's first word (no script
+    property in the standard library); None for what belongs to no one script."""
+    category = unicodedata.category(char)
+    # Modifier letters (the Japanese prolonged sound mark, spacing accents) are
+    # shared between scripts, as digits and punctuation are.
+    if not category.startswith("L") or category == "Lm":
+        return None
+    words = unicodedata.name(char, "UNKNOWN").split()
+    # "CJK UNIFIED IDEOGRAPH-4E00", "CJK COMPATIBILITY IDEOGRAPH-F900": one script.
+    return "CJK" if words[0] == "CJK" else words[0]
+
+
+def _one_script(scripts: set[str]) -> bool:
+    return len(scripts) <= 1 or any(scripts <= allowed for allowed in _COMPATIBLE_SCRIPTS)
+
+
+def checked_tenant_name(name: str, max_chars: int) -> str:
+    """Return ``name`` if it can name a tenant.
+
+    Raises:
+        InvalidTenantNameError: blank, longer than ``max_chars``, holding a control,
+            an invisible or a bidi character, letters of more than one script, or
+            reading as a UUID.
+    """
+    if not name.strip() or len(name) > max_chars:
+        msg = f"a tenant name has 1 to {max_chars} characters, not all blank"
+        raise InvalidTenantNameError(msg)
+    refused = sorted(
+        {f"U+{ord(c):04X}" for c in name if unicodedata.category(c) in _REFUSED_CATEGORIES}
+    )
+    if refused:
+        msg = (
+            "a tenant name cannot hold control, invisible or bidi characters "
+            f"(it holds {', '.join(refused)})"
+        )
+        raise InvalidTenantNameError(msg)
+    scripts = {s for c in unicodedata.normalize("NFKC", name) if (s := _script(c)) is not None}
+    if not _one_script(scripts):
+        msg = (
+            f"a tenant name's letters come from one script; {name!r} mixes "
+            f"{', '.join(sorted(scripts))} (a letter of one can pass for another's)"
+        )
+        raise InvalidTenantNameError(msg)
+    try:
+        UUID(name)
+    except ValueError:
+        return name
+    msg = f"{name!r} reads as a tenant id; choose a name that is not a UUID"
+    raise InvalidTenantNameError(msg)
+
+
+def colliding_names(names: Iterable[tuple[UUID, str]]) -> list[list[UUID]]:
+    """Return the groups of tenants (ids, each group sorted) whose names compare equal
+    under :func:`tenant_name_key`: what a store recorded before names were compared so."""
+    groups: dict[str, list[UUID]] = defaultdict(list)
+    for tenant_id, name in names:
+        groups[tenant_name_key(name)].append(tenant_id)
+    return sorted(sorted(ids, key=str) for ids in groups.values() if len(ids) > 1)
 
 
 def principal_id_for(tenant_id: UUID, name: str) -> UUID:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,11 +12,12 @@ from eventsourcing.persistence import PersistenceError
 from palimpsest.projections.recall.embedders import Embedder
 from palimpsest.projections.recall.settings import EmbeddingSettings
 from palimpsest.projections.store.database import Database, open_database
-from palimpsest.projections.store.errors import DatabaseUnavailableError
+from palimpsest.projections.store.errors import DatabaseUnavailableError, EmbedderUnavailableError
 from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.migrations import migrate
 from palimpsest.projections.store.schema import vector_index_ddl
 from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.projections.views.access_buffer import close_access_buffer
 from palimpsest.projections.views.publications import PublicationWatch
 from palimpsest.projections.views.version_cache import VersionCache, cache_for
 
@@ -24,6 +26,8 @@ __all__ = [
     "ensure_vector_index",
     "start_runtime",
 ]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -35,6 +39,10 @@ class Runtime:
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     _embedder: Embedder | None = None
     _publications: PublicationWatch | None = None
+    embedder_load_ended: threading.Event | None = None
+    """:meth:`load_embedder_soon`'s load, set once it ended, loaded or not (None: no
+    such load was started). A wait for the caller's writes to be indexed first waits
+    for it: the drains index nothing before the model has loaded."""
     embedder_loaded: threading.Event = field(default_factory=threading.Event)
     """Set once :meth:`load_embedder` has embedded with the current embedder
     (readiness: until then the first recall would pay for loading the model)."""
@@ -79,11 +87,30 @@ class Runtime:
         if embedder is self._embedder:
             self.embedder_loaded.set()
 
+    def load_embedder_soon(self) -> None:
+        """Start :meth:`load_embedder` on a daemon thread and return at once, for a
+        process that answers before its model has loaded (``palimpsest mcp``, started
+        by a desktop client). A model that cannot load is logged; the drains' indexing
+        reports it again at each try."""
+
+        ended = self.embedder_load_ended = threading.Event()
+
+        def load() -> None:
+            try:
+                self.load_embedder()
+            except EmbedderUnavailableError:
+                _log.warning("the embedding model could not be loaded", exc_info=True)
+            finally:
+                ended.set()
+
+        threading.Thread(target=load, name="palimpsest-embedder-load", daemon=True).start()
+
     def close(self) -> None:
-        """Stop listening for publications and close the event log's connection pool
-        (the embedded server stops at exit)."""
+        """Stop listening for publications, write the buffered access stamps, and close
+        the event log's connection pool (the embedded server stops at exit)."""
         if self._publications is not None:
             self._publications.stop()
+        close_access_buffer(self.log)  # the accesses reads stamped, written before closing
         self.log.close()
 
 

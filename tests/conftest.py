@@ -7,11 +7,13 @@ database can be had, tests skip locally with the reason and fail in CI.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -33,6 +35,7 @@ from palimpsest.projections.recall.indexing import index_pending
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.schema import EVENTS_TABLE
 from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.projections.views.access_buffer import flush_accesses
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,9 @@ def other_tenant(runtime: Runtime) -> Tenant:
 
 
 def store_snapshot(runtime: Runtime) -> dict[str, int]:
-    """Return the log head and the row count of every table (as the owner, all tenants)."""
+    """Return the log head and the row count of every table (as the owner, all tenants),
+    with the access stamps this process buffered written first (as reads once wrote them)."""
+    flush_accesses(runtime.log)
     schema = runtime.database.schema
     with runtime.database.owner_connection() as conn:
         head = conn.execute(
@@ -256,3 +261,27 @@ def drain_until_caught_up(runtime: Runtime) -> int:
     while (report := drain_revisions(runtime.log)).claimed:
         published += report.published
     return published
+
+
+def wait_until(
+    condition: Callable[[], bool], timeout_s: float, what: str, *, poll_s: float = 0.05
+) -> None:
+    """Poll ``condition`` until it holds, failing the test (naming ``what``) after
+    ``timeout_s``: what a test waits for is observed, never assumed from a sleep."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s} s waiting until {what}")
+        time.sleep(poll_s)
+
+
+async def wait_until_async(
+    condition: Callable[[], bool], timeout_s: float, what: str, *, poll_s: float = 0.02
+) -> None:
+    """:func:`wait_until` for a test running on an event loop (it yields the loop
+    between polls, so the tasks it waits for can run)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s} s waiting until {what}")
+        await asyncio.sleep(poll_s)

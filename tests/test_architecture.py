@@ -109,6 +109,7 @@ def test_every_module_lives_in_a_room() -> None:
     assert homeless == []
 
 
+@pytest.mark.slow
 def test_rooms_import_only_the_rooms_below_them() -> None:
     breaches = []
     for module, imported in _graph().items():
@@ -125,6 +126,7 @@ def test_rooms_import_only_the_rooms_below_them() -> None:
     assert breaches == []
 
 
+@pytest.mark.slow
 def test_commands_and_views_never_import_each_other() -> None:
     graph = _graph()
     crossing = [
@@ -137,6 +139,7 @@ def test_commands_and_views_never_import_each_other() -> None:
     assert crossing == []
 
 
+@pytest.mark.slow
 def test_there_are_no_import_circles() -> None:
     graph = _graph()
     # A package imports its own modules to present its face; that is not a circle.
@@ -177,6 +180,7 @@ def test_there_are_no_import_circles() -> None:
     assert circles == []
 
 
+@pytest.mark.slow
 def test_nothing_imports_the_api_or_the_workers_from_below() -> None:
     upward = [
         f"{module} -> {target}"

@@ -98,6 +98,7 @@ def _top_level(names: list[str]) -> set[str]:
     }
 
 
+@pytest.mark.slow
 def test_the_wheel_installs_one_top_level_package(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert _top_level(names) == {"palimpsest"}
@@ -112,6 +113,7 @@ def test_the_wheel_installs_one_top_level_package(wheel: Path) -> None:
     assert not any(name.startswith("tests/") for name in names)
 
 
+@pytest.mark.slow
 def test_the_client_install_brings_no_server(client_env: Path) -> None:
     listed = subprocess.run(
         [client_env, "-m", "pip", "list", "--format", "json", "--disable-pip-version-check"],
@@ -133,6 +135,7 @@ def _digests(folder: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_the_client_works_beside_a_project_with_its_own_api_and_domain(
     runtime: Runtime, tenant: Tenant, client_env: Path, tmp_path: Path
 ) -> None:

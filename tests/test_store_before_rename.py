@@ -178,6 +178,7 @@ def _listed(page: dict[str, Any]) -> list[tuple[str, str, Any]]:
     return [(item["id"], item["status"], item.get("belief")) for item in page["items"]]
 
 
+@pytest.mark.slow
 def test_the_store_is_the_one_the_old_code_wrote(restored: Restored) -> None:
     # The fixture is what it says: written by 30cf9f2, restored with its writes, with a
     # snapshot, and nothing in its log or its snapshots names a module of either layout.
@@ -209,6 +210,7 @@ def test_the_store_is_the_one_the_old_code_wrote(restored: Restored) -> None:
         assert json.loads(bytes(state))["topic"] == "palimpsest:Memory"
 
 
+@pytest.mark.slow
 def test_the_command_line_migrates_verifies_and_rebuilds_the_old_store(
     restored: Restored,
 ) -> None:
@@ -226,6 +228,7 @@ def test_the_command_line_migrates_verifies_and_rebuilds_the_old_store(
     assert rebuilt.returncode == EXIT_OK, (rebuilt.stdout, rebuilt.stderr[-3000:])
 
 
+@pytest.mark.slow
 def test_the_old_store_serves_what_the_old_code_served_and_takes_new_writes(
     restored: Restored,
 ) -> None:
@@ -288,7 +291,10 @@ def _reads_as_before(client: TestClient) -> None:
     admin = EXPECTED["tenants"]["default"]["admin_token"]
     receipt = _get(client, f"/v1/erasures/{EXPECTED['erased']['erasure_id']}", admin)
     assert receipt == answers["erasure"]
-    assert _get(client, f"/v1/cycles/{EXPECTED['cycle_id']}", reader) == answers["cycle"]
+    # A cycle's report has gained what a person reads (texts beside ids, the factors and
+    # buckets explained: issue 46); everything it answered before is answered the same.
+    cycle = _get(client, f"/v1/cycles/{EXPECTED['cycle_id']}", reader)
+    assert {key: cycle.get(key) for key in answers["cycle"]} == answers["cycle"]
     recalled = client.post(
         "/v1/recall",
         json={"query": "PostgreSQL", "mode": "text", "k": 10},

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
+from palimpsest.projections.drains.heartbeat import Heartbeat
 from palimpsest.projections.drains.isolation import Backoff
 from palimpsest.projections.drains.stages import erasure_stage, run_pass
 from palimpsest.workers.hints import hinted_drain
@@ -40,4 +41,5 @@ def register_erasure_actor(
         name=ERASURE_ACTOR,
         queue="erasure",
         run_pass=lambda: {"erased": run_pass(stage, backoff)},
+        heartbeat=Heartbeat(log.datastore, ERASURE_ACTOR),
     )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
+from palimpsest.projections.drains.heartbeat import Heartbeat
 from palimpsest.projections.drains.isolation import Backoff
 from palimpsest.projections.drains.stages import expiry_stage, retention_stage, run_pass
 from palimpsest.workers.hints import hinted_drain
@@ -45,4 +46,10 @@ def register_expiry_actor(
         expired = run_pass(expiry, backoff)
         return {"observations_expired": expired, "deadlines_shortened": moved}
 
-    return hinted_drain(broker, name=EXPIRY_ACTOR, queue="expiry", run_pass=run_pass_once)
+    return hinted_drain(
+        broker,
+        name=EXPIRY_ACTOR,
+        queue="expiry",
+        run_pass=run_pass_once,
+        heartbeat=Heartbeat(log.datastore, EXPIRY_ACTOR),
+    )

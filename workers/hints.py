@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping
 
 import dramatiq
 
+from palimpsest.projections.drains.heartbeat import Heartbeat
+
 __all__ = [
     "hinted_drain",
 ]
@@ -20,17 +22,22 @@ def hinted_drain(
     name: str,
     queue: str,
     run_pass: Callable[[], Mapping[str, int]],
+    heartbeat: Heartbeat | None = None,
 ) -> dramatiq.Actor[[], None]:
     """Register actor ``name`` on ``broker``: each message runs one drain pass.
 
     ``run_pass`` does one bounded pass and returns what it did (counts, logged
     as one structured line). A pass that did anything sends another hint, so a
     backlog drains without waiting for the sweep; a failing pass is retried
-    with backoff. Delivery is at least once, so a pass must be idempotent.
+    with backoff. Delivery is at least once, so a pass must be idempotent. Each pass
+    that completes beats ``heartbeat`` (``/readyz`` of a ``serve`` with a broker
+    reads it, :mod:`palimpsest.projections.drains.heartbeat`).
     """
 
     def drain() -> None:
         done = run_pass()
+        if heartbeat is not None:
+            heartbeat.beat()
         _log.info("drain pass", extra={"actor": name, **done})
         if any(done.values()):
             actor.send()

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
+from palimpsest.projections.drains.heartbeat import Heartbeat
 from palimpsest.projections.drains.isolation import Backoff
 from palimpsest.projections.drains.stages import index_stage, run_pass
 from palimpsest.workers.hints import hinted_drain
@@ -39,4 +40,10 @@ def register_index_actor(
         first["run"] = False
         return {"indexed": done}
 
-    return hinted_drain(broker, name=INDEX_ACTOR, queue="index", run_pass=run_pass_once)
+    return hinted_drain(
+        broker,
+        name=INDEX_ACTOR,
+        queue="index",
+        run_pass=run_pass_once,
+        heartbeat=Heartbeat(log.datastore, INDEX_ACTOR),
+    )

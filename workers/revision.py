@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import dramatiq
 
+from palimpsest.projections.drains.heartbeat import Heartbeat
 from palimpsest.projections.drains.hints import DRAIN_ACTOR, DRAIN_QUEUE
 from palimpsest.projections.drains.isolation import Backoff
 from palimpsest.projections.drains.revision import LEASE_SECONDS
@@ -35,4 +36,10 @@ def register_drain_actor(
     def run_pass_once() -> dict[str, int]:
         return {"claimed": run_pass(stage, backoff)}
 
-    return hinted_drain(broker, name=DRAIN_ACTOR, queue=DRAIN_QUEUE, run_pass=run_pass_once)
+    return hinted_drain(
+        broker,
+        name=DRAIN_ACTOR,
+        queue=DRAIN_QUEUE,
+        run_pass=run_pass_once,
+        heartbeat=Heartbeat(log.datastore, DRAIN_ACTOR),
+    )

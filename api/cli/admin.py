@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from palimpsest.api.cli.console import print_json
 from palimpsest.api.cli.exit_code import EXIT_OK
 from palimpsest.domain.errors import NotFoundError
+from palimpsest.domain.tenant import colliding_names
 from palimpsest.projections.commands.tokens import (
     create_tenant,
     find_tenant,
@@ -49,7 +50,9 @@ def admin_token_path(data_dir: Path) -> Path:
 def run_tenant_create(runtime: Runtime, args: argparse.Namespace) -> int:
     """Create tenant ``args.name`` with its admin; print the tenant id and admin token.
 
-    A name another tenant has is refused (exit 1), and nothing is written.
+    A name another tenant has, or one that reads the same (another case, width or
+    surrounding space), is refused (exit 1), and so is a name with control, invisible
+    or bidi characters or letters of two scripts; nothing is written.
     """
     issued = create_tenant(runtime.log, args.name, args.admin)
     print_json(
@@ -65,15 +68,29 @@ def run_tenant_create(runtime: Runtime, args: argparse.Namespace) -> int:
 
 
 def run_tenant_list(runtime: Runtime, args: argparse.Namespace) -> int:
-    """Print every tenant, one JSON line each, by name."""
-    for entry in list_tenants(runtime.log):
-        print_json(
-            {
-                "tenant_id": str(entry.tenant_id),
-                "name": entry.name,
-                "created_at": entry.created_at.isoformat(),
-            }
-        )
+    """Print every tenant, one JSON line each, by name.
+
+    A store may hold names recorded before names were compared without case, width
+    and surrounding space (``default`` and ``DEFAULT``): each such tenant's line names
+    the others in ``name_collides_with``, so an operator sees which ``--tenant NAME``
+    is ambiguous (it finds the exact name) and can delete or keep them knowingly.
+    """
+    entries = list_tenants(runtime.log)
+    collisions = colliding_names((e.tenant_id, e.name) for e in entries)
+    others = {
+        tenant_id: [str(other) for other in group if other != tenant_id]
+        for group in collisions
+        for tenant_id in group
+    }
+    for entry in entries:
+        line: dict[str, str | list[str]] = {
+            "tenant_id": str(entry.tenant_id),
+            "name": entry.name,
+            "created_at": entry.created_at.isoformat(),
+        }
+        if entry.tenant_id in others:
+            line["name_collides_with"] = others[entry.tenant_id]
+        print_json(line)
     return EXIT_OK
 
 

@@ -125,6 +125,7 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("--tenant", type=_uuid, help="only this tenant")
     replay.add_argument("--out", type=Path, help="write JSON lines here (default stdout)")
     rebuild = sub.add("rebuild", "rebuild every read model from the log, then swap it in")
+    rebuild.add_argument("--tenant", type=_uuid, help="only this tenant, in place")
     reindex = sub.add("reindex", "embed every memory not yet embedded with the configured model")
     verify = sub.add("verify", "compare the read models with a recomputation")
     verify.add_argument("--tenant", type=_uuid, help="only this tenant")
@@ -145,6 +146,9 @@ def parser() -> argparse.ArgumentParser:
     )
     cycle.add_argument(
         "--dry-run", action="store_true", help="score and bucket only: write nothing"
+    )
+    cycle.add_argument(
+        "--json", action="store_true", help="print the whole report as JSON, not the summary"
     )
     for command in (rebuild, verify):
         command.add_argument(

@@ -1,14 +1,18 @@
 """``palimpsest cycle``: run the decay cycle once, through the running service's API.
 
 It sends ``POST /v1/cycles`` to the service (``--url``, default the serve
-address) and prints the service's report (:mod:`palimpsest.api.cli.service_run`: the
+address) and prints a one-screen summary of the service's report, each memory
+by its text (:mod:`palimpsest.api.cli.cycle_summary`); ``--json`` prints the
+whole report as one JSON line instead (:mod:`palimpsest.api.cli.service_run`: the
 token, ``--tenant``); ``--dry-run`` scores and buckets only.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from palimpsest.api.cli.console import print_json
+from palimpsest.api.cli.cycle_summary import cycle_summary
 from palimpsest.api.cli.service_run import run_through_service
 
 if TYPE_CHECKING:
@@ -20,6 +24,11 @@ if TYPE_CHECKING:
 __all__ = ["run_decay_cycle"]
 
 
+def _print_summary(report: Any) -> None:
+    print(cycle_summary(report))
+
+
 def run_decay_cycle(db: DatabaseSettings, api: ApiSettings, args: argparse.Namespace) -> int:
     """Ask the running service to run the cycle over the token's tenant; print its report."""
-    return run_through_service(db, api, args, path="/v1/cycles", job="cycle")
+    render = print_json if getattr(args, "json", False) else _print_summary
+    return run_through_service(db, api, args, path="/v1/cycles", job="cycle", render=render)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from palimpsest.api.cli.console import print_json, report
 from palimpsest.api.cli.exit_code import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK
-from palimpsest.projections.history.rebuild import rebuild
+from palimpsest.projections.history.rebuild import rebuild, rebuild_tenant
 from palimpsest.projections.history.replay import replay_beliefs
 from palimpsest.projections.history.verify import verify
 
@@ -46,9 +46,15 @@ def run_replay(runtime: Runtime, args: argparse.Namespace) -> int:
 
 
 def run_rebuild(runtime: Runtime, args: argparse.Namespace) -> int:
-    """Rebuild every read model from the log, swap it in, and print the figures."""
+    """Rebuild every read model from the log (or one tenant's, ``--tenant``), swap it in,
+    and print the figures. Memories with an event that cannot be read, or that the
+    projection fails on, are rebuilt quarantined and counted (``unprojectable``):
+    not a failure."""
     try:
-        done = rebuild(runtime.database, workers=args.workers, report=report)
+        if args.tenant is not None:
+            done = rebuild_tenant(runtime.database, args.tenant, report=report)
+        else:
+            done = rebuild(runtime.database, workers=args.workers, report=report)
     except KeyboardInterrupt:
         return _interrupted("rebuild")
     print_json(
@@ -61,6 +67,7 @@ def run_rebuild(runtime: Runtime, args: argparse.Namespace) -> int:
             "events_per_s": round(done.events / max(done.seconds, 1e-9)),
             "swap_seconds": round(done.swap_seconds, 3),
             "workers": done.workers,
+            "unprojectable": done.unprojectable,
         }
     )
     return EXIT_OK

@@ -84,6 +84,7 @@ def run_mcp(db: DatabaseSettings, api: ApiSettings) -> int:
     try:
         get_caller(authenticate(runtime.log, token))  # fail now, not at the first call
         drains, wake = _drains(runtime)
+        runtime.load_embedder_soon()  # answer at once; the first recall waits for it
         runtime.publications.start()  # remember's wait for its conflicts awaits its notices
         clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # noqa: E731
         writer = Writer(

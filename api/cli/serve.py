@@ -33,6 +33,7 @@ from palimpsest.projections.drains.settings import DrainSettings, ForgettingPass
 from palimpsest.projections.history.log_scan import log_head
 from palimpsest.projections.judgment.settings import JudgeSettings, judge_from
 from palimpsest.projections.runtime import start_runtime
+from palimpsest.projections.store.embedded import EmbeddedWatch
 from palimpsest.projections.store.eventlog import SERVING_GROUPS_AHEAD
 
 if TYPE_CHECKING:
@@ -56,6 +57,10 @@ _RESTART_S = (1.0, 60.0)
 
 DRAIN_NICENESS = 10
 """How much lower the drain process's CPU priority is than ``serve``'s (``nice``)."""
+
+EMBEDDED_DOWN_FILE = "embedded-down"
+"""The file in the data directory that exists while ``serve`` cannot start the embedded
+PostgreSQL again: every HTTP process's ``/healthz`` answers 503 meanwhile."""
 
 
 def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
@@ -105,6 +110,7 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
     apart: _DrainProcess | None = None
     try:
         runtime = start_runtime(db, progress=_log.info)
+        watch = _watch_embedded(runtime, api, db.data_dir)
         try:
             if db.embedded:
                 _bootstrap_default_tenant(runtime, db.data_dir)
@@ -136,7 +142,8 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
                     http=http,
                 )
                 return EXIT_OK
-            with _Worker(runtime, api, apart) as worker:
+            alive = None if watch is None else (lambda: not watch.failed)
+            with _Worker(runtime, api, apart, alive) as worker:
                 uvicorn.run(
                     worker.app,
                     host=api.host,
@@ -146,6 +153,8 @@ def run_serve(db: DatabaseSettings, api: ApiSettings) -> int:
                     http=http,
                 )
         finally:
+            if watch is not None:  # before the server is stopped on purpose
+                watch.stop()
             if apart is not None:
                 apart.stop()
             runtime.close()
@@ -166,8 +175,12 @@ def worker_app() -> FastAPI:
 
     api = ApiSettings()
     configure_logging(api.log_level)
-    runtime = start_runtime(DatabaseSettings())
-    worker = _Worker(runtime, api).__enter__()
+    db = DatabaseSettings()
+    runtime = start_runtime(db)
+    # The first process watches the embedded server; it says here when it gave up.
+    down = db.data_dir / EMBEDDED_DOWN_FILE
+    alive = (lambda: not down.exists()) if db.embedded else None
+    worker = _Worker(runtime, api, alive=alive).__enter__()
 
     def close() -> None:
         worker.__exit__(None, None, None)
@@ -183,7 +196,11 @@ class _Worker:
     own), and the app."""
 
     def __init__(
-        self, runtime: Runtime, api: ApiSettings, apart: _DrainProcess | None = None
+        self,
+        runtime: Runtime,
+        api: ApiSettings,
+        apart: _DrainProcess | None = None,
+        alive: Callable[[], bool] | None = None,
     ) -> None:
         from palimpsest.api.app import create_app
 
@@ -203,6 +220,10 @@ class _Worker:
             wake, drains = self.jobs.wake, self.jobs.drains
             running = None if drains is None else (lambda: drains.running)
         self.app = create_app(api, runtime, wake, drains_running=running)
+        # ``/healthz`` answers 503 once this is false (None: always alive).
+        self.app.state.liveness = alive
+        # With a broker, ``/readyz`` says ``stalled`` when no worker beat for this long.
+        self.app.state.drain_stall_s = DrainSettings().drain_stall_s
 
     def __enter__(self) -> _Worker:
         # Everything loaded so far lives as long as the process: moving it out
@@ -404,6 +425,16 @@ def _scheduled_pass(runtime: Runtime, api: ApiSettings) -> PeriodicJob | None:
     )
     job.start()
     return job
+
+
+def _watch_embedded(runtime: Runtime, api: ApiSettings, data_dir: Path) -> EmbeddedWatch | None:
+    """Watch the embedded PostgreSQL this process started, starting it again if it stops
+    (None with ``DATABASE_URL``: that server is its operator's to keep up)."""
+    embedded = runtime.database.embedded
+    if embedded is None:
+        return None
+    marker = data_dir / EMBEDDED_DOWN_FILE
+    return EmbeddedWatch(embedded, attempts=api.embedded_restart_attempts, marker=marker).start()
 
 
 def _bootstrap_default_tenant(runtime: Runtime, data_dir: Path) -> None:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from palimpsest.api.cli.admin import admin_token_path
 from palimpsest.api.cli.console import print_json, report
 from palimpsest.api.cli.exit_code import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from palimpsest.projections.store.http_client import HTTPCallError, get_json, post_json
 
 if TYPE_CHECKING:
     import argparse
@@ -46,23 +46,29 @@ def admin_token(db: DatabaseSettings) -> str | None:
 
 
 def run_through_service(
-    db: DatabaseSettings, api: ApiSettings, args: argparse.Namespace, *, path: str, job: str
+    db: DatabaseSettings,
+    api: ApiSettings,
+    args: argparse.Namespace,
+    *,
+    path: str,
+    job: str,
+    render: Callable[[Any], None] = print_json,
+    not_an_error: str | None = None,
 ) -> int:
     """POST ``{"dry_run": args.dry_run}`` to ``path`` of the running service (``args.url``,
-    default the serve address) for the token's tenant and print the report; ``job``
-    names it in errors. Returns the exit code."""
+    default the serve address) for the token's tenant and print the report with
+    ``render``; ``job`` names it in errors. A refusal whose problem type is
+    ``not_an_error`` (the service runs no such job) is reported and exits 0. Returns
+    the exit code."""
     token = admin_token(db)
     if token is None:
         report("palimpsest: error: no token: set PALIMPSEST_TOKEN to an admin token of the tenant")
         return EXIT_USAGE
     base = (args.url or f"http://{api.host}:{api.port}").rstrip("/")
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     url = base + "/v1/tenant/judgment"
     try:
         if args.tenant is not None:
-            asked = urllib.request.Request(url, headers=headers)
-            with urllib.request.urlopen(asked, timeout=30) as response:
-                whose = json.loads(response.read())
+            whose = get_json(url, timeout_s=30, api_key=token)
             if args.tenant not in (whose["tenant_id"], whose["tenant_name"]):
                 report(
                     f"palimpsest: error: the token is tenant {whose['tenant_name']!r}'s, "
@@ -71,18 +77,19 @@ def run_through_service(
                 return EXIT_USAGE
         url = base + path
         body = json.dumps({"dry_run": bool(args.dry_run)}).encode()
-        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-        with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
-            print_json(json.loads(response.read()))
-            return EXIT_OK
-    except urllib.error.HTTPError as e:
+        render(post_json(url, body, timeout_s=_TIMEOUT_S, api_key=token))
+        return EXIT_OK
+    except HTTPCallError as e:
+        if e.status is None:
+            report(f"palimpsest: error: cannot reach the service at {url}: {e}")
+            return EXIT_FAILURE
         try:
-            problem = json.loads(e.read())
+            problem = json.loads(e.body)
             why = f"{problem.get('title')} ({problem.get('type')}): {problem.get('detail')}"
         except ValueError:
-            why = f"HTTP {e.code}"
+            problem, why = {}, f"HTTP {e.status}"
+        if not_an_error is not None and str(problem.get("type", "")).endswith(f":{not_an_error}"):
+            report(f"palimpsest: the service runs no {job}: {problem.get('detail')}")
+            return EXIT_OK
         report(f"palimpsest: error: the service refused the {job}: {why}")
-        return EXIT_FAILURE
-    except (urllib.error.URLError, OSError) as e:
-        report(f"palimpsest: error: cannot reach the service at {url}: {e}")
         return EXIT_FAILURE

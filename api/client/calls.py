@@ -460,18 +460,21 @@ def recall(
     min_similarity: float | None = None,
     after: int | None = None,
     cursor: str | None = None,
+    project_under: str | None = None,
 ) -> Call[RecallPublic]:
     """The ``k`` best current memories for a query (``POST /v1/recall``): by meaning
     and words fused, or one of them (``mode``), at least ``min_similarity`` similar;
     ``after`` (a write's ``position``) makes it wait, bounded, until every write up to
     it is indexed (a client's ``recall`` sends its own last write's); ``cursor`` is
-    the previous page's ``next_cursor``."""
+    the previous page's ``next_cursor``; ``project_under`` selects a project and
+    those below it (``a``: ``a`` and ``a/b``)."""
     body = _body(
         query=query,
         k=k,
         type=type,
         scope=scope,
         project=project,
+        project_under=project_under,
         topic=topic,
         include_archived=include_archived,
         include_reflections=include_reflections,

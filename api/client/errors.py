@@ -28,7 +28,7 @@ as it does on the server::
         │   │       StructurallyArchivedError, MemoryForgottenError,
         │   │       MemorySupersededError, AlreadySettledError, StaleProposalError,
         │   │       CollapseGuardError, PassDisabledError, ProposalClosedError,
-        │   │       ConcurrentWriteError
+        │   │       ConcurrentWriteError, MemoryUnprojectableError
         │   ├── AuthenticationError      unauthenticated
         │   ├── PermissionDeniedError    forbidden
         │   ├── ConfigurationError       misconfigured
@@ -36,7 +36,7 @@ as it does on the server::
         │       JudgeUnavailableError, ConcurrencyLimitError
         └── HttpError, MalformedJsonError, MalformedRequestError,
             MethodNotAllowedError, UnsupportedMediaTypeError, ValidationError,
-            NotReadyError                HTTP's own refusals (the slug in CamelCase)
+            NotReadyError, NotAliveError HTTP's own refusals (the slug in CamelCase)
 
 A request that never got an answer (after its retries) raises
 :class:`APIConnectionError`.
@@ -66,6 +66,7 @@ __all__ = [
     "ContentExpiredError",
     "ContentTooLargeError",
     "DatabaseUnavailableError",
+    "DuplicateKeyError",
     "EdgeExistsError",
     "EdgeNotAllowedError",
     "EmbedderUnavailableError",
@@ -74,13 +75,19 @@ __all__ = [
     "EvidenceRetractedError",
     "HttpError",
     "IdempotencyKeyReusedError",
+    "InconsistentPolicyError",
     "InvalidInputError",
+    "InvalidTenantNameError",
+    "ItemsChangedError",
+    "JsonTooDeepError",
     "JudgeUnavailableError",
     "MalformedJsonError",
     "MalformedRequestError",
     "MemoryForgottenError",
     "MemorySupersededError",
+    "MemoryUnprojectableError",
     "MethodNotAllowedError",
+    "NotAliveError",
     "NotFoundError",
     "NotReadyError",
     "PROBLEM_CLASSES",
@@ -92,6 +99,7 @@ __all__ = [
     "ProblemError",
     "ProposalClosedError",
     "RepeatedHeaderError",
+    "ResolutionNotApplicableError",
     "StaleProposalError",
     "StructurallyArchivedError",
     "TenantClosedError",
@@ -176,6 +184,24 @@ class PalimpsestError(ProblemError):
 class InvalidInputError(PalimpsestError):
     """Raised when a value breaks a rule the OpenAPI document cannot state (422
     ``invalid-input``), and for each more specific refusal below."""
+
+
+@_problem("malformed-json")
+class MalformedJsonError(InvalidInputError):
+    """Raised when the body is not strict JSON (400): not UTF-8, a byte-order mark,
+    ``NaN``, or not JSON at all; and for each more specific refusal below."""
+
+
+@_problem("inconsistent-policy")
+class InconsistentPolicyError(InvalidInputError):
+    """Raised when a forgetting policy's values are each valid but contradict each other
+    (422), as ``prune_below`` above ``fade_below``."""
+
+
+@_problem("invalid-tenant-name")
+class InvalidTenantNameError(InvalidInputError):
+    """Raised when a name cannot name a tenant (422): invisible or bidirectional
+    controls, mixed scripts, blank, or shaped like an id."""
 
 
 @_problem("unknown-query-parameter")
@@ -277,10 +303,27 @@ class MemorySupersededError(ConflictError):
     first (409)."""
 
 
+@_problem("memory-unprojectable")
+class MemoryUnprojectableError(ConflictError):
+    """Raised when a memory is quarantined because one of its events cannot be read by
+    the service; erasing it is what is left (409)."""
+
+
 @_problem("already-settled")
 class AlreadySettledError(ConflictError):
     """Raised when a potential conflict between two memories is settled again,
     differently (409)."""
+
+
+@_problem("items-changed")
+class ItemsChangedError(ConflictError):
+    """Raised when verdicts name items by ref and the items to judge changed since the
+    listing they were read from (409): list them again."""
+
+
+@_problem("resolution-not-applicable")
+class ResolutionNotApplicableError(ConflictError):
+    """Raised when a resolution is given for a proposal that is not a conflict (409)."""
 
 
 @_problem("stale-proposal")
@@ -353,9 +396,14 @@ class HttpError(ProblemError):
     """Raised for an HTTP-level refusal without a more specific type."""
 
 
-@_problem("malformed-json")
-class MalformedJsonError(ProblemError):
-    """Raised when the body is not JSON, or not UTF-8 (400)."""
+@_problem("duplicate-key")
+class DuplicateKeyError(MalformedJsonError):
+    """Raised when an object in the body names a key twice (400)."""
+
+
+@_problem("json-too-deep")
+class JsonTooDeepError(MalformedJsonError):
+    """Raised when the body nests deeper than the service's depth limit (400)."""
 
 
 @_problem("malformed-request")
@@ -386,6 +434,11 @@ class ValidationError(ProblemError):
 @_problem("not-ready")
 class NotReadyError(ProblemError):
     """Raised by ``/readyz`` when the process cannot serve yet (503)."""
+
+
+@_problem("not-alive")
+class NotAliveError(ProblemError):
+    """Raised by ``/healthz`` when ``serve`` gave up restarting its embedded PostgreSQL (503)."""
 
 
 def problem_error(response: httpx2.Response) -> ProblemError:

@@ -11,8 +11,15 @@ old value stays in the memory's history); ``delete`` forgets the memory
 without one it lists. Reads wait up to ``wait`` seconds for revision, so a ``get``
 right after a ``put`` sees it, and recall waits for the client's writes, so a
 ``search`` right after a ``put`` finds it.
-The namespace filters of ``search`` and ``list_namespaces`` and the value
-``filter`` are applied by the adapter to what the service returns. See
+
+A label holding ``/`` is refused (:class:`InvalidNamespaceError`): ``("a", "b/c")``
+and ``("a", "b", "c")`` would be the same project. So the join is one to one, and the
+service applies a ``search``'s namespace prefix inside its search (scope, and
+``project_under``: the project and those below it), before it keeps the best: a
+user's memories are found among any number of other users'. The value ``filter``
+is applied by the adapter to what the service returns (recall asks for more then).
+``list_namespaces`` lists the namespaces the store wrote: those holding an item
+(a memory with a topic whose content is a JSON object, what ``put`` writes). See
 docs/client.md for the mapping's limits.
 """
 
@@ -28,6 +35,7 @@ from uuid import UUID
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -42,6 +50,7 @@ from palimpsest.api.client.beliefs import (
     CurrentBelief,
     ListedCurrentBelief,
     ListedPendingBelief,
+    RecalledCurrent,
     RecallMode,
 )
 from palimpsest.api.client.models import MemoryType
@@ -51,14 +60,45 @@ __all__ = ["PalimpsestStore"]
 
 _FORGET_REASON = "deleted through the LangGraph store"
 
+_LEVELS = "/"
+"""What joins a namespace's labels after the first into a project."""
+
+_FILTERED_PAGE = 100
+"""Recall's page when a value ``filter`` may drop what it returns (its largest ``k``)."""
+
+
+def _checked(namespace: tuple[str, ...]) -> tuple[str, ...]:
+    """The namespace, when no label holds ``/``.
+
+    Raises:
+        InvalidNamespaceError: a label holds ``/``, which joins labels into a project:
+            ``("a", "b/c")`` and ``("a", "b", "c")`` would be one namespace.
+    """
+    for label in namespace:
+        if _LEVELS in label:
+            msg = (
+                f"Invalid namespace label {label!r} in {namespace}: palimpsest's LangGraph "
+                f"store joins labels with {_LEVELS!r}, so a label cannot contain it."
+            )
+            raise InvalidNamespaceError(msg)
+    return namespace
+
 
 def _place(namespace: tuple[str, ...]) -> tuple[str, str | None]:
     """The scope and project a namespace maps to."""
-    return namespace[0], "/".join(namespace[1:]) or None
+    return namespace[0], _LEVELS.join(namespace[1:]) or None
 
 
 def _namespace(scope: str, project: str | None) -> tuple[str, ...]:
-    return (scope, *project.split("/")) if project else (scope,)
+    return (scope, *project.split(_LEVELS)) if project else (scope,)
+
+
+def _is_item(content: str | None) -> bool:
+    """Whether a memory's content is what ``put`` writes: a JSON object."""
+    try:
+        return content is not None and isinstance(json.loads(content), dict)
+    except json.JSONDecodeError:
+        return False
 
 
 def _value(content: str | None) -> dict[str, Any]:
@@ -126,11 +166,12 @@ class PalimpsestStore(BaseStore):
 
     def _run(self, op: Op) -> Result:
         if isinstance(op, GetOp):
-            return self._get(op.namespace, op.key)
+            return self._get(_checked(op.namespace), op.key)
         if isinstance(op, PutOp):
-            self._put(op.namespace, op.key, op.value)
+            self._put(_checked(op.namespace), op.key, op.value)
             return None
         if isinstance(op, SearchOp):
+            _checked(op.namespace_prefix)
             return self._search(op)
         if isinstance(op, ListNamespacesOp):
             return self._list_namespaces(op)
@@ -150,7 +191,8 @@ class PalimpsestStore(BaseStore):
         """The memory an item is, and its belief (waiting for revision): the newest
         of its scope, project and topic that is current and not forgotten."""
         scope, project = _place(namespace)
-        for memory in self.client.iter_memories(scope=scope, topic=key, limit=200):
+        listed = self.client.iter_memories(scope=scope, project=project, topic=key, limit=200)
+        for memory in listed:
             if memory.project != project or not isinstance(
                 memory, ListedCurrentBelief | ListedPendingBelief
             ):
@@ -168,10 +210,10 @@ class PalimpsestStore(BaseStore):
         return belief
 
     @staticmethod
-    def _item(belief: CurrentBelief, namespace: tuple[str, ...], key: str) -> Item:
+    def _item(content: str | None, namespace: tuple[str, ...], key: str) -> Item:
         now = datetime.now(UTC)
         return Item(
-            value=_value(belief.content),
+            value=_value(content),
             key=key,
             namespace=namespace,
             created_at=now,
@@ -180,7 +222,7 @@ class PalimpsestStore(BaseStore):
 
     def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
         found = self._find(namespace, key)
-        return None if found is None else self._item(found[1], namespace, key)
+        return None if found is None else self._item(found[1].content, namespace, key)
 
     def _put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None) -> None:
         found = self._find(namespace, key)
@@ -200,25 +242,21 @@ class PalimpsestStore(BaseStore):
     def _search(self, op: SearchOp) -> list[SearchItem]:
         found: list[SearchItem] = []
         wanted = op.offset + op.limit
+        candidates: Iterable[tuple[Any, float | None]]
         if op.query:
-            scope = op.namespace_prefix[0] if op.namespace_prefix else None
-            k = min(100, max(wanted * 4, 10))
-            recalled = self.client.recall(op.query, k=k, scope=scope, mode=self.mode)
-            candidates = [
-                (m, m.similarity)
-                for m in recalled.items
-                if _namespace(m.scope, m.project)[: len(op.namespace_prefix)] == op.namespace_prefix
-            ]
+            candidates = self._recalled(op.query, op.namespace_prefix, op.filter, wanted)
         else:
-            candidates = [(m, None) for m in self._memories(op.namespace_prefix)]
+            candidates = ((m, None) for m in self._memories(op.namespace_prefix))
         for memory, score in candidates:
-            if memory.topic is None or len(found) >= wanted:
+            if len(found) >= wanted:
+                break
+            if memory.topic is None:
                 continue
             namespace = _namespace(memory.scope, memory.project)
-            belief = self._current(memory.id)
-            if belief is None:
+            current, content = self._content(memory)
+            if not current:
                 continue
-            item = self._item(belief, namespace, memory.topic)
+            item = self._item(content, namespace, memory.topic)
             if _matches(item.value, op.filter):
                 found.append(
                     SearchItem(
@@ -232,10 +270,51 @@ class PalimpsestStore(BaseStore):
                 )
         return found[op.offset : wanted]
 
+    def _recalled(
+        self,
+        query: str,
+        prefix: tuple[str, ...],
+        filter: dict[str, Any] | None,
+        wanted: int,
+    ) -> Iterator[tuple[Any, float | None]]:
+        """Recall's memories under a namespace prefix, best first, page after page as
+        they are consumed: the prefix is a filter of the search itself (the scope, and
+        the project with those below it), so every page is of the prefix."""
+        scope = prefix[0] if prefix else None
+        under = _LEVELS.join(prefix[1:]) or None
+        # Without a value filter the first page is all a search needs, unless some of it
+        # is not an item (no topic) or not current: then the next page is asked.
+        k = _FILTERED_PAGE if filter else min(_FILTERED_PAGE, max(wanted, 1))
+        for memory in self.client.iter_recall(
+            query, k=k, scope=scope, project_under=under, mode=self.mode
+        ):
+            yield memory, memory.similarity
+
+    def _content(self, memory: Any) -> tuple[bool, str | None]:
+        """Whether a memory found is an item now, and its content: as recall answered
+        it when current (sparing a read), else read (waiting for revision)."""
+        if isinstance(memory, RecalledCurrent) and memory.content is not None:
+            return not memory.belief["labels"]["archived"], memory.content
+        belief = self._current(memory.id)
+        return belief is not None, None if belief is None else belief.content
+
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces: set[tuple[str, ...]] = set()
         for memory in self._memories(()):
             namespace = _namespace(memory.scope, memory.project)
-            if all(_fits(namespace, c) for c in op.match_conditions or ()):
-                namespaces.add(namespace[: op.max_depth] if op.max_depth else namespace)
+            if memory.topic is None or not all(
+                _fits(namespace, c) for c in op.match_conditions or ()
+            ):
+                continue
+            if namespace in namespaces or not self._written_by_a_put(memory):
+                continue
+            namespaces.add(namespace[: op.max_depth] if op.max_depth else namespace)
         return sorted(namespaces)[op.offset : op.offset + op.limit]
+
+    def _written_by_a_put(self, memory: Any) -> bool:
+        """Whether a listed memory is an item the store wrote (its content a JSON
+        object); a pending one is read once revised."""
+        if isinstance(memory, ListedCurrentBelief):
+            return _is_item(memory.content)
+        belief = self._current(memory.id)
+        return belief is not None and _is_item(belief.content)

@@ -31,6 +31,7 @@ __all__ = [
     "EdgeCreated",
     "EdgeKind",
     "ErasurePlaceholder",
+    "EvidenceExcerptPublic",
     "EvidencePublic",
     "ForgettingPolicyPublic",
     "JudgeItemsPublic",
@@ -295,10 +296,15 @@ class CyclePublic(Answer):
     archived: list[str]
     held_back: int | None = None
     importance_fallbacks: int | None = None
-    """Scores whose importance is the heuristic's, the model scorer failing (a run's
-    answer only)."""
+    """Scores whose importance is the heuristic's, the model scorer failing (absent from
+    cycles recorded before it was)."""
     scores: list[dict[str, Any]] | None = None
     consolidation: dict[str, Any] | None = None
+    memories: dict[str, dict[str, Any]]
+    """Every memory the report names, by id: type, scope, project, topic, text, archived."""
+    proposed: list[dict[str, Any]]
+    factors_explained: dict[str, str]
+    buckets_explained: dict[str, str]
 
 
 class CacheEvicted(Answer):
@@ -341,6 +347,7 @@ class PassRunPublic(Answer):
     dismissed: int
     failed: int
     already_open: int
+    queued: int
     calls: int
     prompt_tokens: int
     completion_tokens: int
@@ -349,10 +356,22 @@ class PassRunPublic(Answer):
 
 
 class JudgeItemsPublic(Answer):
-    """What the forgetting pass would send a judge now: the rendered state."""
+    """What the forgetting pass would have judged now, for a person: each side with its
+    memory id, scope, project, content, times and evidence; ``items_digest`` names the
+    listing for verdicts by ref."""
 
     now: datetime
+    items_digest: str
     items: list[dict[str, Any]]
+
+
+class EvidenceExcerptPublic(Answer):
+    """One excerpt a memory's current version cites, with its source."""
+
+    observation_id: UUID
+    source: str | None
+    captured_at: datetime
+    text: str | None
 
 
 class ProposedMemoryPublic(MemoryAttributes):
@@ -364,6 +383,9 @@ class ProposedMemoryPublic(MemoryAttributes):
     archived: bool
     erased: bool
     changed: bool
+    recorded_at: datetime
+    last_touched_at: datetime
+    evidence: list[EvidenceExcerptPublic]
 
 
 class ProposalPublic(Answer):

@@ -12,6 +12,8 @@ Modules:
 - :mod:`palimpsest.api.mcp.conflicts`: What ``remember`` tells the agent about the memories
   its new one may conflict with.
 - :mod:`palimpsest.api.mcp.http`: ``/mcp`` on the service's app, authenticated by bearer token.
+- :mod:`palimpsest.api.mcp.jsonrpc`: JSON-RPC messages the SDK would misread, refused
+  with JSON-RPC errors, over HTTP and stdio alike.
 - :mod:`palimpsest.api.mcp.models`: What the tools answer: explicit models, each tool's
   ``outputSchema``.
 - :mod:`palimpsest.api.mcp.own_writes`: Read your writes over MCP: ``recall`` waits until
@@ -34,6 +36,7 @@ __all__ = [
     "backend",
     "conflicts",
     "http",
+    "jsonrpc",
     "models",
     "own_writes",
     "read_tools",

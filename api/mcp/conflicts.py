@@ -2,10 +2,11 @@
 
 The agent calling palimpsest is a language model: it can judge, at no cost to us,
 whether "now prefers light mode" replaces "prefers dark mode". So ``remember``
-waits, bounded, for the new version's potential contradictions (the same query
-as the HTTP API's, :func:`palimpsest.projections.views.candidates.potential_contradictions`,
-which needs the version's embedding), answers them with their text, and says
-what to do: settle each one.
+waits, bounded, for the new version's potential contradictions (the HTTP API's
+query, :func:`palimpsest.projections.views.candidates.potential_contradictions`,
+which needs the version's embedding, widened for a judge: also the new memory's
+nearest of its kind below the conflict floor, and every pair recall will mark),
+answers them with their text, and says what to do: settle each one.
 
 The wait is ``PALIMPSEST_MCP_CONFLICT_WAIT_S`` at most (1 s by default, as
 ``?candidates=wait`` waits over HTTP), and only where a drain is known to run to
@@ -55,7 +56,12 @@ async def await_conflicts(
 
     def look() -> Candidates:
         return potential_contradictions(
-            runtime.log, caller.tenant_id, memory_id, version_id, runtime.embedding.conflict_floor
+            runtime.log,
+            caller.tenant_id,
+            memory_id,
+            version_id,
+            runtime.embedding.conflict_floor,
+            to_judge=True,
         )
 
     if not backend.drains:

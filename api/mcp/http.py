@@ -12,9 +12,12 @@ address.
 The transport is stateless with JSON responses: no tool calls back into the
 client, so no session is kept, and any process of a deployment can answer any
 request (both protocol eras: 2026-07-28 clients, and ``initialize``-handshake
-clients up to 2025-11-25). On a loopback address the SDK's DNS-rebinding guard
-admits only loopback ``Host`` headers; on any other address the token is the
-guard, and the proxy in front decides which names reach the service.
+clients up to 2025-11-25). A body is parsed strictly before the transport reads
+it, and one the SDK would misread (a request id of ``1.5``) is answered with a
+JSON-RPC error (:mod:`palimpsest.api.mcp.jsonrpc`). On a loopback address the SDK's
+DNS-rebinding guard admits only loopback ``Host`` headers; on any other address
+the token is the guard, and the proxy in front decides which names reach the
+service.
 """
 
 from __future__ import annotations
@@ -25,15 +28,17 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from palimpsest.api.deps import get_any_caller, get_caller
 from palimpsest.api.mcp.backend import CALLER_STATE, Backend
+from palimpsest.api.mcp.jsonrpc import refusal
 from palimpsest.api.mcp.server import build_server
 from palimpsest.api.mcp.settings import McpSettings
 from palimpsest.api.problems import problem_of, problem_response
@@ -123,6 +128,14 @@ class McpEndpoint:
             )
             await response(scope, receive, send)
             return
+        if request.method == "POST":
+            body = await request.body()
+            refused = refusal(body)
+            if refused is not None:
+                answer = JSONResponse(refused.model_dump(mode="json"), status_code=400)
+                await answer(scope, receive, send)
+                return
+            receive = _replayed(body, receive)
         await self._transport(scope, receive, send)
 
     async def _authenticate(self, request: Request) -> Caller:
@@ -130,6 +143,20 @@ class McpEndpoint:
         if credentials is None and "authorization" not in request.headers:
             credentials = self._local  # None unless configured, on loopback only
         return get_caller(await get_any_caller(request, credentials))
+
+
+def _replayed(body: bytes, receive: Receive) -> Receive:
+    """Return ``receive`` with the body read already handed on first."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 def mount_mcp(app: FastAPI, host: str, settings: McpSettings | None = None) -> McpEndpoint:

@@ -254,6 +254,11 @@ class RecallResult(_Answer):
 
     items: list[RecalledItem]
     model: str = Field(description="The embedding model that compared meanings.")
+    caught_up: bool | None = Field(
+        description="Whether every write you made before this recall was searchable "
+        "when it ran (false: not yet, recall again in a moment). Null: you wrote nothing "
+        "through this server."
+    )
 
 
 class ListedItem(_Answer):

@@ -26,13 +26,18 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from palimpsest.api.waiting import await_drains
+from palimpsest.api.worker_threads import in_thread
 from palimpsest.projections.recall.caught_up import WAIT_S, caught_up
 
 if TYPE_CHECKING:
     from palimpsest.projections.commands.caller import Caller
     from palimpsest.projections.runtime import Runtime
 
-__all__ = ["MAX_WRITERS", "WrittenPositions", "await_own_writes"]
+__all__ = ["LOAD_WAIT_S", "MAX_WRITERS", "WrittenPositions", "await_own_writes"]
+
+LOAD_WAIT_S = 120.0
+"""How long a recall waits for the embedding model to load before its wait for the
+caller's writes begins (loading all-MiniLM-L6-v2 takes 2-20 s on a CPU)."""
 
 MAX_WRITERS = 10_000
 """The most principals whose last write one process remembers; past it the one that
@@ -66,15 +71,26 @@ class WrittenPositions:
             return self._positions.get((caller.tenant_id, caller.principal_id))
 
 
-async def await_own_writes(runtime: Runtime, caller: Caller, after: int | None) -> bool | None:
+async def await_own_writes(
+    runtime: Runtime, caller: Caller, after: int | None, *, wait: bool
+) -> bool | None:
     """Wait until every write of ``caller``'s tenant up to position ``after`` (the last
     one ``caller`` made, from :meth:`WrittenPositions.of`) is indexed, at most
-    :data:`WAIT_S`, holding no thread; return whether it is (None: nothing to wait for).
-    Only where a drain is known to run: without one, nothing would end the wait."""
+    :data:`WAIT_S`, holding no thread; return whether it is (None: nothing to wait for),
+    as the HTTP API's ``caught_up`` says it. Without ``wait`` (no drain is known to run
+    here, so nothing would end a wait), look once."""
     if after is None:
         return None
 
     def check() -> bool:
         return caught_up(runtime.log, caller.tenant_id, after)
 
+    if not wait:
+        return await in_thread(check)
+    load = runtime.embedder_load_ended
+    if load is not None and not load.is_set():
+        # Nothing is indexed before the model has loaded (``palimpsest mcp`` loads it
+        # once it answers), and the recall needs it for its query anyway: the bound
+        # starts once it has.
+        await in_thread(load.wait, LOAD_WAIT_S)
     return await await_drains(runtime, caller.tenant_id, check, bool, WAIT_S)

@@ -62,9 +62,11 @@ RECALL = """
     before, and to find a memory's id before revise, settle or forget.
 
     Each item has the memory's id, its text, its belief (archived, superseded_by) and
-    why it ranks where it does. What you just stored is found: recall waits a moment
-    for your latest writes. A pending item was stored but is not readable yet.
-    min_similarity leaves out weak matches by meaning.
+    why it ranks where it does. An item with possibly_superseded_by may be out of date:
+    a newer memory may replace it (it ranks below that one); read both and settle them.
+    What you just stored is found: recall waits a moment for your latest writes
+    (caught_up false: they were not searchable yet). A pending item was stored but is
+    not readable yet. min_similarity leaves out weak matches by meaning.
 """
 
 LIST = """
@@ -122,9 +124,10 @@ def add_read_tools(server: MCPServer, backend: Backend) -> None:
                     "min_similarity": min_similarity,
                 }
             )
-            if backend.drains:
-                await await_own_writes(backend.runtime, caller, backend.written.of(caller))
             runtime = backend.runtime
+            caught = await await_own_writes(
+                runtime, caller, backend.written.of(caller), wait=backend.drains
+            )
             found = await in_thread(
                 recall,
                 runtime.log,
@@ -144,7 +147,9 @@ def add_read_tools(server: MCPServer, backend: Backend) -> None:
                 now=backend.clock(),
             )
             return RecallResult(
-                items=[_recalled(item) for item in found.items], model=runtime.embedder.model_id
+                items=[_recalled(item) for item in found.items],
+                model=runtime.embedder.model_id,
+                caught_up=caught,
             )
 
         return await backend.run_async(ctx, call)

@@ -73,8 +73,8 @@ from palimpsest.projections.views.current_beliefs import (
     UnprojectableBelief,
     current_belief,
     list_beliefs,
-    scored_current_belief,
 )
+from palimpsest.projections.views.current_reads import read_current, read_current_ids
 from palimpsest.projections.views.listing import MemoryFilter
 from palimpsest.projections.views.reflections import list_reflections
 from palimpsest.projections.views.timeline import MemoryHistory, memory_history
@@ -126,8 +126,10 @@ async def create_memory(
     the observation's content and recorded as a contribution by the caller.
 
     `potential_contradictions` lists current memories of the same type, scope and
-    project (decision, preference and fact only) at least as similar as the conflict
-    floor, newest first: advisory, nothing is labelled. It is `pending`, with the URL
+    project (decision, preference and fact only) that the new one may contradict,
+    newest first: those at least as similar as the conflict floor, its few nearest of
+    its kind, and those recall will mark it possibly superseding. Advisory: nothing is
+    labelled until the caller settles one. It is `pending`, with the URL
     of `GET /v1/memories/{id}/candidates`, when the version was not embedded within a
     few milliseconds (`PALIMPSEST_CANDIDATE_BUDGET_MS`): the candidates never hold up
     a write. `?candidates=wait` waits for them up to `PALIMPSEST_CANDIDATE_WAIT_S`.
@@ -229,7 +231,12 @@ def _write_and_look(
 def _candidates_of(write: WriteRequest, memory_id: UUID, version_id: UUID) -> Candidates:
     runtime = write.runtime
     return potential_contradictions(
-        runtime.log, write.caller.tenant_id, memory_id, version_id, runtime.embedding.conflict_floor
+        runtime.log,
+        write.caller.tenant_id,
+        memory_id,
+        version_id,
+        runtime.embedding.conflict_floor,
+        to_judge=True,
     )
 
 
@@ -275,8 +282,10 @@ def read_candidates(
 ) -> Candidates:
     """Return the potential contradictions of the memory's current version: current
     memories of the same type, scope and project (decision, preference and fact only)
-    whose similarity is at least the conflict floor, newest first. Advisory: nothing
-    is labelled or proposed from them. `pending` until the version is embedded."""
+    at least as similar as the conflict floor, its few nearest of its kind, and those
+    recall marks it possibly superseding; newest first, as `remember` answered them.
+    Advisory: nothing is labelled or proposed from them. `pending` until the version
+    is embedded."""
     belief = current_belief(runtime.log, caller.tenant_id, memory_id, now=clock)
     if isinstance(belief, ErasedBelief):
         erasure = belief.erasure.id
@@ -286,7 +295,12 @@ def read_candidates(
         return Candidates(status="pending", floor=runtime.embedding.conflict_floor, items=[])
     version_id = UUID(str(belief.belief["current_version_id"]))
     return potential_contradictions(
-        runtime.log, caller.tenant_id, memory_id, version_id, runtime.embedding.conflict_floor
+        runtime.log,
+        caller.tenant_id,
+        memory_id,
+        version_id,
+        runtime.embedding.conflict_floor,
+        to_judge=True,
     )
 
 
@@ -440,16 +454,12 @@ def _read_by_ids(
     """Return the memories of ``ids`` in the order given (each once), and the ids not
     found; the current ones count as accessed."""
     wanted = list(dict.fromkeys(ids))
-    items, _ = list_beliefs(
-        runtime.log,
-        caller.tenant_id,
-        MemoryFilter(include_archived=True, ids=tuple(wanted)),
-        limit=len(wanted),
-        after=None,
-        now=now,
-        include_content=include_content,
+    # One statement: the beliefs, their texts and their salience (with the accesses
+    # this process has not written yet); this read's own accesses are buffered.
+    scored = read_current_ids(runtime.log, caller.tenant_id, wanted, now, content=include_content)
+    stamp_accesses(
+        runtime.log, caller.tenant_id, [i.id for i in scored if isinstance(i, CurrentBelief)], now
     )
-    scored = _with_scores(runtime, caller, items, [i.id for i in items], now, stamp=True)
     found = {i.id: i for i in scored}
     return MemoryBatchPublic(
         items=[found[i] for i in wanted if i in found],
@@ -507,12 +517,10 @@ async def read_memory(
 
     def check() -> CurrentBelief | PendingBelief | UnprojectableBelief | ErasedBelief:
         at = clock()
-        answer = scored_current_belief(runtime.log, caller.tenant_id, memory_id, at)
+        # One round trip; this read's access is buffered, written later in a batch
+        # (views/access_buffer.py), never in a transaction of the read's own.
+        answer = read_current(runtime.log, caller.tenant_id, memory_id, at)
         if isinstance(answer, CurrentBelief):
-            # This read's access, on the same worker thread but apart from the belief's
-            # transaction: folded into one write transaction with it, other tenants'
-            # writes slowed under hundreds of waiting reads (tests/api/test_exhaustion.py
-            # failed 5 runs of 12 and once in CI; 0 of 14 apart).
             stamp_accesses(runtime.log, caller.tenant_id, [memory_id], at)
         return answer
 

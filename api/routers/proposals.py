@@ -44,6 +44,13 @@ _DECIDED: dict[int | str, dict[str, Any]] = {
         "archive a pinned memory), or `collapse-guard`."
     }
 }
+_APPLIED: dict[int | str, dict[str, Any]] = {
+    409: {
+        "description": _DECIDED[409]["description"].removesuffix(".")
+        + ", or `resolution-not-applicable` (a `resolution` for a proposal that is not a "
+        "conflict: the body is valid, the proposal's kind refuses it)."
+    }
+}
 
 
 @router.get("", response_model=ProposalPagePublic, response_model_by_alias=True)
@@ -83,7 +90,7 @@ def read_proposal(proposal_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> 
     "/{proposal_id}/apply",
     status_code=201,
     response_model=DecisionOutcome,
-    responses=_DECIDED,
+    responses=_APPLIED,
     dependencies=[Depends(requires(ProposalDecisionSpec))],
 )
 def apply_proposal(
@@ -93,6 +100,8 @@ def apply_proposal(
     forgets the memory (the reason names the proposal); supersede adds a `supersedes`
     edge from the newer memory to the older one (refused for `event` memories); conflict
     records the review, or resolves it with `resolution`. Returns the decision.
+    `resolution` is for conflict proposals only: given for any other kind, the apply is
+    refused (409 `resolution-not-applicable`) and nothing is written.
 
     A proposal that would archive a pinned memory is refused as stale (409
     `stale-proposal`): a person's pin stands. The collapse guard refuses (409

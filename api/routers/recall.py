@@ -63,7 +63,9 @@ async def recall_memories(
     clock: ClockDep,
 ) -> RecallPublic:
     """Return the `k` current memories that best match `query`, filtered by type, scope,
-    project, topic and `min_similarity` inside the database, best first: by meaning
+    project (or `project_under`: a project and those below it), topic and
+    `min_similarity` inside the database (before the search keeps its best, never
+    after), best first: by meaning
     and words fused (`mode` hybrid, the default: reciprocal rank fusion), by meaning
     (`vector`) or by words (`text`, full-text search, which finds identifiers such as
     `PAL-123`). Equal scores (to 3 decimals) rank by salience (a pinned memory
@@ -133,6 +135,7 @@ def _answer(
             mode=body.mode,
             min_similarity=body.min_similarity,
             offset=offset,
+            project_under=body.project_under,
         ),
         now=now,
     )

@@ -58,12 +58,25 @@ from palimpsest.domain.errors import (
 from palimpsest.domain.memory import MEMORY_TYPES
 from palimpsest.domain.proposal import PROPOSAL_ACTIONS
 from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.collapse_guard import (
+    CollapseGuardSettings,
+    archivals_left,
+    guard_day,
+)
 from palimpsest.projections.commands.tokens import authenticate
-from palimpsest.projections.views.proposals import ProposalFilter, ProposalRecord, list_proposals
+from palimpsest.projections.views.cycles import annotated, cycle_report, recent_cycles
+from palimpsest.projections.views.proposals import (
+    ProposalFilter,
+    ProposalRecord,
+    list_proposals,
+    proposal_record,
+)
 
 __all__ = [
     "HTMX_VERSION",
     "Shown",
+    "cycle_page",
+    "cycles_page",
     "decide",
     "review_page",
     "router",
@@ -122,6 +135,7 @@ _HTMX_CONFIG = json.dumps(
 _STATIC = {
     "htmx.min.js": "text/javascript; charset=utf-8",
     "review.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 
 _templates = Environment(
@@ -192,7 +206,7 @@ def _signed_in(request: Request, runtime: RuntimeDep) -> tuple[Session, Caller] 
     """Return the request's session and the caller its token stands for now, or None
     (no session, an ended one, or a token since revoked or of a deleted tenant)."""
     cookie = request.cookies.get(COOKIE)
-    session = _sessions(request).get(cookie)
+    session = _sessions(request).get(runtime.log, cookie)
     if session is None:
         return None
     try:
@@ -200,7 +214,7 @@ def _signed_in(request: Request, runtime: RuntimeDep) -> tuple[Session, Caller] 
     except AuthenticationError:
         caller = None
     if caller is None or caller.closed_by is not None:
-        _sessions(request).end(cookie)
+        _sessions(request).end(runtime.log, cookie)
         return None
     request.state.tenant_id = str(caller.tenant_id)
     return session, caller
@@ -279,6 +293,7 @@ def _list_context(
         runtime.log, caller.tenant_id, where, limit=_PAGE_SIZE, after=after
     )
     return {
+        "guard_left": _guard_left(request, runtime, caller),
         "caller": caller,
         "can_decide": caller.may("writer"),
         "is_admin": caller.may("admin"),
@@ -294,6 +309,13 @@ def _list_context(
         "nothing_typed": _NOTHING_TYPED,
         "notice": None,
     }
+
+
+def _guard_left(request: Request, runtime: RuntimeDep, caller: Caller) -> int:
+    """How many memories today's collapse-guard allowance still holds: the card offers
+    an administrator to confirm past the guard only when applying would pass it."""
+    today = guard_day(request.app.state.clock())
+    return archivals_left(runtime.log, caller.tenant_id, today, CollapseGuardSettings())
 
 
 @router.get("", response_class=HTMLResponse)
@@ -356,8 +378,8 @@ def sign_in(request: Request, runtime: RuntimeDep, form: FormDep) -> Response:
     if caller.closed_by is not None:
         gone = Shown("tenant-deleted", "Tenant deleted", "this token's tenant was deleted", 410)
         return _sign_in_form(request, gone)
-    _sessions(request).end(request.cookies.get(COOKIE))
-    cookie, _ = _sessions(request).start(token)
+    _sessions(request).end(runtime.log, request.cookies.get(COOKIE))
+    cookie, _ = _sessions(request).start(runtime.log, caller.tenant_id, token)
     response = _redirect("/review")
     response.set_cookie(
         COOKIE, cookie, path="/review", secure=_secure(request), httponly=True, samesite="strict"
@@ -367,13 +389,15 @@ def sign_in(request: Request, runtime: RuntimeDep, form: FormDep) -> Response:
 
 
 @router.post("/sign-out")
-def sign_out(request: Request, signed_in: SignedInDep, form: FormDep) -> Response:
+def sign_out(
+    request: Request, runtime: RuntimeDep, signed_in: SignedInDep, form: FormDep
+) -> Response:
     """End the session (the form's CSRF token must match) and return to sign-in."""
     if signed_in is not None:
         session, _ = signed_in
         if not same_origin(request.headers) or not tokens_match(session.csrf, form.get("csrf")):
             return _render("refused.html", status=403, error=_CSRF_REFUSED)
-        _sessions(request).end(request.cookies.get(COOKIE))
+        _sessions(request).end(runtime.log, request.cookies.get(COOKIE))
     response = _redirect("/review/sign-in")
     response.delete_cookie(COOKIE, path="/review")
     return response
@@ -475,6 +499,52 @@ def _refused(
         can_decide=caller.may("writer"),
         is_admin=caller.may("admin"),
         csrf=session.csrf,
+        guard_left=_guard_left(request, runtime, caller),
+    )
+
+
+_CYCLES_SHOWN = 20
+"""Cycle runs the page lists, newest first."""
+
+
+@router.get("/cycles", response_class=HTMLResponse)
+def cycles_page(request: Request, runtime: RuntimeDep, signed_in: SignedInDep) -> Response:
+    """The tenant's latest decay cycle runs: when, what they bucketed and proposed."""
+    if signed_in is None:
+        return _redirect("/review/sign-in")
+    session, caller = signed_in
+    found = recent_cycles(runtime.log, caller.tenant_id, _CYCLES_SHOWN)
+    return _render("cycles.html", caller=caller, csrf=session.csrf, cycles=found)
+
+
+@router.get("/cycles/{cycle_id}", response_class=HTMLResponse)
+def cycle_page(
+    request: Request, runtime: RuntimeDep, signed_in: SignedInDep, cycle_id: UUID
+) -> Response:
+    """One cycle run: its counts, what its buckets mean, what it archived and faded by
+    text, and its proposals as cards (each with the cycle's reason: the score and the
+    factors that made it prune), decidable as on the list."""
+    if signed_in is None:
+        return _redirect("/review/sign-in")
+    session, caller = signed_in
+    found = cycle_report(runtime.log, caller.tenant_id, cycle_id)
+    if found is None:
+        msg = f"cycle {cycle_id} not found"
+        raise NotFoundError(msg)
+    report = annotated(runtime.log, caller.tenant_id, found)
+    cards = [proposal_record(runtime.log, caller.tenant_id, UUID(p)) for p in found["proposals"]]
+    return _render(
+        "cycle.html",
+        caller=caller,
+        csrf=session.csrf,
+        report=report,
+        items=cards,
+        can_decide=caller.may("writer"),
+        is_admin=caller.may("admin"),
+        guard_left=_guard_left(request, runtime, caller),
+        errors={},
+        typed={},
+        nothing_typed=_NOTHING_TYPED,
     )
 
 

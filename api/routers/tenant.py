@@ -30,7 +30,11 @@ from palimpsest.api.schemas import (
     RetentionUpdate,
     TenantDeletion,
 )
-from palimpsest.api.schemas.cycles import ForgettingPolicyPublic, ForgettingPolicyUpdate
+from palimpsest.api.schemas.cycles import (
+    ForgettingPolicyPatch,
+    ForgettingPolicyPublic,
+    ForgettingPolicyUpdate,
+)
 from palimpsest.api.specs import requires, retention_spec, tenant_deletion_spec
 from palimpsest.domain.errors import ConfirmationRequiredError
 from palimpsest.projections.commands.forgetting_policy import ForgettingPolicySpec, forgetting_for
@@ -45,6 +49,7 @@ from palimpsest.projections.views.receipts import Receipt, erasure_receipt
 __all__ = [
     "delete_tenant",
     "export",
+    "patch_forgetting",
     "read_forgetting",
     "read_judgment",
     "read_retention",
@@ -170,11 +175,33 @@ def read_forgetting(caller: CallerDep, runtime: RuntimeDep) -> dict[str, Any]:
 def update_forgetting(
     body: ForgettingPolicyUpdate, response: Response, write: WriteDep
 ) -> dict[str, Any]:
-    """Set the tenant's whole forgetting policy (admin): a field left out takes its
-    default, not its previous value. Recorded (`ForgettingPolicySet`) with a new
-    `version`, which every later cycle records. A bad policy (an unknown field, a
-    value of the wrong kind or out of its range) is refused whole, writing nothing."""
+    """Replace the tenant's whole forgetting policy (admin): a field left out takes its
+    default, not its previous value (`PATCH` changes only the fields it names).
+    Recorded (`ForgettingPolicySet`) with a new `version`, which every later cycle
+    records. A bad policy (an unknown field, a value of the wrong kind or out of its
+    range: 422 `invalid-input`; `prune_below` above `fade_below`: 422
+    `inconsistent-policy`) is refused whole, writing nothing."""
     result = write.perform(body, ForgettingPolicySpec(body.model_dump()))
+    response.status_code = 200
+    result.pop("position", None)
+    return result
+
+
+@router.patch(
+    "/forgetting",
+    response_model=ForgettingPolicyPublic,
+    dependencies=[Depends(requires(ForgettingPolicySpec))],
+)
+def patch_forgetting(
+    body: ForgettingPolicyPatch, response: Response, write: WriteDep
+) -> dict[str, Any]:
+    """Change some fields of the tenant's forgetting policy (admin): every field, weight
+    and half-life left out keeps its current value, so `{"enabled": false}` turns the
+    schedule off and keeps tuned thresholds. The merged policy is checked whole, as a
+    `PUT` is (422 `invalid-input`, 422 `inconsistent-policy`, nothing written), and
+    recorded with a new `version`."""
+    changes = body.model_dump(exclude_none=True)
+    result = write.perform(body, ForgettingPolicySpec(changes, merge=True))
     response.status_code = 200
     result.pop("position", None)
     return result

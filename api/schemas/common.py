@@ -25,6 +25,7 @@ __all__ = [
     "Cursor",
     "JsonInt",
     "JsonPositiveInt",
+    "JsonScheduleMinutes",
     "Label",
     "MAX_POSITION",
     "MediaType",
@@ -131,6 +132,10 @@ JsonInt = Annotated[int, BeforeValidator(_json_integer)]
 
 JsonPositiveInt = Annotated[int, Field(ge=1), BeforeValidator(_json_integer)]
 """A :data:`JsonInt` of at least 1 (its bound stays published inside ``X | None``)."""
+
+JsonScheduleMinutes = Annotated[int, Field(ge=1, le=10_080), BeforeValidator(_json_integer)]
+"""A :data:`JsonInt` of minutes between two scheduled runs: 1 to a week (its bounds
+stay published inside ``X | None``)."""
 
 
 def _true_or_false(value: object) -> object:

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from palimpsest.api.schemas.common import JsonInt, RequestBody
+from palimpsest.api.schemas.common import JsonInt, JsonScheduleMinutes, RequestBody
 from palimpsest.domain.forgetting_policy import (
     DEFAULT_HALF_LIFE_DAYS,
     DEFAULT_POLICY,
@@ -19,10 +19,13 @@ from palimpsest.domain.forgetting_policy import (
 __all__ = [
     "CycleCreate",
     "CyclePublic",
+    "ForgettingPolicyPatch",
     "ForgettingPolicyPublic",
     "ForgettingPolicyUpdate",
     "HalfLives",
+    "HalfLivesPatch",
     "Weights",
+    "WeightsPatch",
 ]
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0, strict=True)]
@@ -80,6 +83,46 @@ class ForgettingPolicyUpdate(RequestBody):
     reflections_enabled: bool = Field(default=DEFAULT_POLICY.reflections_enabled, strict=True)
 
 
+class WeightsPatch(RequestBody):
+    """Weights to change; a factor left out keeps its current weight."""
+
+    importance: Weight | None = None
+    recency: Weight | None = None
+    scope: Weight | None = None
+    trust: Weight | None = None
+
+
+class HalfLivesPatch(RequestBody):
+    """Half-lives to change, in days; a type left out keeps its current half-life."""
+
+    fact: Days | None = None
+    preference: Days | None = None
+    decision: Days | None = None
+    blocker: Days | None = None
+    note: Days | None = None
+    event: Days | None = None
+
+
+class ForgettingPolicyPatch(RequestBody):
+    """Fields of the forgetting policy to change: every field left out (and every
+    weight or half-life left out) keeps its current value. See
+    docs/forgetting.md#policy."""
+
+    enabled: bool | None = Field(default=None, strict=True)
+    schedule_minutes: JsonScheduleMinutes | None = None
+    weights: WeightsPatch | None = None
+    half_life_days: HalfLivesPatch | None = None
+    importance_floor: Unit | None = None
+    fade_below: Unit | None = None
+    prune_below: Unit | None = None
+    duplicate_floor: Unit | None = None
+    auto_archive_decayed: bool | None = Field(default=None, strict=True)
+    activity_window_days: float | None = Field(default=None, ge=1 / 24, le=3650.0, strict=True)
+    merge_similarity_floor: Unit | None = None
+    auto_apply_extractive_merges: bool | None = Field(default=None, strict=True)
+    reflections_enabled: bool | None = Field(default=None, strict=True)
+
+
 class ForgettingPolicyPublic(BaseModel):
     """The tenant's forgetting policy (the defaults, version 0, until one is set)."""
 
@@ -129,17 +172,30 @@ class CyclePublic(BaseModel):
     held_back: int | None = Field(
         default=None,
         description="Prunes proposed instead of archived: the collapse guard was reached "
-        "(a run's answer only).",
+        "(absent from cycles recorded before it was).",
     )
     importance_fallbacks: int | None = Field(
         default=None,
         description="Scores whose importance is the heuristic's because the model scorer "
         "could not rate the memory (it failed, or answered no rating); with any, the cycle "
-        "archived nothing itself and proposed its prunes (a run's answer only).",
+        "archived nothing itself and proposed its prunes (absent from cycles recorded before "
+        "it was).",
     )
     scores: list[dict[str, Any]] | None = Field(
         default=None, description="Every memory's factors, score and bucket (dry runs)."
     )
     consolidation: dict[str, Any] | None = Field(
-        default=None, description="What consolidating the survivors did (a run's answer only)."
+        default=None,
+        description="What consolidating the survivors did: groups, proposed, merged, "
+        "already_open, held_back, reflections, summariser, failures (or failed, or "
+        "skipped). Absent from a dry run, and from a recorded cycle until it is recorded.",
     )
+    memories: dict[str, dict[str, Any]] = Field(
+        description="Every memory the report names, by id: its type, scope, project, topic, "
+        "text (cut to 160 characters; null once erased) and whether it is archived now.",
+    )
+    proposed: list[dict[str, Any]] = Field(
+        description="Each proposal created: proposal_id, memory_id, action."
+    )
+    factors_explained: dict[str, str] = Field(description="What each factor of a score says.")
+    buckets_explained: dict[str, str] = Field(description="What keep, fade and prune mean.")

@@ -38,7 +38,11 @@ class ProposalApply(RequestBody):
     older memory, `supersede` adds a `supersedes` edge from the newer to the older."""
 
     reason: Reason | None = None
-    resolution: Literal["archive_older", "supersede"] | None = None
+    resolution: Literal["archive_older", "supersede"] | None = Field(
+        default=None,
+        description="For a conflict proposal only; on any other kind the apply is refused "
+        "(409 `resolution-not-applicable`).",
+    )
     confirm_bulk: bool = Field(
         default=False,
         strict=True,

@@ -21,8 +21,9 @@ __all__ = [
 
 class RecallCreate(RequestBody):
     """What to recall: a query, how many, how (``mode``: meaning and words fused,
-    meaning only, or words only), filters (type, scope, project, topic, least
-    similarity) applied inside the database, and the ``cursor`` of a next page."""
+    meaning only, or words only), filters (type, scope, project, a project and those
+    below it, topic, least similarity) applied inside the database, and the ``cursor``
+    of a next page."""
 
     query: PgText = Field(min_length=1, max_length=4000)
     k: JsonInt = Field(default=10, ge=1, le=100)
@@ -30,6 +31,12 @@ class RecallCreate(RequestBody):
     scope: Label | None = None
     project: Label | None = None
     topic: Label | None = None
+    project_under: Label | None = Field(
+        default=None,
+        description="Only this project and the projects below it, `/` separating "
+        "levels: `a` selects `a` and `a/b`, not `ab` (a LangGraph namespace prefix). "
+        "Applied inside the search, like every filter.",
+    )
     include_archived: bool = Field(default=False, strict=True)
     include_reflections: bool = Field(
         default=False,

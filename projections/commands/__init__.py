@@ -35,6 +35,8 @@ Modules:
   verdicts, and a person applying or rejecting them.
 - :mod:`palimpsest.projections.commands.retention`: The tenant's retention of observation
   bytes: reading it, and setting it.
+- :mod:`palimpsest.projections.commands.review_sessions`: The review page's sign-ins, kept
+  in the database so every process sees them.
 - :mod:`palimpsest.projections.commands.settlement`: Settling a potential conflict: the
   caller decides that one memory supersedes the other, or that both stand.
 - :mod:`palimpsest.projections.commands.spec`: Write specs: what a caller asks to write,
@@ -67,6 +69,7 @@ __all__ = [
     "policy",
     "proposals",
     "retention",
+    "review_sessions",
     "settlement",
     "spec",
     "tenant_deletion",

@@ -24,7 +24,12 @@ transaction holds all of it, or none (a cycle killed mid-write leaves nothing):
   inputs from beliefs that may lag the pin, and this write decides from the
   memory itself;
 - the ``Cycle`` aggregate's ``CycleCompleted`` records the rest: the fades
-  (the label) and the report.
+  (the label) and the report, with how many prunes the collapse guard held back
+  and how many scores fell back to the heuristic importance.
+
+Consolidating the survivors comes after this write (its merges are writes of
+their own); :class:`CycleConsolidatedSpec` then records what it did on the same
+aggregate (``CycleConsolidated``), once.
 """
 
 from __future__ import annotations
@@ -34,9 +39,11 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid5
 
-from palimpsest.domain.cycle import Cycle
+from palimpsest.domain.cycle import FACTOR_MEANINGS, Cycle
+from palimpsest.domain.forgetting_policy import FACTORS
 from palimpsest.domain.memory import Memory
 from palimpsest.domain.proposal import Proposal
+from palimpsest.domain.retention_score import Factors
 from palimpsest.projections.commands.collapse_guard import CollapseGuardSettings, claim_archivals
 from palimpsest.projections.commands.decisions import LabelSpec, decide_label, seen_version
 from palimpsest.projections.commands.proposals import open_proposal_ids
@@ -47,6 +54,7 @@ from palimpsest.projections.store.tenancy import tenant_transaction
 
 __all__ = [
     "CYCLE_MODEL",
+    "CycleConsolidatedSpec",
     "CycleSpec",
     "DECAYED",
     "Prune",
@@ -72,6 +80,8 @@ class Prune:
     duplicate_of: UUID | None = None
     """The newer memory it likely duplicates (it was forced into the prune path)."""
     similarity: float | None = None
+    factors: Factors | None = None
+    """The four factors of its score, which the proposal's note states for a reviewer."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,10 @@ class CycleSpec(WriteSpec):
     prunes: tuple[Prune, ...]
     guard: CollapseGuardSettings = field(default_factory=CollapseGuardSettings)
     """The collapse guard the archivals are claimed under."""
+    held_back: int = 0
+    """Prunes planned as proposals because the collapse guard was reached."""
+    importance_fallbacks: int = 0
+    """Scores whose importance fell back to the heuristic."""
 
     def apply(self, batch: Batch) -> Item:
         """Make the prunes' proposals and archivals, then record the cycle.
@@ -139,6 +153,8 @@ class CycleSpec(WriteSpec):
             proposals=proposals,
             archived=archived,
             principal_id=uow.caller.principal_id,
+            held_back=self.held_back,
+            importance_fallbacks=self.importance_fallbacks,
         )
         uow.add(cycle)
         return Item(
@@ -158,7 +174,7 @@ class CycleSpec(WriteSpec):
             seen.append(seen_version(newer))
             note = f"likely duplicate of {newer.id} (similarity {prune.similarity})"
         else:
-            note = f"decayed: retention score {prune.score:.3f} below the prune threshold"
+            note = _decay_note(prune)
         proposal = Proposal.propose(
             id=_proposal_id(self.cycle_id, memory.id),
             tenant_id=uow.caller.tenant_id,
@@ -176,6 +192,44 @@ class CycleSpec(WriteSpec):
         )
         uow.add(proposal)
         return proposal
+
+
+@dataclass(frozen=True)
+class CycleConsolidatedSpec(WriteSpec):
+    """Record what consolidating a recorded cycle's survivors did (``summary``: the
+    run's ``consolidation``). A cycle already consolidated records nothing again."""
+
+    role = "writer"
+    action = "record decay cycles"
+
+    cycle_id: UUID
+    summary: dict[str, Any]
+
+    def apply(self, batch: Batch) -> Item:
+        """Add ``CycleConsolidated`` to the cycle.
+
+        Raises:
+            NotFoundError: no such cycle in the caller's tenant.
+        """
+        uow = batch.uow
+        cycle = uow.load(self.cycle_id, Cycle, "cycle")
+        recorded = cycle.consolidated(self.summary, uow.caller.principal_id)
+        return Item(
+            cycle.id,
+            (cycle.id, cycle.version) if recorded else None,
+            {"id": str(cycle.id), "consolidation": cycle.consolidation},
+        )
+
+
+def _decay_note(prune: Prune) -> str:
+    """Why the cycle proposes archiving the memory, in words a reviewer reads."""
+    note = f"decayed: retention score {prune.score:.3f} below the prune threshold"
+    if prune.factors is None:
+        return note
+    factors = {name: getattr(prune.factors, name) for name in FACTORS}
+    lowest = min(factors, key=lambda name: factors[name])
+    shown = ", ".join(f"{name} {value:.2f}" for name, value in factors.items())
+    return f"{note}; factors {shown}; lowest: {lowest} ({FACTOR_MEANINGS[lowest]})"
 
 
 def _rejected(uow: UnitOfWork) -> dict[tuple[UUID, str], list[UUID]]:

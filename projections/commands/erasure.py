@@ -49,6 +49,7 @@ from palimpsest.projections.commands.decisions import (
 )
 from palimpsest.projections.commands.spec import Batch, WriteSpec
 from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
+from palimpsest.projections.store.aggregates import stranded_memories
 from palimpsest.projections.store.sql import schema_sql
 from palimpsest.projections.store.tenancy import tenant_transaction
 
@@ -259,6 +260,16 @@ def _with_what_follows(
     return accepted, [*done[1], *seen]
 
 
+def _hold_stranded(uow: UnitOfWork, memory_ids: list[UUID]) -> None:
+    """Hold each quarantined memory of ``memory_ids`` (an event of it cannot be read) as
+    its readable events left it, after every event the log holds of it: its erasure
+    records on that, and loads read it as erased from then on
+    (:mod:`palimpsest.projections.store.aggregates`)."""
+    unloaded = [i for i in memory_ids if i not in uow.aggregates]
+    for stranded in stranded_memories(uow.log, uow.caller.tenant_id, unloaded).values():
+        uow.add(stranded)
+
+
 def decide_erase(uow: UnitOfWork, spec: EraseSpec) -> Item:
     """Erase the named observations and memories and everything formed only from them.
 
@@ -271,6 +282,7 @@ def decide_erase(uow: UnitOfWork, spec: EraseSpec) -> Item:
     observation_ids = sorted(set(spec.observation_ids), key=str)
     named_memory_ids = sorted(set(spec.memory_ids), key=str)
     uow.preload([*observation_ids, *named_memory_ids])
+    _hold_stranded(uow, named_memory_ids)
     observations = [uow.load(i, Observation, "observation") for i in observation_ids]
     named = [uow.load(i, Memory, "memory") for i in named_memory_ids]
     citing_ids = [m for m in _citing(uow, observation_ids) if m not in set(named_memory_ids)]

@@ -32,22 +32,29 @@ def forgetting_for(log: EventLog, tenant_id: UUID) -> ForgettingPolicy:
 
 @dataclass(frozen=True)
 class ForgettingPolicySpec(WriteSpec):
-    """Set the tenant's forgetting policy: the defaults overridden by ``values``."""
+    """Set the tenant's forgetting policy: the defaults overridden by ``values``, or,
+    with ``merge``, the current policy overridden by them (a ``PATCH``)."""
 
     role = "admin"
     action = "set the forgetting policy"
 
     values: dict[str, Any] = field(default_factory=dict)
+    merge: bool = False
 
     def apply(self, batch: Batch) -> Item:
         """Record the policy on the tenant.
 
         Raises:
             InvalidInputError: see :meth:`ForgettingPolicy.checked`.
+            InconsistentPolicyError: see :meth:`ForgettingPolicy.require_consistent`.
         """
         uow = batch.uow
         tenant = uow.load(uow.caller.tenant_id, Tenant, "tenant")
-        policy = tenant.set_forgetting(dict(self.values), principal_id=uow.caller.principal_id)
+        # Merged with the policy loaded in this write's transaction, so two PATCHes
+        # never lose each other's fields (the second's version check refuses a race).
+        values = tenant.forgetting_policy().merged(self.values) if self.merge else self.values
+        ForgettingPolicy.checked(values).require_consistent()
+        policy = tenant.set_forgetting(dict(values), principal_id=uow.caller.principal_id)
         return Item(
             tenant.id,
             (tenant.id, tenant.version),

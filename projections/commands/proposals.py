@@ -68,11 +68,20 @@ __all__ = [
     "ProposalSettings",
     "ProposeSpec",
     "Resolution",
+    "ResolutionNotApplicableError",
     "decide_proposal",
     "open_proposal_ids",
 ]
 
 Resolution = Literal["archive_older", "supersede"]
+
+
+class ResolutionNotApplicableError(ConflictError):
+    """Raised when a resolution is given for a proposal that is not a conflict (409
+    ``resolution-not-applicable``): the body is well formed, the proposal's kind,
+    which the body cannot know, refuses it."""
+
+
 Effect = Literal["archive", "supersede", "merge"]
 
 
@@ -264,9 +273,15 @@ def decide_proposal(batch: Batch, spec: ProposalDecisionSpec) -> Item:
     if spec.verdict == "reject" and reason is None:
         msg = "a rejection needs a reason"
         raise InvalidInputError(msg)
-    if spec.resolution is not None and (spec.verdict != "apply" or proposal.action != "conflict"):
-        msg = "a resolution applies only to a conflict proposal being applied"
+    if spec.resolution is not None and spec.verdict != "apply":
+        msg = "a resolution applies only to a proposal being applied"
         raise InvalidInputError(msg)
+    if spec.resolution is not None and proposal.action != "conflict":
+        msg = (
+            f"proposal {proposal.id} is a {proposal.action} proposal: a resolution "
+            f"({spec.resolution}) applies only to a conflict; apply it without one"
+        )
+        raise ResolutionNotApplicableError(msg)
     if proposal.status != "proposed":
         msg = f"proposal {proposal.id} is {proposal.status}, not open"
         raise ProposalClosedError(msg)

@@ -20,7 +20,6 @@ import re
 import secrets
 import threading
 import time
-import unicodedata
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -34,11 +33,10 @@ from psycopg import Cursor
 from palimpsest.domain.errors import (
     AuthenticationError,
     ConflictError,
-    InvalidInputError,
     NotFoundError,
 )
 from palimpsest.domain.limits import MAX_LABEL_CHARS
-from palimpsest.domain.tenant import Tenant
+from palimpsest.domain.tenant import Tenant, checked_tenant_name, tenant_name_key
 from palimpsest.projections.commands.caller import Caller
 from palimpsest.projections.store.aggregates import load_aggregate
 from palimpsest.projections.store.eventlog import EventLog, TokenRow, WriteContext
@@ -126,31 +124,23 @@ def _issue(
 
 
 def _checked_name(name: str) -> str:
-    """Return ``name`` if it can name a tenant, else raise ``InvalidInputError``.
+    """Return ``name`` if it can name a tenant (:func:`checked_tenant_name`).
 
-    A name that reads as a UUID is refused: ``--tenant`` would take it for an id.
+    Raises:
+        InvalidTenantNameError: see :func:`checked_tenant_name`.
     """
-    if not name.strip() or len(name) > MAX_LABEL_CHARS:
-        msg = f"a tenant name has 1 to {MAX_LABEL_CHARS} characters, not all blank"
-        raise InvalidInputError(msg)
-    if any(unicodedata.category(c) in {"Cc", "Cs"} for c in name):
-        msg = "a tenant name cannot hold control characters"
-        raise InvalidInputError(msg)
-    try:
-        UUID(name)
-    except ValueError:
-        return name
-    msg = f"{name!r} reads as a tenant id; choose a name that is not a UUID"
-    raise InvalidInputError(msg)
+    return checked_tenant_name(name, MAX_LABEL_CHARS)
 
 
 def create_tenant(log: EventLog, name: str, admin_name: str = "admin") -> IssuedToken:
     """Create a tenant with an admin principal, and return the admin's token.
 
     Raises:
-        ConflictError: another tenant has this name; nothing was written.
-        InvalidInputError: the name is blank, too long, has control
-            characters, or reads as a UUID.
+        ConflictError: another tenant has this name, or one that reads the same
+            (:func:`tenant_name_key`); nothing was written.
+        InvalidTenantNameError: the name is blank, too long, holds control,
+            invisible or bidi characters or letters of two scripts, or reads as a
+            UUID.
     """
     _checked_name(name)
     tenant_id = uuid4()
@@ -160,8 +150,13 @@ def create_tenant(log: EventLog, name: str, admin_name: str = "admin") -> Issued
     # (on another connection): the next creator's check sees it.
     with log.datastore.transaction(commit=False) as curs:
         curs.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK_KEY,))
-        if any(entry.name == name for entry in _entries(log, curs)):
-            msg = f"a tenant named {name!r} exists already; choose another name"
+        key = tenant_name_key(name)
+        taken = [e.name for e in _entries(log, curs) if tenant_name_key(e.name) == key]
+        if taken:
+            msg = (
+                f"a tenant named {taken[0]!r} exists already, and {name!r} reads the same "
+                "(names compare without case, width or surrounding space); choose another"
+            )
             raise ConflictError(msg)
         log.record([tenant], WriteContext(tenant_id=tenant_id, tokens=[row]))
     return issued

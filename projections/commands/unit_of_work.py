@@ -13,7 +13,8 @@ from palimpsest.domain.digest import content_digest
 from palimpsest.domain.errors import InvalidInputError, NotFoundError
 from palimpsest.domain.observation import Observation
 from palimpsest.projections.commands.caller import Caller
-from palimpsest.projections.store.aggregates import aggregates_of
+from palimpsest.projections.store.aggregates import aggregates_of, unreadable_of
+from palimpsest.projections.store.errors import MemoryUnprojectableError
 from palimpsest.projections.store.eventlog import EventLog, WriteContext
 from palimpsest.projections.store.sql import schema_sql
 from palimpsest.projections.store.tenancy import tenant_transaction
@@ -50,7 +51,11 @@ class UnitOfWork:
     def load(self, aggregate_id: UUID, cls: type[_A], what: str) -> _A:
         found = self.aggregates.get(aggregate_id)
         if found is None:
-            found = aggregates_of(self.log, self.caller.tenant_id, [aggregate_id]).get(aggregate_id)
+            loaded = aggregates_of(self.log, self.caller.tenant_id, [aggregate_id])
+            poison = unreadable_of(loaded, aggregate_id)
+            if poison is not None:  # refused as its reads are, not "not found"
+                raise MemoryUnprojectableError(aggregate_id, poison.reason)
+            found = loaded.get(aggregate_id)
         if not isinstance(found, cls):
             # Unknown, another tenant's, or another kind: all look the same.
             msg = f"{what} {aggregate_id} not found"

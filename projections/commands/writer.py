@@ -180,7 +180,8 @@ class Writer:
         except (IntegrityError, StaleReadError):
             # Either the same Idempotency-Key committed first (replay it), or
             # another write took the next version of one of our aggregates or
-            # changed one we decided from: build the write again.
+            # changed one we decided from: build the write again. (Never this
+            # write's own earlier try: the log settles that, store/unknown_commits.py.)
             return self._replay(caller, idempotency)
         except (OperationalError, InterfaceError) as e:
             # Lost or refused connections; any other database error is a bug

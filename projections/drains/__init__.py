@@ -9,10 +9,16 @@ Modules:
   the background, for ``/metrics``.
 - :mod:`palimpsest.projections.drains.decay_cycle`: The decay cycle for one tenant: score,
   bucket, fade, prune, then consolidate.
+- :mod:`palimpsest.projections.drains.decay_scoring`: Scoring a tenant's memories for the
+  decay cycle, bucketing them, and planning the prunes.
 - :mod:`palimpsest.projections.drains.expiry`: Raw expiry: delete observation bytes at
   their retention deadline.
 - :mod:`palimpsest.projections.drains.forgetting_pass`: The forgetting pass for one tenant:
   candidates, a judge, proposals (seed 000).
+- :mod:`palimpsest.projections.drains.heartbeat`: The drains' heartbeats: each dramatiq
+  drain records in the database when it last completed a pass, so a process that runs
+  no drain (``serve`` with ``BROKER_URL``) can tell a worker pool that died from one
+  that is merely idle.
 - :mod:`palimpsest.projections.drains.hints`: The dramatiq broker that carries wake-up
   hints, shared by senders and workers.
 - :mod:`palimpsest.projections.drains.isolation`: Drain work one stage and one tenant at a
@@ -40,8 +46,10 @@ __all__ = [
     "consolidation",
     "counters",
     "decay_cycle",
+    "decay_scoring",
     "expiry",
     "forgetting_pass",
+    "heartbeat",
     "hints",
     "isolation",
     "judge_budget",

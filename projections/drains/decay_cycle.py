@@ -10,7 +10,8 @@ every score of the run:
    similarity at least the policy's ``duplicate_floor``, never ``event``) are
    found before bucketing; the older side of each is forced into the prune
    path (as the older side of a supersession by the newer one).
-3. *Score and bucket* each memory (:mod:`palimpsest.domain.retention_score`): keep,
+3. *Score and bucket* each memory (:mod:`palimpsest.projections.drains.decay_scoring`,
+   by :mod:`palimpsest.domain.retention_score`'s rules): keep,
    fade or prune. Pinned memories, and those at or above the importance
    floor, are never pruned. Scores whose importance fell back to the
    heuristic (a model scorer that failed) are counted.
@@ -24,7 +25,9 @@ every score of the run:
    back archives nothing itself: a model outage must not change what is
    archived without a person, so its prunes are all proposed.
 5. *Consolidate the survivors* (after eviction, never before): the
-   consolidation pass, if installed, over the memories still live.
+   consolidation pass, if installed, over the memories still live; then what
+   it did is recorded on the cycle (``CycleConsolidated``), so reading the
+   cycle back answers what the run answered.
 
 A dry run stops after step 3 and returns the report, with every memory's
 score, having written nothing.
@@ -33,7 +36,7 @@ score, having written nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -41,10 +44,7 @@ from uuid import UUID, uuid4
 
 from palimpsest.domain.errors import CollapseGuardError
 from palimpsest.domain.forgetting_policy import ForgettingPolicy
-from palimpsest.domain.importance import ImportanceInput, ImportanceScorer
-from palimpsest.domain.memory import MEMORY_TYPES
-from palimpsest.domain.retention_score import Bucket, Factors, bucket, recency, retention_score
-from palimpsest.domain.retention_score import scope_nearness as nearness
+from palimpsest.domain.importance import ImportanceScorer
 from palimpsest.domain.tenant import Tenant, principal_id_for
 from palimpsest.projections.commands.caller import Caller
 from palimpsest.projections.commands.collapse_guard import (
@@ -52,16 +52,22 @@ from palimpsest.projections.commands.collapse_guard import (
     archivals_left,
     guard_day,
 )
-from palimpsest.projections.commands.cycle import CycleSpec, Prune
+from palimpsest.projections.commands.cycle import CycleConsolidatedSpec, CycleSpec, Prune
 from palimpsest.projections.commands.forgetting_policy import forgetting_for
 from palimpsest.projections.commands.writer import WriteOutcome, Writer
+from palimpsest.projections.drains.decay_scoring import (
+    bucket_counts,
+    forced_duplicates,
+    plan_prunes,
+    score_memories,
+    score_rows,
+)
 from palimpsest.projections.judgment.importance import configured_importance
 from palimpsest.projections.store.aggregates import load_aggregate
 from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.sql import schema_sql
 from palimpsest.projections.store.tenancy import known_tenants
 from palimpsest.projections.views.decay_inputs import (
-    DecayInput,
     decay_inputs,
     duplicate_pairs,
     recent_activity,
@@ -69,13 +75,11 @@ from palimpsest.projections.views.decay_inputs import (
 from palimpsest.projections.views.version_texts import version_texts
 
 __all__ = [
-    "BUCKETS",
     "CYCLE_PRINCIPAL",
     "CycleReport",
     "ScheduledCycle",
     "claim_slot",
     "run_cycle",
-    "score_memories",
     "slot_of",
 ]
 
@@ -83,8 +87,6 @@ _log = logging.getLogger(__name__)
 
 CYCLE_PRINCIPAL = "decay-cycle"
 """The principal the cycle records as, in each tenant."""
-
-BUCKETS: tuple[Bucket, ...] = ("keep", "fade", "prune")
 
 _GUARD_ATTEMPTS = 3
 """Writes of a cycle planned against the allowance left, before it archives nothing."""
@@ -120,142 +122,6 @@ class CycleReport:
     def as_dict(self) -> dict[str, Any]:
         """Return the report as JSON values."""
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class _Scored:
-    memory: DecayInput
-    factors: Factors
-    score: float
-    bucket: Bucket
-    duplicate_of: UUID | None
-    similarity: float | None
-    fallback: bool = False
-    """Whether the importance fell back to the heuristic (a model that failed)."""
-
-
-def _forced(pairs: Sequence[Any]) -> dict[UUID, tuple[UUID, float]]:
-    """The older side of each likely duplicate, with its most similar newer one."""
-    forced: dict[UUID, tuple[UUID, float]] = {}
-    for pair in pairs:  # most similar first
-        forced.setdefault(pair.older, (pair.newer, pair.similarity))
-    return forced
-
-
-def score_memories(
-    memories: Sequence[DecayInput],
-    policy: ForgettingPolicy,
-    *,
-    snapshot: datetime,
-    activity: dict[tuple[str, str | None], int],
-    forced: dict[UUID, tuple[UUID, float]],
-    scorer: ImportanceScorer,
-    texts: Mapping[UUID, str | None],
-) -> list[_Scored]:
-    """Score and bucket every memory at ``snapshot`` (pure given its inputs;
-    ``texts``: each memory's current text, for the importance scorer)."""
-    scored = []
-    for memory in memories:
-        assessed = scorer.assess(
-            ImportanceInput(
-                memory.memory_type,
-                memory.grade,
-                memory.pinned,
-                explicit=memory.importance,
-                text=texts.get(memory.memory_id),
-            )
-        )
-        importance = assessed.value
-        assert memory.time is not None
-        factors = Factors(
-            importance=importance,
-            recency=recency(
-                snapshot=snapshot,
-                last_access=memory.last_access,
-                memory_time=memory.time,
-                half_life=policy.half_life(memory.memory_type),
-            ),
-            scope=nearness(activity, memory.scope, memory.project),
-            trust=memory.confidence,
-        )
-        score = retention_score(factors, policy.weights)
-        duplicate = forced.get(memory.memory_id)
-        where = bucket(
-            score,
-            importance=importance,
-            pinned=memory.pinned,
-            duplicate=duplicate is not None,
-            importance_floor=policy.importance_floor,
-            fade_below=policy.fade_below,
-            prune_below=policy.prune_below,
-        )
-        scored.append(
-            _Scored(
-                memory,
-                factors,
-                score,
-                where,
-                duplicate[0] if duplicate and where == "prune" else None,
-                duplicate[1] if duplicate and where == "prune" else None,
-                assessed.fallback,
-            )
-        )
-    return scored
-
-
-def _prunes(
-    scored: list[_Scored],
-    automatic: bool,
-    allowed: int,
-) -> tuple[list[Prune], int]:
-    """The prunes, forced duplicates first then lowest score first; archived directly
-    (``automatic``, and not an event) while the guard's ``allowed`` memories last.
-    Returns them and how many the guard held back."""
-    pruned = sorted(
-        (s for s in scored if s.bucket == "prune"),
-        key=lambda s: (s.duplicate_of is None, s.score, str(s.memory.memory_id)),
-    )
-    prunes, held = [], 0
-    for s in pruned:
-        archive = automatic and s.memory.memory_type != "event"
-        if archive and allowed <= 0:
-            archive, held = False, held + 1
-        elif archive:
-            allowed -= 1
-        prunes.append(
-            Prune(
-                s.memory.memory_id,
-                s.memory.version_id,
-                round(s.score, 6),
-                archive,
-                s.duplicate_of,
-                s.similarity,
-            )
-        )
-    return prunes, held
-
-
-def _counts(scored: list[_Scored]) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
-    counts: dict[str, int] = dict.fromkeys(BUCKETS, 0)
-    by_type: dict[str, dict[str, int]] = {t: dict.fromkeys(BUCKETS, 0) for t in MEMORY_TYPES}
-    for s in scored:
-        counts[s.bucket] += 1
-        by_type.setdefault(s.memory.memory_type, dict.fromkeys(BUCKETS, 0))[s.bucket] += 1
-    return counts, {t: c for t, c in by_type.items() if any(c.values())}
-
-
-def _score_rows(scored: list[_Scored]) -> list[dict[str, Any]]:
-    return [
-        {
-            "memory_id": str(s.memory.memory_id),
-            "memory_type": s.memory.memory_type,
-            "bucket": s.bucket,
-            "score": round(s.score, 6),
-            "factors": asdict(s.factors),
-            "duplicate_of": None if s.duplicate_of is None else str(s.duplicate_of),
-        }
-        for s in scored
-    ]
 
 
 def run_cycle(
@@ -298,7 +164,7 @@ def run_cycle(
         policy,
         snapshot=snapshot,
         activity=activity,
-        forced=_forced(pairs),
+        forced=forced_duplicates(pairs),
         scorer=scorer or configured_importance(),
         texts={
             m: t.content
@@ -307,7 +173,7 @@ def run_cycle(
             ).items()
         },
     )
-    report.counts, report.by_type = _counts(scored)
+    report.counts, report.by_type = bucket_counts(scored)
     report.duplicates = [
         {"older": str(s.memory.memory_id), "newer": str(s.duplicate_of), "similarity": s.similarity}
         for s in scored
@@ -328,9 +194,9 @@ def run_cycle(
         )
     day = guard_day(writer.clock())
     allowed = archivals_left(log, tenant_id, day, guard) if automatic else 0
-    prunes, report.held_back = _prunes(scored, automatic, allowed)
+    prunes, report.held_back = plan_prunes(scored, automatic, allowed)
     if dry_run:
-        report.scores = _score_rows(scored)
+        report.scores = score_rows(scored)
         report.archived = [str(p.memory_id) for p in prunes if p.archive]
         return report
     caller = Caller(
@@ -349,6 +215,8 @@ def run_cycle(
             unfaded=tuple(UUID(i) for i in report.unfaded),
             prunes=tuple(planned),
             guard=guard,
+            held_back=report.held_back,
+            importance_fallbacks=report.importance_fallbacks,
         )
         return writer.write(caller, [spec], batch=False)
 
@@ -361,17 +229,17 @@ def run_cycle(
             # Another write spent the allowance since it was read: plan with what is
             # left now (nothing of this attempt was recorded).
             allowed = archivals_left(log, tenant_id, day, guard)
-            prunes, report.held_back = _prunes(scored, automatic, allowed)
+            prunes, report.held_back = plan_prunes(scored, automatic, allowed)
     if outcome is None:
         # Still refused: archive nothing, propose every prune (no claim to refuse).
-        prunes, report.held_back = _prunes(scored, automatic, 0)
+        prunes, report.held_back = plan_prunes(scored, automatic, 0)
         outcome = record(prunes)
     report.proposals = list(outcome.body["proposals"])
     report.archived = list(outcome.body["archived"])
     report.faded = list(outcome.body["faded"])
     gone = {*report.archived, *(str(p.memory_id) for p in prunes)}
     survivors = sorted((m.memory_id for m in memories if str(m.memory_id) not in gone), key=str)
-    report.consolidation = _consolidate(
+    consolidation = _consolidate(
         log,
         writer,
         tenant_id,
@@ -382,7 +250,21 @@ def run_cycle(
         model_id=model_id,
         guard=guard,
     )
+    report.consolidation = consolidation
+    _record_consolidation(writer, caller, report.cycle_id, consolidation)
     return report
+
+
+def _record_consolidation(
+    writer: Writer, caller: Caller, cycle_id: UUID, summary: dict[str, Any]
+) -> None:
+    """Record what consolidation did on the cycle (``CycleConsolidated``), so a read of
+    the cycle answers it as the run did. Its merges are recorded already: a failure
+    here is logged, and the cycle reads back without it."""
+    try:
+        writer.write(caller, [CycleConsolidatedSpec(cycle_id, summary)], batch=False)
+    except Exception:
+        _log.exception("recording consolidation failed", extra={"cycle_id": str(cycle_id)})
 
 
 def _consolidate(

@@ -18,7 +18,10 @@
    action is not proposed again: that verdict is recorded dismissed.
 
 A dry run stops after step 3 and reports what would be sent, without
-calling the judge or writing anything.
+calling the judge or writing anything. With the operator judge (no judge
+object: a person) the pass stops there too and reports the items as
+``queued``: they are what ``GET /v1/forgetting/items`` lists for people to
+answer, until a verdict (or a newer memory) takes each out.
 """
 
 from __future__ import annotations
@@ -110,6 +113,8 @@ class PassReport:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    queued: int = 0
+    """Items left for people to judge (the operator judge), at ``GET /v1/forgetting/items``."""
     stopped: Stop | None = None
     """Why the pass stopped before judging every item, if it did."""
     failures: list[str] = field(default_factory=list)
@@ -173,7 +178,7 @@ def run_pass(
     log: EventLog,
     writer: Writer,
     tenant_id: UUID,
-    judge: Judge,
+    judge: Judge | None,
     *,
     now: datetime,
     candidates: PassSettings,
@@ -182,7 +187,8 @@ def run_pass(
     dry_run: bool = False,
 ) -> PassReport:
     """Run the forgetting pass over one tenant (see the module's steps); never
-    raises for one item's or one batch's failure, which the report counts."""
+    raises for one item's or one batch's failure, which the report counts.
+    ``judge`` None is the operator judge: the items are queued for people."""
     report = PassReport(tenant_id, uuid4(), dry_run)
     if not judgment_for(log, tenant_id).enabled:
         report.stopped = "not-opted-in"
@@ -191,6 +197,9 @@ def run_pass(
     report.singles, report.pairs = len(found.singles), len(found.pairs)
     items = judge_items(log, tenant_id, found)
     report.items = len(items)
+    if judge is None:
+        report.queued = 0 if dry_run else len(items)
+        return report
     parts = judge.batches(now, items)  # one request each: one reservation each
     report.batches = len(parts)
     if dry_run:

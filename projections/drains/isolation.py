@@ -86,18 +86,27 @@ class Backoff:
             return {key: f.failures for key, f in self._failing.items()}
 
 
-def _failed(backoff: Backoff, key: Key) -> None:
+def _failed(backoff: Backoff, key: Key, error: Exception) -> None:
     failures, wait = backoff.failed(key)
     count(DRAIN_FAILURES, key[0])
-    _log.exception(
+    # The traceback once, at the first failure in a row; each retry after is a short
+    # line with its count: a failure that lasts days logs once per backoff step, not a
+    # traceback at every try.
+    _log.error(
         "drain stage failed",
+        exc_info=error if failures == 1 else None,
         extra={
             "stage": key[0],
             "tenant_id": None if key[1] is None else str(key[1]),
             "failures": failures,
             "retry_in_s": round(wait, 3),
+            "error": f"{type(error).__name__}: {error}"[:_ERROR_CHARS],
         },
     )
+
+
+_ERROR_CHARS = 200
+"""How much of a repeated failure's message its line carries."""
 
 
 def read_listing(stage: str, read: Callable[[], _T], backoff: Backoff) -> _T | None:
@@ -109,8 +118,8 @@ def read_listing(stage: str, read: Callable[[], _T], backoff: Backoff) -> _T | N
         return None
     try:
         listed = read()
-    except Exception:
-        _failed(backoff, listing)
+    except Exception as error:
+        _failed(backoff, listing, error)
         return None
     backoff.succeeded(listing)
     return listed
@@ -139,8 +148,8 @@ def run_stage(
             continue
         try:
             done += work(tenant_id)
-        except Exception:
-            _failed(backoff, key)
+        except Exception as error:
+            _failed(backoff, key, error)
         else:
             backoff.succeeded(key)
     return done

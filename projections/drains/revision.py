@@ -20,8 +20,9 @@ never served ahead of its revision. Each write no longer queues for the
 disk behind the publishes it caused.
 
 A memory the drain cannot project (its events make the projection raise,
-such as a contribution's trust outside [0, 1] written below the API, or
-PostgreSQL refuses its row) is quarantined at its requested revision: the error is
+such as a contribution's trust outside [0, 1] written below the API, one of
+its events cannot be decoded or applied (:mod:`palimpsest.projections.store.unreadable`),
+or PostgreSQL refuses its row) is quarantined at its requested revision: the error is
 recorded on its ``revisions`` row, logged once, and the memory answers
 ``unprojectable`` instead of being retried every sweep; the rest of its
 batch, its tenant and other tenants go on. A later write to the memory
@@ -41,6 +42,7 @@ from uuid import UUID
 from eventsourcing.persistence import DataError
 
 from palimpsest.domain.belief import MemoryFacts, project_belief
+from palimpsest.projections.store.aggregates import aggregates_of
 from palimpsest.projections.store.arrays import Int8Array, TextArray, UuidArray
 from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.rollbacks import retry_rolled_back
@@ -51,6 +53,7 @@ from palimpsest.projections.store.tenancy import (
     queued_transaction,
     tenant_transaction,
 )
+from palimpsest.projections.store.unreadable import UnreadableEventError
 from palimpsest.projections.store.work_due import mark_published, marked_tenants
 from palimpsest.projections.views.belief_facts import belief_document, facts_of, projection_error
 from palimpsest.projections.views.publications import publication_channel
@@ -255,10 +258,45 @@ def drain_tenant(
     if not batch:
         _note_clean(log, tenant_id, seen)
         return DrainReport(0, 0, more=False)
+    try:
+        return _drain_claimed(log, tenant_id, seen, batch, limit)
+    except Exception:
+        # A failed batch's lease kept it from every drain, this one's retry included,
+        # whatever the backoff said: the failure came back after each lease, logged
+        # with the backoff's first wait, for ever. Given back, the backoff paces it.
+        _release(log, tenant_id, batch)
+        raise
+
+
+def _release(log: EventLog, tenant_id: UUID, batch: list[tuple[UUID, int]]) -> None:
+    """Give back the claims of a batch that failed (best effort: if this fails too, the
+    lease expires)."""
+    try:
+        with tenant_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
+            cur.execute(
+                schema_sql(
+                    "UPDATE {schema}.revisions SET claimed_until = NULL"
+                    " WHERE memory_id = ANY(%s::uuid[])",
+                    log.datastore.schema,
+                ),
+                ([memory_id for memory_id, _ in batch],),
+            )
+    except Exception:
+        _log.warning("claims of a failed batch not given back", extra={"tenant_id": str(tenant_id)})
+
+
+def _drain_claimed(
+    log: EventLog, tenant_id: UUID, seen: int, batch: list[tuple[UUID, int]], limit: int
+) -> DrainReport:
+    """Recompute and publish a claimed ``batch`` of the tenant (:func:`drain_tenant`)."""
     facts = facts_of(log, tenant_id, [memory_id for memory_id, _ in batch])
     computed: list[_Computed] = []
     failed: list[tuple[UUID, int, Exception]] = []
+    unreadable = _unreadable(log, tenant_id, [m for m, _ in batch if m not in facts])
     for memory_id, requested in batch:
+        if memory_id in unreadable:  # quarantined as a projection that raises is
+            failed.append((memory_id, requested, unreadable[memory_id]))
+            continue
         if memory_id not in facts:
             _log.error("dirty memory has no events", extra={"memory_id": str(memory_id)})
             continue
@@ -289,6 +327,17 @@ def drain_tenant(
         # batch (in the publish) deadlocks with a group of writes.
         _note_clean(log, tenant_id, seen)
     return DrainReport(len(batch), len(computed), len(failed), more=not last)
+
+
+def _unreadable(log: EventLog, tenant_id: UUID, missing: list[UUID]) -> dict[UUID, Exception]:
+    """Return why each of the memories a load left out cannot be read: an event of its
+    this release cannot decode or apply (:mod:`palimpsest.projections.store.unreadable`)."""
+    if not missing:
+        return {}
+    loaded = aggregates_of(log, tenant_id, missing)
+    return {
+        memory_id: UnreadableEventError(event) for memory_id, event in loaded.unreadable.items()
+    }
 
 
 def _quarantine(log: EventLog, tenant_id: UUID, failed: list[tuple[UUID, int, Exception]]) -> None:

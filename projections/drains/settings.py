@@ -22,6 +22,9 @@ class DrainSettings(BaseSettings):
     drain_batch: int = Field(default=100, ge=1, le=10_000)
     sweep_interval_s: float = Field(default=1.0, gt=0, le=3600)
     drain_lease_s: float = Field(default=10.0, gt=0, le=3600)
+    drain_stall_s: float = Field(default=120.0, gt=0, le=86_400)
+    """With ``BROKER_URL``: how long work may wait while no worker completes a drain pass
+    before ``/readyz`` answers 503 (``drains: stalled``): a worker pool that died."""
     drain_process: bool = False
     """``serve`` runs the drains (and the daily jobs beside them) in a process of their
     own, started again if it dies, instead of in a thread of an HTTP process: each

@@ -19,6 +19,7 @@ from eventsourcing.persistence import Mapper, StoredEvent
 
 from palimpsest.projections.store.sql import schema_sql
 from palimpsest.projections.store.tenancy import set_tenant
+from palimpsest.projections.store.unreadable import UnreadableEventError, decode_event
 from palimpsest.projections.views.read_models import TenantReadModels
 
 __all__ = [
@@ -121,7 +122,9 @@ def _writes(
     after: int,
     upto: int,
 ) -> Iterator[tuple[int, list[Any]]]:
-    """Yield ``(position, events)`` per write of one tenant, in log order.
+    """Yield ``(position, events)`` per write of one tenant, in log order; an event that
+    cannot be decoded is yielded as its
+    :class:`~palimpsest.projections.store.unreadable.UnreadableEvent`.
 
     The tenant is named in the query as well as set for row-level security:
     a superuser owner (the embedded default's) bypasses row-level security.
@@ -148,6 +151,11 @@ def _writes(
                 write = []
             transaction = xmin
             position = notification_id
-            write.append(mapper.to_domain_event(StoredEvent(originator_id, version, topic, state)))
+            stored = StoredEvent(originator_id, version, topic, state)
+            try:
+                write.append(decode_event(mapper, stored))
+            except UnreadableEventError as error:
+                # Its memory is quarantined by the read models; the scan goes on.
+                write.append(error.event)
         if write:
             yield position, write

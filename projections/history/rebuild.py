@@ -37,7 +37,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from palimpsest.domain.memory import Memory
-from palimpsest.projections.history.log_scan import Progress, log_head, tenant_ids
+from palimpsest.projections.history.log_scan import Progress, log_head, replay_tenant, tenant_ids
 from palimpsest.projections.history.replay_workers import (
     WorkerPlan,
     WorkerPool,
@@ -45,10 +45,11 @@ from palimpsest.projections.history.replay_workers import (
     split_tenants,
 )
 from palimpsest.projections.store.database import Database
+from palimpsest.projections.store.eventlog import event_mapper
 from palimpsest.projections.store.schema import EVENTS_TABLE, SNAPSHOTS_TABLE
 from palimpsest.projections.views.read_models import TABLES, TenantReadModels
 
-__all__ = ["RebuildReport", "rebuild", "tenant_sizes"]
+__all__ = ["RebuildReport", "rebuild", "rebuild_tenant", "tenant_sizes"]
 
 _log = logging.getLogger(__name__)
 _LIVE_TABLES = (*(t.name for t in TABLES), SNAPSHOTS_TABLE)
@@ -66,6 +67,9 @@ class RebuildReport:
     seconds: float
     swap_seconds: float
     workers: int
+    unprojectable: int = 0
+    """Memories rebuilt quarantined: an event of theirs cannot be read, or the
+    projection raises on them (``palimpsest verify`` lists them)."""
 
 
 def _shadow(table: str) -> str:
@@ -257,12 +261,17 @@ def _adapt(value: Any) -> Any:
 
 
 def _copy_tenant(
-    cur: psycopg.Cursor[Any], schema: str, mapper: Mapper[UUID], models: TenantReadModels
+    cur: psycopg.Cursor[Any],
+    schema: str,
+    mapper: Mapper[UUID],
+    models: TenantReadModels,
+    into: Callable[[str], str] = _shadow,
 ) -> None:
-    """Write a tenant's rebuilt rows, and its memories' snapshots, into the shadow tables."""
+    """Write a tenant's rebuilt rows, and its memories' snapshots, into the shadow tables
+    (or the tables ``into`` names)."""
     statement = sql.SQL(
         "COPY {} (tenant_id, originator_id, originator_version, topic, state) FROM STDIN"
-    ).format(_ident(schema, _shadow(SNAPSHOTS_TABLE)))
+    ).format(_ident(schema, into(SNAPSHOTS_TABLE)))
     with cur.copy(statement) as copy:
         for (memory_id, version), state in models.snapshots.items():
             snapshot = Snapshot(
@@ -276,7 +285,7 @@ def _copy_tenant(
             copy.write_row((models.tenant_id, memory_id, version, stored.topic, stored.state))
     for spec in TABLES:
         columns = ("tenant_id", *spec.columns)
-        shadow = _ident(schema, _shadow(spec.name))
+        shadow = _ident(schema, into(spec.name))
         statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
             shadow, sql.SQL(", ").join(map(sql.Identifier, columns))
         )
@@ -432,6 +441,7 @@ def rebuild(
             raise
         finally:
             pool.stop()
+        unprojectable = _count_unprojectable(conn, schema)
     return RebuildReport(
         tenants=len(known) + len(new),
         events=progress.done,
@@ -440,4 +450,59 @@ def rebuild(
         seconds=time.monotonic() - started,
         swap_seconds=swap_seconds,
         workers=pool.workers,
+        unprojectable=unprojectable,
     )
+
+
+def rebuild_tenant(
+    database: Database, tenant_id: UUID, *, report: Callable[[str], None] = lambda _: None
+) -> RebuildReport:
+    """Rebuild one tenant's read models from the log, in place, in one transaction.
+
+    The log is locked against writers (``SHARE``) and the read models against
+    drains while the tenant is replayed in this process and its rows replaced:
+    every tenant's writes wait that long (a tenant's replay, not the store's),
+    reads go on and see the old rows until the commit.
+    """
+    started = time.monotonic()
+    schema = database.schema
+    progress = Progress("rebuild", 0, report)
+    models = TenantReadModels(tenant_id)
+    with database.owner_connection(autocommit=True) as conn, conn.transaction():
+        _lock_out_writers_and_drains(conn, schema)
+        with conn.cursor() as cur:
+            final = log_head(cur, schema)
+            progress.total = final
+        replay_tenant(conn, schema, event_mapper(), models, upto=final, progress=progress)
+        with conn.cursor() as cur:
+            for table in _LIVE_TABLES:
+                cur.execute(
+                    sql.SQL("DELETE FROM {} WHERE tenant_id = %s").format(_ident(schema, table)),
+                    (tenant_id,),
+                )
+            _copy_tenant(cur, schema, event_mapper(), models, into=lambda table: table)
+        unprojectable = _count_unprojectable(conn, schema, tenant_id)
+    seconds = time.monotonic() - started
+    return RebuildReport(
+        tenants=1,
+        events=progress.done,
+        position=final,
+        caught_up=0,
+        seconds=seconds,
+        swap_seconds=seconds,
+        workers=0,
+        unprojectable=unprojectable,
+    )
+
+
+def _count_unprojectable(
+    conn: psycopg.Connection[Any], schema: str, tenant_id: UUID | None = None
+) -> int:
+    """Return how many memories (of every tenant, or of one) are quarantined."""
+    query = sql.SQL("SELECT count(*) FROM {} WHERE unprojectable_at = requested").format(
+        _ident(schema, "revisions")
+    )
+    if tenant_id is not None:
+        query += sql.SQL(" AND tenant_id = {}").format(sql.Literal(str(tenant_id)))
+    row = conn.execute(query).fetchone()
+    return int(row[0]) if row else 0

@@ -5,23 +5,20 @@ Items are split into batches (:func:`palimpsest.domain.judge_state.batches`, mea
 the very request body this client sends), and each batch is one request:
 :mod:`palimpsest.projections.judgment.prompt` writes it, and
 :mod:`palimpsest.projections.judgment.answers` reads each item's verdict and its
-distribution from the response. HTTP goes through the standard library, as
-the embedding client does (:mod:`palimpsest.projections.recall.embedders`); no client
-library is needed at run time.
+distribution from the response. HTTP goes through the process's one pooled
+client (:mod:`palimpsest.projections.store.http_client`), as the embedding client's
+does: consecutive batches reuse a kept-alive connection.
 
-Failures: 429, 5xx, a refused or dropped connection and a timeout are
-retried up to ``retries`` times with exponential backoff (``Retry-After``
-honoured, up to ``max_backoff_s``); any other status, or a 200 that is not a
-chat completion, fails the call at once with :class:`JudgeUnavailableError`.
+Failures: 408, 429, 5xx, a refused or dropped connection and a timeout are
+retried up to ``retries`` times with exponential backoff (``Retry-After``, in
+seconds or as an HTTP date, honoured up to ``max_backoff_s``); any other status,
+or a 200 that is not a chat completion, fails the call at once with
+:class:`JudgeUnavailableError`.
 """
 
 from __future__ import annotations
 
-import http.client
-import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +37,7 @@ from palimpsest.projections.judgment.prompt import (
     request_body,
     request_chars,
 )
+from palimpsest.projections.store.http_client import HTTPCallError, post_json
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -49,24 +47,6 @@ if TYPE_CHECKING:
 __all__ = [
     "OpenAICompatibleJudge",
 ]
-
-_RETRYABLE = frozenset({408, 429})
-_BODY_EXCERPT = 300
-
-
-class _TransientJudgeError(JudgeUnavailableError):
-    """Raised by one attempt that is worth another: carries the server's Retry-After."""
-
-    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
 
 
 class OpenAICompatibleJudge:
@@ -183,11 +163,18 @@ class OpenAICompatibleJudge:
             JudgeUnavailableError: the retries ran out, or the answer was refused.
         """
         data = canonical_json(body).encode()
+        url = f"{self.base_url}/v1/chat/completions"
         attempt = 0
         while True:
             try:
-                return self._post(data)
-            except _TransientJudgeError as e:
+                return post_json(url, data, timeout_s=self.timeout_s, api_key=self._api_key)
+            except HTTPCallError as e:
+                if not e.transient:
+                    refused = e.status is not None and not 200 <= e.status < 300
+                    msg = f"the judge at {self.base_url} " + (
+                        f"refused the request: {e}" if refused else str(e)
+                    )
+                    raise JudgeUnavailableError(msg) from e
                 if attempt >= self.retries:
                     msg = f"the judge at {self.base_url} failed {attempt + 1} times; last: {e}"
                     raise JudgeUnavailableError(msg) from e
@@ -196,34 +183,6 @@ class OpenAICompatibleJudge:
                     delay = max(delay, e.retry_after_s)
                 self._sleep(min(delay, self.max_backoff_s))
                 attempt += 1
-
-    def _post(self, data: bytes) -> Any:
-        headers = {"Content-Type": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(
-            f"{self.base_url}/v1/chat/completions", data=data, headers=headers, method="POST"
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as e:
-            text = e.read()[:_BODY_EXCERPT].decode("utf-8", "replace")
-            retry_after = _retry_after(e.headers.get("Retry-After"))
-            e.close()  # it holds the connection
-            msg = f"HTTP {e.code} {text}".strip()
-            if e.code in _RETRYABLE or e.code >= 500:
-                raise _TransientJudgeError(msg, retry_after) from e
-            msg = f"the judge at {self.base_url} refused the request: {msg}"
-            raise JudgeUnavailableError(msg) from e
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-            # Refused, reset, timed out, or cut off mid-body.
-            raise _TransientJudgeError(f"{type(e).__name__}: {e}") from e
-        try:
-            return json.loads(raw)
-        except ValueError as e:
-            msg = f"the judge at {self.base_url} answered with no JSON: {raw[:_BODY_EXCERPT]!r}"
-            raise JudgeUnavailableError(msg) from e
 
 
 def _tokens(logprobs: Any) -> list[AnswerToken] | None:

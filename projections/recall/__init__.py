@@ -9,6 +9,8 @@ Modules:
   memories a newer, similar one may have replaced.
 - :mod:`palimpsest.projections.recall.embedders`: Embedders: texts in, unit vectors out,
   from a named model of known dimension.
+- :mod:`palimpsest.projections.recall.filters`: Recall's filters as conditions on the
+  searched rows, so each selects inside the search.
 - :mod:`palimpsest.projections.recall.fusion`: Hybrid recall's fusion: one ranking from the
   vector and the text rankings.
 - :mod:`palimpsest.projections.recall.indexing`: The indexing drain: embed each memory's
@@ -37,6 +39,7 @@ __all__ = [
     "caught_up",
     "conflict_marks",
     "embedders",
+    "filters",
     "fusion",
     "indexing",
     "merge_candidates",

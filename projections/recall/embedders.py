@@ -26,12 +26,11 @@ import json
 import math
 import os
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from palimpsest.projections.store.errors import EmbedderUnavailableError
+from palimpsest.projections.store.http_client import HTTPCallError, post_json
 
 __all__ = [
     "Embedder",
@@ -170,25 +169,17 @@ class OpenAICompatibleEmbedder:
         return self.model
 
     def _post(self, texts: list[str]) -> list[list[float]]:
-        request = urllib.request.Request(
-            f"{self.base_url}/v1/embeddings",
-            data=json.dumps({"model": self.model, "input": texts}).encode(),
-            headers={
-                "Content-Type": "application/json",
-                **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
-            },
-            method="POST",
-        )
+        # The process's pooled client: consecutive calls reuse one connection.
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                body = json.loads(response.read())
+            body = post_json(
+                f"{self.base_url}/v1/embeddings",
+                json.dumps({"model": self.model, "input": texts}).encode(),
+                timeout_s=self.timeout_s,
+                api_key=self.api_key,
+            )
             rows = sorted(body["data"], key=lambda row: row["index"])
             vectors = [row["embedding"] for row in rows]
-        except urllib.error.HTTPError as e:
-            e.close()  # it holds the connection
-            msg = f"the embedding endpoint {self.base_url} failed: {e}"
-            raise EmbedderUnavailableError(msg) from e
-        except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError) as e:
+        except (HTTPCallError, KeyError, TypeError) as e:
             msg = f"the embedding endpoint {self.base_url} failed: {e}"
             raise EmbedderUnavailableError(msg) from e
         if len(vectors) != len(texts) or any(len(v) != self.dimension for v in vectors):

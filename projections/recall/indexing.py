@@ -42,6 +42,7 @@ from uuid import UUID
 from palimpsest.domain.memory import Memory
 from palimpsest.projections.recall.conflict_marks import write_marks
 from palimpsest.projections.recall.embedders import Embedder
+from palimpsest.projections.recall.settings import DEFAULT_CONFLICT_FLOOR, EmbeddingSettings
 from palimpsest.projections.recall.vectors import VectorValue, binary_vectors
 from palimpsest.projections.store.aggregates import aggregates_of
 from palimpsest.projections.store.eventlog import EventLog
@@ -211,6 +212,7 @@ def _write(
     rows: list[dict[str, Any]],
     vectors: dict[UUID, list[float]],
     texts: dict[UUID, str] | None = None,
+    conflict_floor: float = DEFAULT_CONFLICT_FLOOR,
 ) -> tuple[int, int]:
     """Write the vectors and the lexemes (``texts``: the content of the current
     versions that have none yet), and move ``indexed`` up, for the rows whose memory
@@ -295,6 +297,7 @@ def _write(
                 for row in fresh
                 if row["memory_type"] in PAIRED_TYPES and row["memory_id"] not in pairing
             ],
+            conflict_floor=conflict_floor,
         )
         return len(embedded), len(fresh)
 
@@ -323,6 +326,7 @@ def _write_split(
     vectors: dict[UUID, list[float]],
     writers: int,
     texts: dict[UUID, str] | None = None,
+    conflict_floor: float = DEFAULT_CONFLICT_FLOOR,
 ) -> tuple[int, int]:
     """:func:`_write` in ``writers`` transactions at once, on disjoint rows.
 
@@ -334,10 +338,13 @@ def _write_split(
     """
     parts = [part for part in (rows[i::writers] for i in range(writers)) if part]
     if len(parts) < 2:
-        return _write(log, tenant_id, embedder, rows, vectors, texts)
+        return _write(log, tenant_id, embedder, rows, vectors, texts, conflict_floor)
     with ThreadPoolExecutor(len(parts), thread_name_prefix="palimpsest-index") as pool:
         done = list(
-            pool.map(lambda part: _write(log, tenant_id, embedder, part, vectors, texts), parts)
+            pool.map(
+                lambda part: _write(log, tenant_id, embedder, part, vectors, texts, conflict_floor),
+                parts,
+            )
         )
     return sum(d[0] for d in done), sum(d[1] for d in done)
 
@@ -392,9 +399,13 @@ def index_pending(
     limit: int = 64,
     tenants: Callable[[], list[UUID]] | None = None,
     writers: int = 2,
+    conflict_floor: float | None = None,
 ) -> IndexReport:
     """Handle up to ``limit`` due memories of each tenant, writing with ``writers``
-    connections at once; return what was done."""
+    connections at once; return what was done. Recall's possible supersessions are
+    paired at ``conflict_floor`` (None: ``PALIMPSEST_CONFLICT_FLOOR``, read once per
+    call, as every process that indexes sees it)."""
+    floor = EmbeddingSettings().conflict_floor if conflict_floor is None else conflict_floor
     embedded = stale = marked = 0
     for tenant_id in (tenants or (lambda: known_tenants(log.datastore)))():
         rows = _due(log, tenant_id, embedder.model_id, limit)
@@ -423,7 +434,9 @@ def index_pending(
             for row in wanted
             if row["memory_id"] in contents and row["texted"] != row["current_version_id"]
         }
-        written, handled = _write_split(log, tenant_id, embedder, rows, vectors, writers, texts)
+        written, handled = _write_split(
+            log, tenant_id, embedder, rows, vectors, writers, texts, floor
+        )
         embedded += written
         stale += len(rows) - handled
         marked += handled - written

@@ -32,14 +32,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Float, Integer, Text, cast, exists, func, null, select
+from sqlalchemy import Float, Integer, Text, cast, func, null, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from typing_extensions import TypedDict
 
 from palimpsest.projections.recall.conflict_marks import conflicts_first, superseding
 from palimpsest.projections.recall.embedders import Embedder
-from palimpsest.projections.recall.fusion import Fused, fuse, text_weight
+from palimpsest.projections.recall.filters import filter_conditions, filters_of
+from palimpsest.projections.recall.fusion import Fused, fuse
 from palimpsest.projections.recall.recalled import (
     DecidedBy,
     RecalledCurrent,
@@ -55,9 +56,10 @@ from palimpsest.projections.recall.relevance import (
     relevance,
     text_match,
 )
-from palimpsest.projections.recall.words import EVERY_WORD, text_candidates
+from palimpsest.projections.recall.words import text_candidates
 from palimpsest.projections.store.sql import tables_in
 from palimpsest.projections.store.tenancy import run_unread, tenant_transaction
+from palimpsest.projections.views.access_buffer import flush_accesses
 from palimpsest.projections.views.access_stamps import (
     salience_columns,
     salience_from,
@@ -67,7 +69,6 @@ from palimpsest.projections.views.access_stamps import (
 from palimpsest.projections.views.belief_facts import BeliefDocument
 from palimpsest.projections.views.current_beliefs import due_deadlines
 from palimpsest.projections.views.decay_inputs import faded
-from palimpsest.projections.views.listing import attribute_conditions, attribute_values
 from palimpsest.projections.views.statement import events_table, inline, param, shaped_sql
 
 if TYPE_CHECKING:
@@ -105,11 +106,11 @@ HNSW_OVERFETCH = 4
 
 TEXT_OVERFETCH = 2
 """Text candidates asked per memory wanted in hybrid mode (text mode asks
-:data:`HNSW_OVERFETCH`). Fusion gives a text rank past twice k little weight
-(``weight / (RRF_K + rank)``), so it seldom reaches the top k: asking 2k instead
-of 4k left recall@5/@10 of every label unchanged, on the knowledge-updates
-questions alone and among 100,000 memories, and spares the text search the state
-of 2k more candidates (docs/recall.md)."""
+:data:`HNSW_OVERFETCH`). A text candidate past twice k seldom reaches the top k:
+under the rank fusion that :mod:`~palimpsest.projections.recall.fusion` replaced,
+asking 2k instead of 4k left recall@5/@10 of every label unchanged, on the
+knowledge-updates questions alone and among 100,000 memories, and spares the text
+search the state of 2k more candidates (docs/recall.md); not measured again since."""
 
 EXACT_BELOW = 2000
 """Searched exactly, without trying the index, when the tenant and filters select
@@ -146,6 +147,9 @@ class RecallQuery:
     """Mark a memory possibly superseded by a newer one and rank it below
     (:mod:`palimpsest.projections.recall.conflict_marks`); False: neither (what recall
     did before)."""
+    project_under: str | None = None
+    """Only this project and the projects below it (``a``: ``a`` and ``a/b``), as a
+    LangGraph namespace prefix asks (:mod:`palimpsest.projections.recall.filters`)."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,8 @@ class SearchRow(TypedDict):
     text_score: float | None
     word_share: float | None
     """The share of the query's words it holds (None: not found by words)."""
+    word_weight: float | None
+    """The share of the query's word weight it holds (None: not found by words)."""
     requested: int
     published: int
     belief: BeliefDocument | None
@@ -197,17 +203,6 @@ def _vector(values: list[float]) -> str:
     return "[" + ",".join(map(repr, values)) + "]"
 
 
-def _of_topic(tables: dict[str, Any], e: Any) -> Any:
-    """The condition that embedding ``e``'s memory has ``%(topic)s``: the topic is a
-    memory attribute the embeddings do not copy, so it is looked up by primary key."""
-    m = tables["memory_index"].alias("t")
-    return exists(
-        select(inline(1)).where(
-            m.c.memory_id == e.c.memory_id, m.c.topic == param("topic", m.c.topic.type)
-        )
-    )
-
-
 def search_statement(
     schema: str,
     dimension: int | None,
@@ -215,11 +210,15 @@ def search_statement(
     filtered: tuple[str, ...],
     topic: bool = False,
     words: bool = False,
+    under: bool = False,
+    weighted: bool = False,
 ) -> Select[Any]:
     """Return the candidates' query of :func:`search` (SQLAlchemy Core), for vectors
     of ``dimension`` and the filters on the columns ``filtered`` (and on ``%(topic)s``
-    when ``topic``): each candidate's memory, indexed version, ``similarity``
-    and ``text_score``. Their state is read by :func:`state_statement`.
+    when ``topic``, on ``%(under)s`` when ``under``:
+    :func:`palimpsest.projections.recall.filters.filter_conditions`): each candidate's
+    memory, indexed version, ``similarity`` and ``text_score``. Their state is read
+    by :func:`state_statement`.
 
     The nearest embeddings are ordered by cosine distance on
     ``embedding::vector(dimension)`` with ``dimension = N`` in the text: the
@@ -231,23 +230,26 @@ def search_statement(
 
     With ``words`` the candidates are those of the text search instead
     (:func:`palimpsest.projections.recall.words.text_candidates`, parameter ``words``; with
-    their similarity to ``q`` unless ``dimension`` is None), in the same query.
+    their similarity to ``q`` unless ``dimension`` is None), in the same query; the
+    best by word weight when ``weighted`` (hybrid recall's), else by text score.
     """
     tables = tables_in(schema)
     if words or dimension is None:
         t = tables["memory_texts"].alias("e")
-        conditions = [
-            *attribute_conditions(t, filtered),
-            *([_of_topic(tables, t)] if topic else []),
-        ]
-        near: Any = text_candidates(t, tables, conditions, dimension)
+        conditions = filter_conditions(tables, t, filtered, topic, under)
+        near: Any = text_candidates(t, tables, conditions, dimension, weighted)
     else:
-        near = _vector_candidates(tables, dimension, exact, filtered, topic)
+        near = _vector_candidates(tables, dimension, exact, filtered, topic, under)
     return select(*near.c)
 
 
 def _vector_candidates(
-    tables: dict[str, Any], dimension: int, exact: bool, filtered: tuple[str, ...], topic: bool
+    tables: dict[str, Any],
+    dimension: int,
+    exact: bool,
+    filtered: tuple[str, ...],
+    topic: bool,
+    under: bool,
 ) -> Any:
     e = tables["memory_embeddings"].alias("e")
     vector_type = Vector(dimension)
@@ -265,12 +267,12 @@ def _vector_candidates(
             (inline(1) - distance).label("similarity"),
             cast(null(), Float).label("text_score"),
             cast(null(), Float).label("word_share"),
+            cast(null(), Float).label("word_weight"),
         )
         .where(
             e.c.model_id == param("model", e.c.model_id.type),
             e.c.dimension == inline(dimension),
-            *attribute_conditions(e, filtered),
-            *([_of_topic(tables, e)] if topic else []),
+            *filter_conditions(tables, e, filtered, topic, under),
         )
         # An expression the index cannot serve forces the exact plan.
         .order_by(distance + inline(0) if exact else distance)
@@ -351,6 +353,7 @@ def _searched(
 ) -> list[SearchRow]:
     """Return one search's memories with their state, in one transaction (pipelined:
     ``BEGIN``, the tenant and the search's settings go out with the search itself)."""
+    flush_accesses(log, tenant_id)  # the fade label reads accesses in SQL: none buffered
     with tenant_transaction(log.datastore, tenant_id, commit=False, pipelined=True) as cur:
         found = search.candidates(cur, exact=exact, words=words)
         return _joined(found, search.state(cur, found, now))
@@ -372,17 +375,10 @@ class _Search:
         """Whether the tenant and filters select at most :data:`EXACT_BELOW` embedded
         memories (counting no further: a few thousand btree entries at most), so
         that the vector search is exact from the start."""
-        where = self.where
-        filters = attribute_values(where.memory_type, where.scope, where.project)
-        topic = where.topic is not None
+        filters = filters_of(self.where)
         cur.execute(
-            shaped_sql(_selected_count, self.schema, tuple(filters), topic),
-            {
-                **filters,
-                **({"topic": where.topic} if topic else {}),
-                "model": self.model_id,
-                "upto": EXACT_BELOW + 1,
-            },
+            shaped_sql(_selected_count, self.schema, *filters.shape),
+            {**filters.params, "model": self.model_id, "upto": EXACT_BELOW + 1},
         )
         row = cur.fetchone()
         return (int(row["n"]) if row else 0) <= EXACT_BELOW
@@ -391,24 +387,24 @@ class _Search:
         """Return the search's candidates (:func:`search_statement`'s rows)."""
         assert words or self.vector is not None, "a vector search needs a vector"
         where = self.where
-        filters = attribute_values(where.memory_type, where.scope, where.project)
-        topic = where.topic is not None
+        filters = filters_of(where)
+        filtered, topic, under = filters.shape
         query = shaped_sql(
             search_statement,
             self.schema,
             None if self.vector is None else self.dimension,
             exact,
-            tuple(filters),
+            filtered,
             topic,
             words,
+            under,
+            words and where.mode == "hybrid",
         )
-        params: dict[str, object] = {**filters, "model": self.model_id, "limit": self.limit}
+        params = {**filters.params, "model": self.model_id, "limit": self.limit}
         if self.vector is not None:
             params["q"] = _vector(self.vector)
         if words:
             params["words"] = where.text
-        if topic:
-            params["topic"] = where.topic
         # One round trip for the settings. The tenant's btree index plus a sort is
         # an exact search, cheap on a small tenant and linear on a large one: the
         # index path must walk HNSW, so the planner is not offered the others. The
@@ -477,7 +473,9 @@ def _archived(row: SearchRow) -> bool:
     return belief is not None and belief["labels"].get("archived") is not None
 
 
-def _selected_count(schema: str, filtered: tuple[str, ...], topic: bool) -> Select[Any]:
+def _selected_count(
+    schema: str, filtered: tuple[str, ...], topic: bool, under: bool
+) -> Select[Any]:
     """How many embeddings of ``%(model)s`` the filters select, up to ``%(upto)s``."""
     tables = tables_in(schema)
     e = tables["memory_embeddings"].alias("e")
@@ -485,8 +483,7 @@ def _selected_count(schema: str, filtered: tuple[str, ...], topic: bool) -> Sele
         select(inline(1))
         .where(
             e.c.model_id == param("model", e.c.model_id.type),
-            *attribute_conditions(e, filtered),
-            *([_of_topic(tables, e)] if topic else []),
+            *filter_conditions(tables, e, filtered, topic, under),
         )
         .limit(param("upto", Integer))
         .subquery("s")
@@ -631,16 +628,23 @@ def recall(
     searched = time.perf_counter()
     # The statement's join does not keep the candidates' order: each list is sorted.
     by_vector.sort(key=lambda r: (-(r["similarity"] or 0.0), str(r["memory_id"])))
-    by_text.sort(key=lambda r: (-(r["text_score"] or 0.0), str(r["memory_id"])))
+    # Hybrid's words rank by their weight (what its text search kept), text mode's by
+    # the text score.
+    hybrid = query.mode == "hybrid"
+    by_text.sort(
+        key=lambda r: (
+            -((r["word_weight"] if hybrid else r["text_score"]) or 0.0),
+            str(r["memory_id"]),
+        )
+    )
+    closest = Nearest.of([r["similarity"] or 0.0 for r in by_vector])
     places = fuse(
         [(r["memory_id"], round(r["similarity"] or 0.0, SIMILARITY_DECIMALS)) for r in by_vector],
-        [(r["memory_id"], round(r["text_score"] or 0.0, SIMILARITY_DECIMALS)) for r in by_text],
-        complete={r["memory_id"] for r in by_text if (r["text_score"] or 0.0) >= EVERY_WORD},
-        text_weight=text_weight(query.text),
+        [(r["memory_id"], r["word_weight"] or 0.0) for r in by_text],
+        background=closest.background,
     )
     worded = {r["memory_id"]: r for r in by_text}
     rows = worded | {r["memory_id"]: _with_words(r, worded.get(r["memory_id"])) for r in by_vector}
-    closest = Nearest.of([r["similarity"] or 0.0 for r in by_vector])
     candidates = [
         r
         for r in rows.values()
@@ -710,6 +714,7 @@ def _with_words(row: SearchRow, worded: SearchRow | None) -> SearchRow:
             **row,
             "text_score": worded["text_score"] if worded else None,
             "word_share": worded["word_share"] if worded else None,
+            "word_weight": worded["word_weight"] if worded else None,
         }
     )
 

@@ -24,6 +24,8 @@ Modules:
   application and its tenant-scoped recorder.
 - :mod:`palimpsest.projections.store.group_conflicts`: Which writes of a group commit cannot
   share its transaction, decided before it.
+- :mod:`palimpsest.projections.store.http_client`: The process's one HTTP client: to
+  model servers and, from the CLI, to the service.
 - :mod:`palimpsest.projections.store.ids`: Aggregate ids as UUIDs, whatever the event store
   typed them as.
 - :mod:`palimpsest.projections.store.lexeme_counts`: Counting recall's words: the statement
@@ -53,6 +55,8 @@ Modules:
   JSON is stored.
 - :mod:`palimpsest.projections.store.unknown_commits`: What became of a write whose
   connection failed after its ``COMMIT`` was sent.
+- :mod:`palimpsest.projections.store.unreadable`: Events of the log this release cannot
+  read, told apart from the ones it can.
 - :mod:`palimpsest.projections.store.work_due`: Which tenants have background work due, so
   a sweep reads only those tenants.
 """
@@ -70,6 +74,7 @@ __all__ = [
     "errors",
     "eventlog",
     "group_conflicts",
+    "http_client",
     "ids",
     "lexeme_counts",
     "migrations",
@@ -84,5 +89,6 @@ __all__ = [
     "tenancy",
     "transcodings",
     "unknown_commits",
+    "unreadable",
     "work_due",
 ]

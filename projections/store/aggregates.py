@@ -16,25 +16,64 @@ from eventsourcing.persistence import StoredEvent
 from psycopg.rows import tuple_row
 
 from palimpsest.domain.errors import NotFoundError
+from palimpsest.domain.memory import Memory
 from palimpsest.projections.store.aggregate_cache import aggregate_cache
 from palimpsest.projections.store.arrays import Int8Array, UuidArray
+from palimpsest.projections.store.errors import MemoryUnprojectableError
 from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.ids import as_uuid
 from palimpsest.projections.store.queued import QueuingCursor, UnqueueableError
 from palimpsest.projections.store.sql import schema_query
 from palimpsest.projections.store.tenancy import queued_transaction, tenant_transaction
+from palimpsest.projections.store.unreadable import (
+    UnreadableEvent,
+    UnreadableEventError,
+    decode_event,
+    unreadable,
+)
 
 __all__ = [
     "CURRENT",
+    "LoadedAggregates",
     "aggregates_at",
     "aggregates_of",
     "event_positions",
     "load_aggregate",
     "loaded_with",
+    "stranded_memories",
+    "unreadable_of",
 ]
 
 _A = TypeVar("_A", bound=Aggregate)
 _T = TypeVar("_T")
+
+
+class LoadedAggregates(dict[UUID, Any]):
+    """Aggregates by id, and apart (:attr:`unreadable`) those left out because one of
+    their events cannot be decoded or applied: a caller that loads many goes on
+    without them, one that wanted that aggregate says why it cannot have it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unreadable: dict[UUID, UnreadableEvent] = {}
+        self.stranded: dict[UUID, Any] = {}
+        """Each unreadable memory as its events before the first unreadable one left
+        it, at the version of its last event: what an erasure of it records on."""
+
+    def merge(self, other: LoadedAggregates) -> None:
+        """Add the aggregates and the unreadable ones of ``other``."""
+        self.update(other)
+        for key in other.unreadable:
+            self.pop(key, None)
+        self.unreadable.update(other.unreadable)
+        self.stranded.update(other.stranded)
+
+
+def unreadable_of(aggregates: dict[UUID, Any], aggregate_id: UUID) -> UnreadableEvent | None:
+    """Return the event that kept ``aggregate_id`` out of a load, if one did."""
+    if isinstance(aggregates, LoadedAggregates):
+        return aggregates.unreadable.get(aggregate_id)
+    return None
 
 
 def load_aggregate(
@@ -44,8 +83,13 @@ def load_aggregate(
 
     Raises:
         NotFoundError: no such aggregate in the tenant (or one of another kind).
+        MemoryUnprojectableError: one of its events cannot be decoded or applied.
     """
-    found = aggregates_of(log, tenant_id, [aggregate_id]).get(aggregate_id)
+    loaded = aggregates_of(log, tenant_id, [aggregate_id])
+    poison = unreadable_of(loaded, aggregate_id)
+    if poison is not None:
+        raise MemoryUnprojectableError(aggregate_id, poison.reason)
+    found = loaded.get(aggregate_id)
     if not isinstance(found, cls):
         msg = f"{what} {aggregate_id} not found"
         raise NotFoundError(msg)
@@ -109,7 +153,7 @@ _LOAD = (
 
 def aggregates_at(
     cur: Any, log: EventLog, tenant_id: UUID, aggregate_ids: list[UUID], limit: int = CURRENT
-) -> dict[UUID, Any]:
+) -> LoadedAggregates:
     """Return the tenant's aggregates of ``aggregate_ids`` as of log position ``limit``,
     read on ``cur`` (an open transaction of ``tenant_id``); ids without events are left
     out. The aggregates returned are the caller's to change.
@@ -126,11 +170,11 @@ def aggregates_at(
     with cur.connection.cursor(row_factory=tuple_row) as rows:
         rows.execute(*_load_statement(log, aggregate_ids, known, limit))
         aggregates = _loaded(log, rows.fetchall(), known)
-        lost = [i for i in known if i not in aggregates]
+        lost = [i for i in known if i not in aggregates and i not in aggregates.unreadable]
         if lost:
             # Known copies whose anchor this tenant cannot see: read them afresh.
             rows.execute(*_load_statement(log, lost, {}, limit))
-            aggregates |= _loaded(log, rows.fetchall(), {})
+            aggregates.merge(_loaded(log, rows.fetchall(), {}))
     _keep(log, tenant_id, aggregates, limit)
     return aggregates
 
@@ -141,7 +185,7 @@ def loaded_with(
     aggregate_ids: list[UUID],
     also: Callable[[QueuingCursor], _T],
     limit: int = CURRENT,
-) -> tuple[dict[UUID, Any], _T]:
+) -> tuple[LoadedAggregates, _T]:
     """Return what :func:`aggregates_at` returns, read in a transaction of its own sent
     in one round trip (:func:`~palimpsest.projections.store.tenancy.queued_transaction`), and what
     ``also`` returned, given the same transaction's cursor to queue its own reads on:
@@ -157,7 +201,7 @@ def loaded_with(
             answer = cur.answer()
             extra = also(cur)
         aggregates = _loaded(log, answer.rows, known)
-        if all(i in aggregates for i in known):
+        if all(i in aggregates or i in aggregates.unreadable for i in known):
             _keep(log, tenant_id, aggregates, limit)
             return aggregates, extra
     raise AssertionError("a read without known copies keeps none it could lose")
@@ -195,12 +239,14 @@ def _load_statement(
     )
 
 
-def _loaded(log: EventLog, rows: list[tuple[Any, ...]], known: dict[UUID, Any]) -> dict[UUID, Any]:
+def _loaded(log: EventLog, rows: list[tuple[Any, ...]], known: dict[UUID, Any]) -> LoadedAggregates:
     """Return the aggregates in the rows of :data:`_LOAD`, each from its snapshot or its
-    ``known`` copy (only when its anchor was read) and the events after it."""
-    aggregates: dict[UUID, Any] = {}
+    ``known`` copy (only when its anchor was read) and the events after it; one with an
+    event that cannot be decoded or applied is left out, and kept apart with why."""
+    aggregates = LoadedAggregates()
+    poisoned = aggregates.unreadable
     skipped: set[UUID] = set()
-    to_domain_event = log.mapper.to_domain_event
+    mapper = log.mapper
     for originator_id, version, topic, state, _ in rows:
         key = as_uuid(originator_id)
         if state is None:  # the anchor of a known copy
@@ -210,14 +256,71 @@ def _loaded(log: EventLog, rows: list[tuple[Any, ...]], known: dict[UUID, Any]) 
             skipped.add(key)  # its anchor is gone: read it afresh (the caller does)
         if key in skipped:
             continue
-        event = to_domain_event(StoredEvent(originator_id, version, topic, bytes(state)))
-        # Every event and snapshot of this log can mutate (the mapper built it from a
-        # topic of ours): no runtime protocol check, which costs tens of microseconds.
-        aggregates[key] = event.mutate(aggregates.get(key))  # type: ignore[attr-defined]
+        stored = StoredEvent(originator_id, version, topic, bytes(state))
+        if key in poisoned:
+            _after_unreadable(aggregates, key, stored, mapper)
+            continue
+        try:
+            # Not checked complete: applying it at once fails on a missing field.
+            event = decode_event(mapper, stored, complete=False)
+            # Every event and snapshot of this log can mutate (the mapper built it from
+            # a topic of ours): no runtime protocol check, which costs tens of
+            # microseconds.
+            aggregates[key] = event.mutate(aggregates.get(key))  # type: ignore[attr-defined]
+        except Exception as error:  # undecodable, or decoded but it cannot be applied
+            poisoned[key] = (
+                error.event
+                if isinstance(error, UnreadableEventError)
+                else (unreadable(stored, error))
+            )
+            stranded = aggregates.pop(key, None)
+            if isinstance(stranded, Memory):
+                stranded.version = version
+                aggregates.stranded[key] = stranded
     return aggregates
 
 
-def aggregates_of(log: EventLog, tenant_id: UUID, aggregate_ids: list[UUID]) -> dict[UUID, Any]:
+def _after_unreadable(
+    aggregates: LoadedAggregates, key: UUID, stored: StoredEvent, mapper: Any
+) -> None:
+    """Read an event that follows an unreadable one of the same memory.
+
+    What the unreadable event did is unknown, so nothing after it is applied,
+    but an erasure's events are: an erasure removes every version whatever the
+    memory held, so the memory it ends reads as erased, not unreadable
+    (:func:`stranded_memories` is what such an erasure records on).
+    """
+    stranded = aggregates.stranded.get(key)
+    if stranded is None:
+        return
+    try:
+        event = decode_event(mapper, stored)
+    except UnreadableEventError:
+        event = None
+    if not isinstance(event, Memory.VersionErased | Memory.Erased):
+        stranded.version = stored.originator_version
+        return
+    stranded.version = stored.originator_version - 1
+    try:
+        stranded = event.mutate(stranded)
+    except Exception:  # the erasure's own events do not fit: it stays unreadable
+        del aggregates.stranded[key]
+        return
+    aggregates.stranded[key] = stranded
+    if isinstance(event, Memory.Erased):
+        aggregates[key] = stranded
+        del aggregates.stranded[key]
+        del aggregates.unreadable[key]
+
+
+def stranded_memories(log: EventLog, tenant_id: UUID, memory_ids: list[UUID]) -> dict[UUID, Any]:
+    """Return those of ``memory_ids`` that an unreadable event keeps from loading, each
+    as its readable events left it, at the version of its last event: an erasure
+    records on these, after every event the log holds of them."""
+    return dict(aggregates_of(log, tenant_id, memory_ids).stranded)
+
+
+def aggregates_of(log: EventLog, tenant_id: UUID, aggregate_ids: list[UUID]) -> LoadedAggregates:
     """Return the tenant's aggregates of ``aggregate_ids``, rebuilt from one query for
     all their events (one round trip); ids without events are left out."""
     return loaded_with(log, tenant_id, aggregate_ids, _nothing)[0]

@@ -6,6 +6,8 @@ import fcntl
 import json
 import logging
 import os
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -14,7 +16,7 @@ import psutil
 
 from palimpsest.projections.store.errors import DatabaseUnavailableError, DataDirectoryInUseError
 
-__all__ = ["EmbeddedServer", "ServeLock", "start_embedded"]
+__all__ = ["EmbeddedServer", "EmbeddedWatch", "ServeLock", "postmaster_pid", "start_embedded"]
 
 _log = logging.getLogger(__name__)
 
@@ -151,3 +153,144 @@ class ServeLock:
             fcntl.flock(self._file, fcntl.LOCK_UN)
             self._file.close()
             self._file = None
+
+
+def postmaster_pid(pgdata: Path) -> int | None:
+    """Return the pid of the PostgreSQL server running on ``pgdata``, or None when none
+    runs (no ``postmaster.pid``, or its process is gone: killed, or a zombie)."""
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (FileNotFoundError, ValueError):
+        return None
+    try:
+        alive = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return None
+    return pid if alive else None
+
+
+class EmbeddedWatch:
+    """Watches the embedded PostgreSQL ``serve`` started, and starts it again when it
+    stops (killed, crashed, stopped by hand): each ``interval_s`` it looks for the
+    server's process; when it is gone, it starts it again where it listened, waiting
+    ``first_wait_s`` after a failed start, doubling up to ``longest_wait_s``, each
+    attempt one structured log line. After ``attempts`` failed starts in a row it is
+    :attr:`failed` (``/healthz`` answers 503: only a restart of the service, or of
+    its machine, can help) and goes on trying at the longest wait; a start that
+    succeeds ends it. The work in flight meanwhile fails as in any outage: writes
+    answer 503 and their clients retry.
+    """
+
+    def __init__(
+        self,
+        server: EmbeddedServer,
+        *,
+        attempts: int = 5,
+        interval_s: float = 1.0,
+        first_wait_s: float = 1.0,
+        longest_wait_s: float = 30.0,
+        marker: Path | None = None,
+    ) -> None:
+        self.server = server
+        self.attempts = attempts
+        self.interval_s = interval_s
+        self.first_wait_s = first_wait_s
+        self.longest_wait_s = longest_wait_s
+        self.marker = marker
+        """A file that exists while :attr:`failed` (for processes that share the server
+        but not this one's memory: ``serve --workers N``'s HTTP processes)."""
+        self.restarts = 0
+        """Servers started again so far."""
+        self._failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name="palimpsest-embedded-watch", daemon=True
+        )
+
+    @property
+    def pgdata(self) -> Path:
+        """The watched server's data directory."""
+        return Path(self.server.handle.pgdata)
+
+    @property
+    def failed(self) -> bool:
+        """Whether the last ``attempts`` starts in a row failed (and none since worked)."""
+        return self.attempts <= self._failures
+
+    def start(self) -> EmbeddedWatch:
+        """Start watching (a marker a previous process left is removed)."""
+        self._mark(failed=False)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop watching (before the server is stopped on purpose)."""
+        self._stop.set()
+        self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            if postmaster_pid(self.pgdata) is None:
+                self._restart()
+
+    def _restart(self) -> None:
+        down_at = time.monotonic()
+        wait_s = self.first_wait_s
+        _log.warning(
+            "embedded postgres is down: starting it again", extra={"pgdata": str(self.pgdata)}
+        )
+        while not self._stop.is_set():
+            try:
+                self._start_server()
+            except Exception as e:  # pgserver raises bare subprocess, OS and assertion errors
+                self._failures += 1
+                _log.error(
+                    "embedded postgres did not start",
+                    extra={
+                        "pgdata": str(self.pgdata),
+                        "attempt": self._failures,
+                        "retry_in_s": wait_s,
+                        "error": f"{type(e).__name__}: {e}"[:200],
+                    },
+                )
+                if self._failures == self.attempts:
+                    _log.critical(
+                        "embedded postgres cannot be started: liveness fails",
+                        extra={"pgdata": str(self.pgdata), "attempts": self._failures},
+                    )
+                    self._mark(failed=True)
+                self._stop.wait(wait_s)
+                wait_s = min(wait_s * 2, self.longest_wait_s)
+            else:
+                self.restarts += 1
+                _log.warning(
+                    "embedded postgres started again",
+                    extra={
+                        "pgdata": str(self.pgdata),
+                        "attempts": self._failures + 1,
+                        "down_s": round(time.monotonic() - down_at, 3),
+                    },
+                )
+                self._failures = 0
+                self._mark(failed=False)
+                return
+
+    def _start_server(self) -> None:
+        handle = self.server.handle
+        # pgserver's own start, under its lock (other processes attaching to the data
+        # directory start it too): the same socket directory, so every connection
+        # setting stays true, and the handle records the new server, which it stops
+        # at exit as it would have the first.
+        with handle._lock:
+            handle.ensure_postgres_running()
+        if postmaster_pid(self.pgdata) is None:
+            msg = "the server exited as it started"
+            raise RuntimeError(msg)
+
+    def _mark(self, *, failed: bool) -> None:
+        if self.marker is None:
+            return
+        if failed:
+            self.marker.write_text("the embedded PostgreSQL could not be started again\n")
+        else:
+            self.marker.unlink(missing_ok=True)

@@ -9,6 +9,7 @@ __all__ = [
     "DataDirectoryInUseError",
     "DatabaseUnavailableError",
     "EmbedderUnavailableError",
+    "MemoryUnprojectableError",
     "PgvectorMissingError",
     "SchemaTooNewError",
     "StaleReadError",
@@ -43,3 +44,14 @@ class StaleReadError(ConflictError):
     """Raised inside an insert transaction when something the write decided from
     changed after it was read: the transaction rolls back and the write is built
     again from fresh aggregates."""
+
+
+class MemoryUnprojectableError(ConflictError):
+    """Raised when a memory's events include one this release cannot decode or apply
+    (:mod:`palimpsest.projections.store.unreadable`): the memory is quarantined, and
+    reads and writes of it are refused until it is erased."""
+
+    def __init__(self, memory_id: object, reason: str) -> None:
+        super().__init__(f"memory {memory_id} cannot be projected: {reason}")
+        self.memory_id = memory_id
+        self.reason = reason

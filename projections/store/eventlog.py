@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -42,12 +43,12 @@ from eventsourcing.persistence import (
     UUIDAsHex,
 )
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder
-from eventsourcing.utils import retry
 from psycopg import sql
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
 from palimpsest.domain.dependency import Dependencies, dependencies_of
+from palimpsest.domain.errors import CollapseGuardError
 from palimpsest.domain.memory import Memory
 from palimpsest.projections.store.archival_allowance import ArchivalClaim, reserve_archivals
 from palimpsest.projections.store.arrays import (
@@ -62,7 +63,11 @@ from palimpsest.projections.store.errors import DatabaseUnavailableError, StaleR
 from palimpsest.projections.store.group_conflicts import conflicting
 from palimpsest.projections.store.ids import as_uuid
 from palimpsest.projections.store.lexeme_counts import counting
-from palimpsest.projections.store.pipelined import CommitUnknownError, pipelined_transaction
+from palimpsest.projections.store.pipelined import (
+    CommitUnknownError,
+    pipelined_transaction,
+    told_transaction,
+)
 from palimpsest.projections.store.queued import Queued, QueuingCursor, UnqueueableError, send_queued
 from palimpsest.projections.store.schema import SNAPSHOTS_TABLE
 from palimpsest.projections.store.sql import WRITE_POSITION_SETTING, Chain, schema_query
@@ -108,6 +113,14 @@ __all__ = [
     "WriteContext",
     "event_mapper",
 ]
+
+_RETRY_WAIT_S = 0.5
+"""The pause before a write is tried again (give or take a tenth, as the library's)."""
+
+_REFUSALS = (IntegrityError, StaleReadError, CollapseGuardError)
+"""What refuses a write that, tried again, may be refusing its own earlier commit:
+its events' or its idempotency record's unique key, its read check (it changed what
+it read), the allowance it took itself."""
 
 _PIPELINE_MAX_EVENTS = 64
 """Largest insert sent in pipeline mode; 2,000 events stalled there every time."""
@@ -526,7 +539,8 @@ def _record_proposals(curs: Cursor[Any], schema: str, found: Dependencies) -> No
 
 
 def _record_cycles(curs: Cursor[Any], schema: str, found: Dependencies) -> None:
-    """Index the write's decay cycles, and set or clear the fade label they decided."""
+    """Index the write's decay cycles, set or clear the fade label they decided, and
+    record what consolidating a cycle's survivors did."""
     for cycle in found.cycles:
         curs.execute(
             schema_query(
@@ -554,6 +568,14 @@ def _record_cycles(curs: Cursor[Any], schema: str, found: Dependencies) -> None:
                 [*cycle.faded, *cycle.unfaded],
                 [cycle.snapshot_at] * len(cycle.faded) + [None] * len(cycle.unfaded),
             ),
+        )
+    for cycle_id, summary in found.cycles_consolidated:
+        curs.execute(
+            schema_query(
+                "UPDATE {schema}.decay_cycles SET consolidation = %b WHERE cycle_id = %b",
+                schema,
+            ),
+            (Jsonb(summary), cycle_id),
         )
 
 
@@ -834,7 +856,6 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
     isolated_groups = 0
     """Groups inserted one savepoint per write after the database refused them as one."""
 
-    @retry((InterfaceError, OperationalError), max_attempts=WRITE_ATTEMPTS, wait=0.5)
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
@@ -848,35 +869,64 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         ``sent`` is called once a pipelined transaction's one round trip is on its
         way (:meth:`_in_one_round_trip`).
 
+        A lost or refused connection is tried again (:data:`WRITE_ATTEMPTS` tries in
+        all), once the write is known not to have committed
+        (:meth:`_settle`); a refusal of a try after the first whose events the log
+        holds, byte for byte, is that earlier try's commit, answered with their
+        positions (:meth:`_tried_again`).
+
         Raises:
             WouldWaitError: within :func:`~palimpsest.projections.store.brief_waits.briefly`, a
                 lock was not had in time, or the database failed and the write is
                 known not to have committed (not tried again here, where the caller
                 must not wait: it writes again).
         """
-        try:
-            return self._insert_once(stored_events, **kwargs)
-        except (OperationalError, InterfaceError) as e:
-            # (An outcome left unknown is DatabaseUnavailableError, never this.)
-            if brief_limit() is not None:
-                waited = isinstance(e.__cause__, psycopg.errors.LockNotAvailable)
-                msg = "a lock the write needs was not had within its brief wait"
-                raise WouldWaitError(msg if waited else f"the write failed: {e}") from e
-            raise
+        write: WriteContext | None = kwargs.get("write")
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                return self._insert_once(stored_events, **kwargs)
+            except (OperationalError, InterfaceError) as e:
+                # (An outcome left unknown is DatabaseUnavailableError, never this.)
+                if brief_limit() is not None:
+                    waited = isinstance(e.__cause__, psycopg.errors.LockNotAvailable)
+                    msg = "a lock the write needs was not had within its brief wait"
+                    raise WouldWaitError(msg if waited else f"the write failed: {e}") from e
+                if attempt == WRITE_ATTEMPTS:
+                    raise
+            except _REFUSALS as e:
+                if attempt == 1:
+                    raise
+                (found,) = self._tried_again([(stored_events, write)], [e])
+                if isinstance(found, Exception):
+                    raise
+                return found
+            _pause_before_trying_again()
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _insert_once(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        if 0 < len(stored_events) <= _PIPELINE_MAX_EVENTS:
-            try:
+        try:
+            if 0 < len(stored_events) <= _PIPELINE_MAX_EVENTS:
                 return self._insert_pipelined(stored_events, **kwargs)
-            except OperationalError as e:
-                if not isinstance(e.__cause__, CommitUnknownError):
-                    raise
-                return self._settle(e.__cause__, [(stored_events, kwargs.get("write"))])[0]
+            return self._insert_plain(stored_events, **kwargs)
+        except OperationalError as e:
+            if not isinstance(e.__cause__, CommitUnknownError):
+                raise
+            return self._settle(e.__cause__, [(stored_events, kwargs.get("write"))])[0]
+
+    def _insert_plain(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        """The insert as an ordinary transaction, a round trip per statement.
+
+        Raises:
+            OperationalError: caused by :class:`CommitUnknownError` when the connection
+                failed once ``COMMIT`` was sent.
+        """
         with (
             self.datastore.get_connection() as conn,
-            conn.transaction(),
+            told_transaction(conn),
             conn.cursor(row_factory=tuple_row) as curs,
             conn.cursor(row_factory=tuple_row) as inserted,
         ):
@@ -1118,7 +1168,6 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
             inserted.scroll(0, mode="absolute")  # read before (for an idempotency record)
         return _counted([int(position) for position, _ in inserted.fetchall()], stored_events)
 
-    @retry((InterfaceError, OperationalError), max_attempts=WRITE_ATTEMPTS, wait=0.5)
     def insert_group(
         self,
         members: Sequence[tuple[Sequence[StoredEvent], WriteContext]],
@@ -1132,12 +1181,29 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         by another request, a stale read), the transaction rolls back and the
         writes are inserted again one savepoint each (:meth:`_insert_isolated`),
         so the refused one alone fails. A lost connection, or a failed commit,
-        fails the whole group (and is retried). ``sent`` is called once the group's
-        one round trip is on its way (:meth:`_in_one_round_trip`).
+        fails the whole group, which is tried again once it is known not to have
+        committed, as a write alone is (:meth:`insert_events`). ``sent`` is called
+        once the group's one round trip is on its way (:meth:`_in_one_round_trip`).
 
         Returns:
             Per member, in order: its log positions, or the exception that refused it.
         """
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                results = self._insert_group_once(members, sent)
+            except (OperationalError, InterfaceError):
+                if attempt == WRITE_ATTEMPTS:
+                    raise
+                _pause_before_trying_again()
+                continue
+            return results if attempt == 1 else self._tried_again(members, results)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _insert_group_once(
+        self,
+        members: Sequence[tuple[Sequence[StoredEvent], WriteContext]],
+        sent: Callable[[], None] | None,
+    ) -> list[Sequence[int] | Exception]:
         try:
             return self._insert_merged(members, sent)
         except OperationalError as e:
@@ -1149,6 +1215,41 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
         except (DatabaseError, StaleReadError, _UnmergeableError):
             self.isolated_groups += 1
             return self._insert_isolated(members)
+
+    def _tried_again(
+        self,
+        members: Sequence[tuple[Sequence[StoredEvent], WriteContext | None]],
+        results: Sequence[Sequence[int] | Exception],
+    ) -> list[Sequence[int] | Exception]:
+        """Return ``results`` (of writes tried again after a lost connection), each
+        refusal replaced by its write's positions if the log holds its events, byte
+        for byte: an earlier try committed them, and the refusal is that commit's
+        unique key, not another writer's win (which would build the write again, with
+        new ids, and record it twice). Nothing needs waiting for: the row a unique
+        key refuses is committed.
+
+        Raises:
+            DatabaseUnavailableError: the log could not be read: the outcome is unknown.
+        """
+        refused = [i for i, r in enumerate(results) if isinstance(r, _REFUSALS)]
+        if not refused:
+            return list(results)
+        settled = list(results)
+        try:
+            for i in refused:
+                stored, write = members[i]
+                found = recorded_positions(
+                    self.datastore,
+                    self.events_table_name,
+                    write.tenant_id if write else None,
+                    stored,
+                )
+                if found is not None:
+                    settled[i] = found
+        except PersistenceError as e:
+            msg = f"a write tried again was refused, and the log could not be read: {e}"
+            raise DatabaseUnavailableError(msg) from e
+        return settled
 
     def _settle(
         self,
@@ -1227,12 +1328,37 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
     def _insert_isolated(
         self, members: Sequence[tuple[Sequence[StoredEvent], WriteContext]]
     ) -> list[Sequence[int] | Exception]:
-        """Insert the writes in one transaction, each in its own savepoint."""
+        """Insert the writes in one transaction, each in its own savepoint; if the
+        connection failed once its ``COMMIT`` was sent, settle what it would have
+        committed (the writes not refused) as :meth:`_settle` does."""
         results: list[Sequence[int] | Exception] = []
+        try:
+            self._insert_each(members, results)
+        except OperationalError as e:
+            if not isinstance(e.__cause__, CommitUnknownError):
+                raise
+            written = [i for i, r in enumerate(results) if not isinstance(r, Exception)]
+            positions = self._settle(e.__cause__, [members[i] for i in written])
+            for i, found in zip(written, positions, strict=True):
+                results[i] = found
+        return results
+
+    def _insert_each(
+        self,
+        members: Sequence[tuple[Sequence[StoredEvent], WriteContext]],
+        results: list[Sequence[int] | Exception],
+    ) -> None:
+        """Append to ``results`` each write's positions, or its refusal, as its savepoint
+        ends; commit them all.
+
+        Raises:
+            OperationalError: caused by :class:`CommitUnknownError` when the connection
+                failed once ``COMMIT`` was sent.
+        """
         with (
             self.datastore.get_connection() as conn,
             conn.pipeline() as pipeline,  # round trips only where a result is needed
-            conn.transaction(),
+            told_transaction(conn),
             conn.cursor(row_factory=tuple_row) as curs,
         ):
             self._set_tenant_and_notify(curs, None)  # each write sets its own, below
@@ -1259,7 +1385,6 @@ class TenantScopedRecorder(_TenantScopedReads, PostgresApplicationRecorder):
                     results.append(e)
                 else:
                     results.append(ids)
-        return results
 
 
 def _record_idempotency(
@@ -1331,6 +1456,12 @@ def _merged_dependencies(found: list[Dependencies]) -> Dependencies:
                 raise _UnmergeableError(f.name)
             setattr(merged, f.name, given[0] if given else None)
     return merged
+
+
+def _pause_before_trying_again() -> None:
+    """Wait before a write is tried again, jittered: writes failed together (an outage)
+    do not all try again at the same moment."""
+    time.sleep(_RETRY_WAIT_S * random.uniform(0.95, 1.05))
 
 
 def _refusal(error: psycopg.Error) -> Exception:

@@ -1,4 +1,5 @@
-"""A transaction sent to PostgreSQL in one round trip, ``COMMIT`` included."""
+"""A transaction sent to PostgreSQL in one round trip, ``COMMIT`` included; and how a
+write's transaction, sent so or not, tells that its ``COMMIT``'s answer was lost."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ import psycopg
 if TYPE_CHECKING:
     from psycopg import Connection, Pipeline
 
-__all__ = ["CommitUnknownError", "pipelined_transaction"]
+__all__ = ["CommitUnknownError", "connection_lost", "pipelined_transaction", "told_transaction"]
+
+_CONNECTION_ENDED = ("08", "57P")
+"""SQLSTATE prefixes of an error that ends the connection (a connection exception; the
+backend terminated, the server shutting down, the database dropped, the session timed
+out; not a cancelled statement, 57014): whatever the session sent last is not answered."""
 
 
 class CommitUnknownError(psycopg.OperationalError):
@@ -67,7 +73,7 @@ def pipelined_transaction(conn: Connection[Any]) -> Iterator[Pipeline]:
             committing = True
             conn.execute(b"COMMIT", prepare=False)
     except (psycopg.OperationalError, psycopg.InterfaceError) as e:
-        if committing and conn.broken:
+        if committing and connection_lost(conn, e):
             msg = f"the connection failed after COMMIT was sent: {e}"
             raise CommitUnknownError(msg, backend_pid) from e
         with contextlib.suppress(psycopg.Error):
@@ -79,3 +85,39 @@ def pipelined_transaction(conn: Connection[Any]) -> Iterator[Pipeline]:
             # forgets the statements prepared in it, as psycopg's own rollback does.
             conn.rollback()
         raise
+
+
+@contextmanager
+def told_transaction(conn: Connection[Any]) -> Iterator[None]:
+    """psycopg's ``conn.transaction()``, but a connection lost once the block's
+    statements ran (while ``COMMIT`` was sent or its answer read) raises
+    :class:`CommitUnknownError`, not the error that says the connection failed:
+    the transaction may have committed (psycopg's own error looks the same as one
+    met before ``COMMIT``, after which trying again is safe).
+
+    Raises:
+        CommitUnknownError: the connection failed once ``COMMIT`` was being sent.
+    """
+    backend_pid = conn.info.backend_pid
+    committing = False
+    try:
+        with conn.transaction():
+            yield
+            committing = True
+    except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+        if committing and connection_lost(conn, e):
+            msg = f"the connection failed after COMMIT was sent: {e}"
+            raise CommitUnknownError(msg, backend_pid) from e
+        raise
+
+
+def connection_lost(conn: Connection[Any], error: psycopg.Error) -> bool:
+    """Whether ``error`` means that ``conn``'s last statements may not be answered:
+    the connection failed, or its backend was ended (``pg_terminate_backend``, a
+    shutdown), rather than PostgreSQL answering them with a refusal.
+
+    A backend ended by an administrator sends its error and closes the connection,
+    which psycopg may not have marked broken yet when it raises that error.
+    """
+    ended = error.sqlstate is not None and error.sqlstate.startswith(_CONNECTION_ENDED)
+    return conn.broken or conn.closed or ended

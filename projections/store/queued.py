@@ -29,7 +29,7 @@ import psycopg
 from psycopg.adapt import PyFormat, Transformer
 from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
 
-from palimpsest.projections.store.pipelined import CommitUnknownError
+from palimpsest.projections.store.pipelined import CommitUnknownError, connection_lost
 
 if TYPE_CHECKING:
     from psycopg import Connection, abc
@@ -217,12 +217,14 @@ def send_queued(
         psycopg.Error: PostgreSQL refused a statement, and the transaction was rolled
             back; or a parameter could not be dumped (so may what a dumper raises),
             and nothing was sent.
-        CommitUnknownError: the connection failed once ``COMMIT`` was being sent.
+        CommitUnknownError: the connection failed, or its backend was ended, once
+            ``COMMIT`` was being sent.
     """
     assert conn.autocommit, "a queued transaction sends its own BEGIN"
     sends = _dumped(Transformer(conn), queued)
     prepared = _prepared.get(conn) or _prepared.setdefault(conn, _Prepared())
     pgconn = conn.pgconn
+    backend_pid = pgconn.backend_pid  # (libpq forgets it once the connection fails)
     with conn.lock:
         pgconn.enter_pipeline_mode()
         try:
@@ -243,6 +245,11 @@ def send_queued(
     if refused is None:
         return [results[at] for at in answer_at]
     error = psycopg.errors.error_from_result(refused, encoding=conn.info.encoding)
+    if connection_lost(conn, error):
+        # Its backend was ended (an administrator, a shutdown): COMMIT, sent with the
+        # rest, may have run before it, its answer lost with the connection.
+        msg = f"the connection failed after COMMIT was sent: {error}"
+        raise CommitUnknownError(msg, backend_pid) from error
     if isinstance(error, psycopg.errors.InvalidSqlStatementName) and not again:
         # One of these was deallocated by psycopg since: nothing of the transaction
         # ran past it, so it is sent again, with its statements prepared anew.

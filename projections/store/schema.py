@@ -55,6 +55,7 @@ __all__ = [
     "decay_cycle_claims",
     "decay_cycles",
     "decision_index",
+    "drain_heartbeats",
     "evidence_links",
     "forgetting_runs",
     "idempotency_keys",
@@ -74,6 +75,7 @@ __all__ = [
     "proposer_links",
     "reflections",
     "retention_proposals",
+    "review_sessions",
     "revision_tenants",
     "revisions",
     "snapshots",
@@ -136,6 +138,19 @@ tokens = Table(
     CheckConstraint("role IN ('reader', 'writer', 'admin')", name="tokens_role_check"),
 )
 """Bearer tokens by digest (the secret is never stored)."""
+
+review_sessions = Table(
+    "review_sessions",
+    metadata,
+    _tenant(),
+    Column("session_digest", LargeBinary, nullable=False),
+    Column("sealed_token", LargeBinary, nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("seen_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("tenant_id", "session_digest"),
+)
+"""The review page's sign-ins, by the digest of their cookie's secret; the token is
+sealed under that secret (``api/sessions.py``)."""
 
 idempotency_keys = Table(
     "idempotency_keys",
@@ -480,6 +495,17 @@ forgetting_runs = Table(
 data): a scheduler that claims it runs that day's pass, holding the claim until
 ``held_until``; a claim neither finished nor held any longer is claimed again."""
 
+drain_heartbeats = Table(
+    "drain_heartbeats",
+    metadata,
+    Column("drain", Text, primary_key=True),
+    Column("worker", Text, nullable=False),
+    Column("beat_at", DateTime(timezone=True), nullable=False),
+)
+"""When each drain (a dramatiq actor) last completed a pass, and on which worker (no
+tenant data): ``/readyz`` with external drains reads it
+(:mod:`palimpsest.projections.drains.heartbeat`)."""
+
 decay_cycles = Table(
     "decay_cycles",
     metadata,
@@ -489,10 +515,13 @@ decay_cycles = Table(
     Column("policy_version", Integer, nullable=False),
     Column("report", JSONB, nullable=False),
     Column("position", BigInteger, nullable=False),
+    Column("consolidation", JSONB),
     PrimaryKeyConstraint("tenant_id", "cycle_id"),
     Index("decay_cycles_recent", "tenant_id", text("position DESC")),
 )
-"""One row per ``CycleCompleted``: the decay cycle's report, as its event records it."""
+"""One row per ``CycleCompleted``: the decay cycle's report, as its event records it,
+and what consolidating its survivors did, as ``CycleConsolidated`` records it (null
+until then)."""
 
 memory_fades = Table(
     "memory_fades",
@@ -589,6 +618,14 @@ memory_embeddings = Table(
     Index("memory_embeddings_version_id_idx", "version_id"),
     Index("memory_embeddings_tenant_id_model_id_project_idx", "tenant_id", "model_id", "project"),
     Index("memory_embeddings_tenant_id_model_id_scope_idx", "tenant_id", "model_id", "scope"),
+    # Recall's project_under: a prefix is a range whatever the collation (0023).
+    Index(
+        "memory_embeddings_tenant_id_model_id_project_pattern_idx",
+        "tenant_id",
+        "model_id",
+        "project",
+        postgresql_ops={"project": "text_pattern_ops"},
+    ),
 )
 """Recall's vectors (derived, like a cache). The HNSW index per dimension is made by
 :func:`vector_index_ddl` (one partial expression index per model dimension)."""
@@ -624,6 +661,12 @@ memory_texts = Table(
     ),
     Index("memory_texts_tenant_id_project_idx", "tenant_id", "project"),
     Index("memory_texts_tenant_id_scope_idx", "tenant_id", "scope"),
+    Index(
+        "memory_texts_tenant_id_project_pattern_idx",
+        "tenant_id",
+        "project",
+        postgresql_ops={"project": "text_pattern_ops"},
+    ),
 )
 """Recall's words: the lexemes of each memory's current version (derived, like the
 vectors: the indexing drain writes them, erasure deletes them with the version)."""

@@ -1,13 +1,17 @@
 """What became of a write whose connection failed after its ``COMMIT`` was sent.
 
-A pipelined write sends its whole transaction at once
-(:mod:`palimpsest.projections.store.pipelined`): if the connection fails after that, the
-backend that received it may have committed it, or may still (one waiting for
-the events table's lock commits once it has the lock). Trying the write again
-before that transaction is over could record it twice. So the writer waits
-until the backend has no transaction left, then looks in the log: the write's
-events, byte for byte, mean it committed; none of them mean it did not, and
-trying again is safe.
+Every write path sends a ``COMMIT`` whose answer may be lost: a pipelined or queued
+write sends its whole transaction at once (:mod:`palimpsest.projections.store.pipelined`,
+:mod:`palimpsest.projections.store.queued`), a batch of more than 64 events and a group
+written one write at a time send it last (``told_transaction``). If the connection
+fails after that, or its backend is ended, the backend may have committed it, or
+may still (one waiting for the events table's lock commits once it has the lock).
+Trying the write again before that transaction is over could record it twice. So
+the writer waits until the backend has no transaction left, then looks in the log:
+the write's events, byte for byte, mean it committed; none of them mean it did not,
+and trying again is safe. A write tried again all the same (its first outcome not
+told) and refused by a unique key is looked for in the log the same way
+(:func:`recorded_positions`): its own earlier commit is not another writer's win.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Imports :mod:`palimpsest.projections.store` and :mod:`domain`, never
 
 Modules:
 
+- :mod:`palimpsest.projections.views.access_buffer`: Access stamps buffered in this
+  process and written in batches, off the read path.
 - :mod:`palimpsest.projections.views.access_stamps`: Access counts: the tuning state
   salience reads, stamped by reads.
 - :mod:`palimpsest.projections.views.as_of`: As-of reads: what was believed at a log
@@ -14,8 +16,10 @@ Modules:
   memories that might conflict, never a verdict.
 - :mod:`palimpsest.projections.views.current_beliefs`: Current beliefs: one memory's, or a
   filtered page of them, with the watermark.
+- :mod:`palimpsest.projections.views.current_reads`: Reads by id in one round trip: one
+  memory's current belief, or a batch of them.
 - :mod:`palimpsest.projections.views.cycles`: Recorded decay cycles: each one's report, as
-  its ``CycleCompleted`` event holds it.
+  its ``CycleCompleted`` event holds it, and the texts a person needs beside its ids.
 - :mod:`palimpsest.projections.views.decay_inputs`: What the decay cycle reads: live
   memories with their score inputs, recent activity, likely duplicates, and the
   fade label.
@@ -23,13 +27,21 @@ Modules:
   ``GET /v1/decisions/{id}`` explains it.
 - :mod:`palimpsest.projections.views.erasures`: Erasure as reads show it: a placeholder
   naming the erasure, in place of content.
+- :mod:`palimpsest.projections.views.escaped`: Logged text made servable: lone surrogates
+  escaped on the way out.
+- :mod:`palimpsest.projections.views.evidence_excerpts`: What a person reads beside a
+  memory: its current version's cited excerpts, with source.
 - :mod:`palimpsest.projections.views.export`: Tenant export: everything a tenant owns, as
   JSON lines, from one snapshot.
 - :mod:`palimpsest.projections.views.listing`: What listings of memories filter and page
   by, as SQLAlchemy Core conditions.
+- :mod:`palimpsest.projections.views.memory_times`: Reading live memories' times from
+  the log: the one query the forgetting pass and the decay cycle share.
 - :mod:`palimpsest.projections.views.observations`: Observation reads: an observation's
   recorded metadata and milestones, its bytes, and the tenant's observations
   page by page.
+- :mod:`palimpsest.projections.views.operator_items`: What a person judges: the pass's
+  items with ids, scope, times and evidence.
 - :mod:`palimpsest.projections.views.payloads`: Content from the payload store:
   observation bytes and version texts, by digest.
 - :mod:`palimpsest.projections.views.proposals`: Proposals for review: open (or decided)
@@ -63,18 +75,24 @@ Modules:
 from __future__ import annotations
 
 __all__ = [
+    "access_buffer",
     "access_stamps",
     "as_of",
     "belief_facts",
     "candidates",
     "current_beliefs",
+    "current_reads",
     "cycles",
     "decay_inputs",
     "decision_records",
     "erasures",
+    "escaped",
+    "evidence_excerpts",
     "export",
     "listing",
+    "memory_times",
     "observations",
+    "operator_items",
     "payloads",
     "proposals",
     "publications",

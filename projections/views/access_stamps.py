@@ -6,7 +6,9 @@ access, and when): a single read by id (``GET /v1/memories/{id}``, or the
 as-of reads and the polls of a ``?wait=`` read count nothing: browsing is not
 use, and a read that waits is one read. This is never an event and never
 changes a label; it only feeds salience, and losing it resets ranking,
-nothing else.
+nothing else. Stamps are buffered in the process and written in batches
+(:mod:`palimpsest.projections.views.access_buffer`); the salience computed here
+counts the buffered ones too.
 
 Ranking uses the full salience (:func:`salience_from`); reads report its
 bounded score (:func:`score_from`, see :func:`palimpsest.domain.salience.score`).
@@ -14,17 +16,18 @@ bounded score (:func:`score_from`, see :func:`palimpsest.domain.salience.score`)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
 from sqlalchemy import and_, select
 from typing_extensions import TypedDict
 
 from palimpsest.domain.salience import salience, score
-from palimpsest.projections.store.sql import schema_query, tables_in
-from palimpsest.projections.store.tenancy import queued_transaction, tenant_transaction
+from palimpsest.projections.store.sql import tables_in
+from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.access_buffer import access_buffer, merged_accesses
 from palimpsest.projections.views.belief_facts import BeliefDocument
 from palimpsest.projections.views.statement import any_of, events_table, shaped_sql
 
@@ -59,24 +62,11 @@ class SalienceRow(TypedDict):
 def stamp_accesses(
     log: EventLog, tenant_id: UUID, memory_ids: Sequence[UUID], at: datetime
 ) -> None:
-    """Count one access to each memory at ``at`` (a read returned it)."""
-    if not memory_ids:
-        return
-    # One round trip, sent whole: nothing in it waits for an answer. Not durable: tuning
-    # state, of which a crash may lose the last accesses (a little ranking), so the read
-    # does not wait for a disk flush.
-    with queued_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
-        cur.execute(
-            schema_query(
-                "INSERT INTO {schema}.memory_access (memory_id, accesses, last_access)"
-                " SELECT id, 1, %s FROM unnest(%s::uuid[]) AS t(id)"
-                " ON CONFLICT (tenant_id, memory_id) DO UPDATE SET"
-                " accesses = memory_access.accesses + 1,"
-                " last_access = greatest(memory_access.last_access, excluded.last_access)",
-                log.datastore.schema,
-            ),
-            (at, sorted(set(memory_ids), key=str)),
-        )
+    """Count one access to each memory at ``at`` (a read returned it): buffered in this
+    process and written by its flush thread, never on the read's own path
+    (:mod:`palimpsest.projections.views.access_buffer`)."""
+    if memory_ids:
+        access_buffer(log).add(tenant_id, memory_ids, at)
 
 
 def salience_columns(
@@ -134,12 +124,17 @@ def salience_from(
 ) -> float:
     """Return a memory's salience from its belief and a row of :func:`salience_columns`
     (the rank weight; without the pin boost when not ``pin``)."""
+    # The row's counts plus the accesses this process has not written yet: a read
+    # reports every access so far, as when each read wrote its own.
+    accesses, last_access = merged_accesses(
+        cast("Mapping[str, Any]", row).get("memory_id"), row["accesses"], row["last_access"]
+    )
     return salience(
         base=float(belief.get("confidence", 1.0)),
         memory_type=row["memory_type"],
         first_recorded=row["recorded_at"],
-        last_access=row["last_access"],
-        accesses=int(row["accesses"] or 0),
+        last_access=last_access,
+        accesses=accesses,
         pinned=pin and bool(belief["labels"]["pinned"]),
         now=now,
     )

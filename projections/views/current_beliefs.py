@@ -31,7 +31,6 @@ from sqlalchemy.dialects.postgresql import JSONB, aggregate_order_by
 from palimpsest.domain.errors import NotFoundError
 from palimpsest.projections.store.sql import tables_in
 from palimpsest.projections.store.tenancy import tenant_transaction
-from palimpsest.projections.views.access_stamps import scores_in
 from palimpsest.projections.views.belief_facts import PROJECTION_ERROR_CHARS, BeliefJson
 from palimpsest.projections.views.erasures import (
     ErasurePlaceholder,
@@ -78,7 +77,6 @@ __all__ = [
     "current_belief",
     "due_deadlines",
     "list_beliefs",
-    "scored_current_belief",
     "unarchived",
 ]
 
@@ -283,23 +281,6 @@ def current_belief(
     """
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         return _current_belief_in(cur, log, tenant_id, memory_id, now())
-
-
-def scored_current_belief(
-    log: EventLog, tenant_id: UUID, memory_id: UUID, at: datetime
-) -> BeliefAnswer:
-    """:func:`current_belief` at ``at``; a current one with its salience score
-    (:func:`palimpsest.projections.views.access_stamps.scores_in`), read in the same transaction.
-
-    Raises:
-        NotFoundError: no such memory in the tenant.
-    """
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        answer = _current_belief_in(cur, log, tenant_id, memory_id, at)
-        if not isinstance(answer, CurrentBelief):
-            return answer
-        scores = scores_in(cur, log.datastore.schema, {memory_id: answer.belief}, at)
-    return answer.model_copy(update={"salience": scores.get(memory_id)})
 
 
 def _current_belief_in(

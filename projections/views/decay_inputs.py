@@ -3,8 +3,8 @@ likely duplicates, and the fade label.
 
 The cycle computes every score at one snapshot time from these reads
 (:mod:`palimpsest.domain.retention_score`); nothing here reads a clock but the times it is
-given. A memory's *time* is the latest ``captured_at`` of the observations its
-current version's active support cites, else when that version was recorded.
+given. A memory's *time* is :mod:`palimpsest.domain.memory_time`'s, read by
+:mod:`palimpsest.projections.views.memory_times` as the forgetting pass reads it.
 
 The fade label (:func:`faded`, read with recall's candidates): a memory is faded
 while the latest cycle that bucketed it faded it (``memory_fades.faded_at``), it was
@@ -13,21 +13,20 @@ not accessed since, and it is not pinned.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from eventsourcing.persistence import StoredEvent
 from sqlalchemy import Boolean, and_, cast, false, func, not_, or_
 
 from palimpsest.domain.memory import Memory
-from palimpsest.domain.observation import Observation
 from palimpsest.projections.store.sql import schema_query, schema_sql
 from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.access_buffer import flush_accesses
+from palimpsest.projections.views.memory_times import date_memories
 from palimpsest.projections.views.statement import inline
 
 if TYPE_CHECKING:
@@ -38,11 +37,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DecayInput",
     "DuplicatePair",
-    "MemoryTimes",
     "decay_inputs",
     "duplicate_pairs",
     "faded",
-    "memory_time",
     "recent_activity",
 ]
 
@@ -94,21 +91,11 @@ _LIVE = (
     " ORDER BY m.position, b.memory_id"
 )
 
-_TIME_EVENTS = (
-    "SELECT e.originator_id, e.originator_version, e.topic, e.state, e.recorded_at"
-    " FROM {schema}.{events} e"
-    " WHERE e.originator_id = ANY(%(ids)s) AND e.topic = ANY(%(memory_topics)s)"
-    " UNION ALL"
-    " SELECT o.originator_id, o.originator_version, o.topic, o.state, o.recorded_at"
-    " FROM {schema}.{events} o"
-    " WHERE o.originator_version = 1 AND o.topic = %(observed)s AND o.originator_id IN"
-    " (SELECT l.observation_id FROM {schema}.evidence_links l WHERE l.memory_id = ANY(%(ids)s))"
-)
-
 
 def decay_inputs(log: EventLog, tenant_id: UUID) -> list[DecayInput]:
     """Return the tenant's live memories (a current version, neither archived nor
     erased), oldest first, with their score inputs."""
+    flush_accesses(log, tenant_id)  # read in SQL: the accesses buffered in this process too
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(schema_sql(_LIVE, log.datastore.schema))
         live = {
@@ -134,81 +121,12 @@ def decay_inputs(log: EventLog, tenant_id: UUID) -> list[DecayInput]:
 
 
 def _date(cur: Any, log: EventLog, live: dict[UUID, DecayInput]) -> None:
-    """Set each live memory's time and given importance (decoded by the log's mapper,
-    which reads text PostgreSQL's JSON refuses)."""
-    cur.execute(
-        schema_query(_TIME_EVENTS, log.datastore.schema),
-        {
-            "ids": list(live),
-            "memory_topics": [
-                Memory.Created.TOPIC,
-                Memory.VersionRecorded.TOPIC,
-                Memory.ContributionAdded.TOPIC,
-            ],
-            "observed": Observation.Created.TOPIC,
-        },
-    )
-    times = MemoryTimes(live)
-    for r in cur.fetchall():
-        event = log.mapper.to_domain_event(
-            StoredEvent(r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"]))
-        )
-        if not times.take(event, r["recorded_at"]) and isinstance(event, Memory.Created):
-            live[event.originator_id].importance = event.importance
-    for memory in live.values():
-        memory.time = times.time_of(memory.memory_id)
-
-
-def memory_time(
-    cited: set[UUID], captured: Mapping[UUID, datetime], version_time: datetime
-) -> datetime:
-    """Return a memory's time: the latest ``captured_at`` (``captured``, by observation)
-    of the observations its current version's active support cites (``cited``), else
-    when that version was recorded (``version_time``)."""
-    times = [captured[o] for o in cited if o in captured]
-    return max(times) if times else version_time
-
-
-class _Dated(Protocol):
-    """What :class:`MemoryTimes` reads of a live memory."""
-
-    @property
-    def version_id(self) -> UUID: ...
-
-    @property
-    def support(self) -> AbstractSet[str]: ...
-
-
-class MemoryTimes:
-    """Folds the events a memory's time is read from (:func:`memory_time`): each
-    observation's capture, the live memories' current versions' recording, and the
-    observations their active support cites (``live``: the memories, by id)."""
-
-    def __init__(self, live: Mapping[UUID, _Dated]) -> None:
-        self._live = live
-        self._captured: dict[UUID, datetime] = {}
-        self._version_times: dict[UUID, datetime] = {}
-        self._cited: dict[UUID, set[UUID]] = defaultdict(set)
-
-    def take(self, event: object, recorded_at: datetime) -> bool:
-        """Fold ``event`` (recorded at ``recorded_at``) in; return whether it is one of
-        the kinds a time is read from."""
-        if isinstance(event, Observation.Created):
-            self._captured[event.originator_id] = event.captured_at
-        elif isinstance(event, Memory.VersionRecorded):
-            if event.version_id == self._live[event.originator_id].version_id:
-                self._version_times[event.originator_id] = recorded_at
-        elif isinstance(event, Memory.ContributionAdded):
-            # The belief's support: the current version's active contributions.
-            if str(event.contribution_id) in self._live[event.originator_id].support:
-                self._cited[event.originator_id].add(UUID(str(event.excerpt["observation_id"])))
-        else:
-            return False
-        return True
-
-    def time_of(self, memory_id: UUID) -> datetime:
-        """Return the time of ``memory_id``, once its events are folded in."""
-        return memory_time(self._cited[memory_id], self._captured, self._version_times[memory_id])
+    """Set each live memory's time and its importance given on write."""
+    dated = date_memories(cur, log, live, also=(Memory.Created,))
+    for memory_id, time in dated.times.items():
+        live[memory_id].time = time
+    for created in dated.also:
+        live[created.originator_id].importance = created.importance
 
 
 _WRITES = (
@@ -232,6 +150,7 @@ def recent_activity(
     ``until``: versions recorded (writes), plus memories whose last access (a read by
     id, or a recall) falls in the window, each counted once."""
     counts: Counter[tuple[str, str | None]] = Counter()
+    flush_accesses(log, tenant_id)  # read in SQL: the accesses buffered in this process too
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         for template, params in (
             (_WRITES, {"topic": Memory.VersionRecorded.TOPIC}),

@@ -16,13 +16,11 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
-from eventsourcing.persistence import StoredEvent
-
 from palimpsest.projections.store.sql import schema_sql
 from palimpsest.projections.store.tenancy import set_tenant
 from palimpsest.projections.views.receipts import Receipt, erasure_receipt
 from palimpsest.projections.views.record import Record
-from palimpsest.projections.views.timeline import EventRecord, describe_event
+from palimpsest.projections.views.timeline import EventRecord, describe_row
 
 if TYPE_CHECKING:
     from palimpsest.projections.store.eventlog import EventLog
@@ -109,28 +107,20 @@ def export_tenant(log: EventLog, tenant_id: UUID, now: datetime) -> Iterator[Exp
             )
             # One write's events are consecutive and share its transaction: they are
             # held until the write ends, whose last event's time is their visible_at.
-            write: list[tuple[Any, Any]] = []
+            # An event that cannot be read goes out as the feed's flagged record, and
+            # the export goes on to its end.
+            write: list[Any] = []
             for row in chain(rows, [None]):
-                if write and (row is None or row["tx"] != write[-1][0]["tx"]):
-                    visible_at = write[-1][0]["recorded_at"]
-                    for held, event in write:
-                        described = describe_event(
-                            event, held["notification_id"], held["recorded_at"], visible_at
-                        )
+                if write and (row is None or row["tx"] != write[-1]["tx"]):
+                    visible_at = write[-1]["recorded_at"]
+                    for held in write:
+                        described = describe_row(log, held, held["recorded_at"], visible_at)
                         # Validated as the feed's: only ``kind`` is added.
                         yield ExportedEvent.model_construct(**dict(described))
                     events += len(write)
                     write = []
                 if row is not None:
-                    event = log.mapper.to_domain_event(
-                        StoredEvent(
-                            row["originator_id"],
-                            row["originator_version"],
-                            row["topic"],
-                            bytes(row["state"]),
-                        )
-                    )
-                    write.append((row, event))
+                    write.append(row)
         with cur.connection.cursor(name="tenant_export_payloads") as rows:
             rows.itersize = _FETCH
             rows.execute(

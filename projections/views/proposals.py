@@ -9,7 +9,7 @@ verdict.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -21,6 +21,7 @@ from palimpsest.domain.proposal import Proposal
 from palimpsest.projections.store.aggregates import aggregates_of
 from palimpsest.projections.store.sql import schema_sql
 from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.evidence_excerpts import EvidenceExcerpt, evidence_excerpts
 from palimpsest.projections.views.listing import ListingCursor, MemoryAttributes
 from palimpsest.projections.views.record import Record
 from palimpsest.projections.views.version_texts import version_texts
@@ -48,6 +49,14 @@ class ProposedMemory(MemoryAttributes):
     changed: bool = Field(
         description="Another version, archived or erased since the verdict: applying "
         "the proposal answers 409 stale-proposal."
+    )
+    recorded_at: datetime = Field(description="When the memory was first recorded.")
+    last_touched_at: datetime = Field(
+        description="When anything last happened to it (a version, a label, an archive).",
+    )
+    evidence: list[EvidenceExcerpt] = Field(
+        description="Its current version's cited excerpts, oldest capture first, with "
+        "their source (text null once erased or expired).",
     )
 
 
@@ -90,7 +99,12 @@ class ProposalFilter(Record):
     memory_type: str | None = None
 
 
-def _memory(memory: Memory, seen: dict[str, str] | None, content: str | None) -> ProposedMemory:
+def _memory(
+    memory: Memory,
+    seen: dict[str, str] | None,
+    content: str | None,
+    evidence: list[EvidenceExcerpt],
+) -> ProposedMemory:
     current = None if memory.erased_by is not None else memory.current_version.version_id
     seen_version = UUID(seen["version_id"]) if seen else None
     archived = memory.archived is not None
@@ -107,10 +121,15 @@ def _memory(memory: Memory, seen: dict[str, str] | None, content: str | None) ->
         archived=archived,
         erased=erased,
         changed=archived or erased or current != seen_version,
+        recorded_at=memory.created_on,
+        last_touched_at=memory.modified_on,
+        evidence=evidence,
     )
 
 
-def _records(log: EventLog, tenant_id: UUID, rows: list[Any]) -> list[ProposalRecord]:
+def _records(
+    log: EventLog, tenant_id: UUID, rows: list[Any], now: datetime | None = None
+) -> list[ProposalRecord]:
     proposals = aggregates_of(log, tenant_id, [r["proposal_id"] for r in rows])
     memory_ids = {r["memory_id"] for r in rows} | {
         r["related_memory_id"] for r in rows if r["related_memory_id"]
@@ -120,6 +139,12 @@ def _records(log: EventLog, tenant_id: UUID, rows: list[Any]) -> list[ProposalRe
     memories = aggregates_of(log, tenant_id, sorted(memory_ids, key=str))
     live = {m.id: m.current_version.version_id for m in memories.values() if m.erased_by is None}
     texts = version_texts(log, tenant_id, live)
+    evidence = evidence_excerpts(
+        log,
+        tenant_id,
+        [m for m in memories.values() if isinstance(m, Memory)],
+        now=now or datetime.now(UTC),
+    )
     records = []
     for row in rows:
         proposal = proposals[row["proposal_id"]]
@@ -129,7 +154,10 @@ def _records(log: EventLog, tenant_id: UUID, rows: list[Any]) -> list[ProposalRe
         def side(memory_id: UUID, seen: dict[str, dict[str, str]] = seen) -> ProposedMemory:
             text = texts.get(memory_id)
             return _memory(
-                memories[memory_id], seen.get(str(memory_id)), text.content if text else None
+                memories[memory_id],
+                seen.get(str(memory_id)),
+                text.content if text else None,
+                evidence.get(memory_id, []),
             )
 
         memory = side(row["memory_id"])

@@ -35,6 +35,11 @@ from palimpsest.domain.dependency import Dependencies, dependencies_of
 from palimpsest.domain.memory import Memory
 from palimpsest.projections.store.eventlog import SNAPSHOT_INTERVAL
 from palimpsest.projections.store.storable import storable
+from palimpsest.projections.store.unreadable import (
+    UnreadableEvent,
+    UnreadableEventError,
+    reason_of,
+)
 from palimpsest.projections.views.belief_facts import belief_document, facts_from, projection_error
 
 __all__ = [
@@ -111,7 +116,9 @@ TABLES: tuple[TableSpec, ...] = (
         ),
     ),
     TableSpec(
-        "decay_cycles", ("cycle_id",), ("snapshot_at", "policy_version", "report", "position")
+        "decay_cycles",
+        ("cycle_id",),
+        ("snapshot_at", "policy_version", "report", "position", "consolidation"),
     ),
     TableSpec("memory_fades", ("memory_id",), ("cycle_id", "faded_at", "position")),
     TableSpec("tenant_retention", (), ("raw_hours", "transient_hours", "position")),
@@ -166,32 +173,77 @@ class TenantReadModels:
     takes, at the same versions (after each write that crosses a multiple of
     :data:`~palimpsest.projections.store.eventlog.SNAPSHOT_INTERVAL`)."""
 
+    unreadable: dict[UUID, UnreadableEvent] = field(default_factory=dict)
+    """Memories with an event that cannot be decoded or applied (from the log scan, an
+    :class:`UnreadableEvent`): not applied from that event on, and quarantined at their
+    requested revision, as the live drain quarantines them."""
+
     def apply_write(self, events: Sequence[Any], position: int) -> set[UUID]:
         """Apply one write (the events of one transaction; ``position`` is its last)
         and return the memories whose requested revision it raised."""
         recorded: dict[UUID, int] = {}
+        readable: list[Any] = []
+        poisoned: set[UUID] = set()
         for event in events:
             key = event.originator_id
+            if isinstance(event, UnreadableEvent):
+                self.unreadable.setdefault(key, event)
+            if key in self.unreadable:
+                if not self._erase_stranded(event):
+                    poisoned.add(key)
+                    continue
+                recorded[key] = recorded.get(key, 0) + 1
+                readable.append(event)
+                continue
             if isinstance(event, Memory.Created) or key in self.memories:
                 assert isinstance(event, CanMutateAggregate)
-                memory = event.mutate(self.memories.get(key))
+                try:
+                    memory = event.mutate(self.memories.get(key))
+                except Exception as error:  # decoded, but it cannot be applied
+                    topic = type(event).__qualname__
+                    self.unreadable[key] = UnreadableEvent(
+                        key, event.originator_version, topic, "", reason_of(error)
+                    )
+                    poisoned.add(key)
+                    continue
                 assert isinstance(memory, Memory)
                 self.memories[key] = memory
                 recorded[key] = recorded.get(key, 0) + 1
+            readable.append(event)
         for key, count in recorded.items():
             version = self.memories[key].version
             if version // SNAPSHOT_INTERVAL > (version - count) // SNAPSHOT_INTERVAL:
                 # A deep copy: the memory's lists keep growing as the replay goes on.
                 state = deepcopy(Snapshot.take(self.memories[key]).state)
                 self.snapshots[(key, version)] = state
-        found = storable(dependencies_of(events))
+        found = storable(dependencies_of(readable))
         self._record_rows(found, position)
-        closure = self._closure(found)
+        closure = self._closure(found) | {key for key in poisoned if key in self.memories}
         for memory_id in closure:
             self.requested[memory_id] = max(self.requested.get(memory_id, 0), position)
         self.marked = position
         self.position = position
         return closure
+
+    def _erase_stranded(self, event: Any) -> bool:
+        """Apply an erasure's event to a memory an unreadable event stranded, as the
+        live load does (:mod:`palimpsest.projections.store.aggregates`): whatever the
+        memory held, the erasure removes it, and a ``MemoryErased`` ends the quarantine.
+        Returns whether the event was applied."""
+        key = event.originator_id
+        memory = self.memories.get(key)
+        if memory is None or not isinstance(event, Memory.VersionErased | Memory.Erased):
+            return False
+        memory.version = event.originator_version - 1
+        try:
+            erased = event.mutate(memory)
+        except Exception:
+            return False
+        assert isinstance(erased, Memory)
+        self.memories[key] = erased
+        if isinstance(event, Memory.Erased):
+            del self.unreadable[key]
+        return True
 
     def _record_rows(self, found: Dependencies, position: int) -> None:
         """Insert the write's dependency rows as the recorder does (first one wins)."""
@@ -291,19 +343,23 @@ class TenantReadModels:
             reflections[(reflection_id,)] = (*reflections[(reflection_id,)][:7], position)
 
     def _record_cycles(self, found: Dependencies, position: int) -> None:
-        """Insert the write's decay cycles and set the fades they decided, as the
-        recorder does."""
+        """Insert the write's decay cycles, set the fades they decided and record their
+        consolidations, as the recorder does."""
         for c in found.cycles:
             self.rows["decay_cycles"][(c.cycle_id,)] = (
                 c.snapshot_at,
                 c.policy_version,
                 c.report,
                 position,
+                None,
             )
             for memory_id in c.faded:
                 self.rows["memory_fades"][(memory_id,)] = (c.cycle_id, c.snapshot_at, position)
             for memory_id in c.unfaded:
                 self.rows["memory_fades"][(memory_id,)] = (c.cycle_id, None, position)
+        cycles = self.rows["decay_cycles"]
+        for cycle_id, summary in found.cycles_consolidated:
+            cycles[(cycle_id,)] = (*cycles[(cycle_id,)][:4], summary)
 
     def _record_removals(self, found: Dependencies, position: int) -> None:
         """Apply deadline changes, expiries, erasures and tenant deletions as the
@@ -353,6 +409,8 @@ class TenantReadModels:
         return result if isinstance(result, Exception) else None
 
     def _computed(self, memory_id: UUID) -> Row | Exception:
+        if memory_id in self.unreadable:
+            return UnreadableEventError(self.unreadable[memory_id])
         requested = self.requested[memory_id]
         held = self.computed.get(memory_id)
         if held is None or held[0] != requested:

@@ -21,8 +21,11 @@ from palimpsest.domain.edge import EdgeKind
 from palimpsest.domain.errors import NotFoundError
 from palimpsest.domain.evidence import Excerpt
 from palimpsest.domain.memory import Memory
+from palimpsest.projections.store.errors import MemoryUnprojectableError
 from palimpsest.projections.store.sql import schema_sql
 from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.store.unreadable import UnreadableEvent, decode_event, unreadable
+from palimpsest.projections.views.escaped import escape_surrogates, escaped
 from palimpsest.projections.views.record import Record
 from palimpsest.projections.views.versions import RecordedMemory, RecordedVersion, version_contents
 from palimpsest.projections.views.write_times import WriteEnd, write_ends
@@ -36,10 +39,18 @@ __all__ = [
     "EventRecord",
     "HistoryVersion",
     "MemoryHistory",
+    "UNREADABLE_TYPE",
     "describe_event",
+    "describe_row",
     "event_feed",
     "memory_history",
+    "unreadable_record",
 ]
+
+UNREADABLE_TYPE = "Unreadable"
+"""The ``type`` of a record standing for an event this release cannot decode or
+apply: its envelope, and in ``data`` its stored ``topic``, the ``state_sha256`` of
+its state bytes (never the bytes) and the ``reason``."""
 
 _HIDDEN_FIELDS = frozenset({"originator_id", "originator_version", "timestamp", "token_digest"})
 """Fields a feed never shows: the envelope (shown separately) and token digests."""
@@ -103,12 +114,14 @@ class MemoryHistory(RecordedMemory):
 
 
 def _plain(value: Any) -> JsonValue:
+    if isinstance(value, str):
+        return escape_surrogates(value)
     if isinstance(value, UUID):
         return str(value)
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {escape_surrogates(str(k)): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     plain: JsonValue = value
@@ -126,10 +139,13 @@ def describe_event(
     write became visible, if known."""
     topic = getattr(type(event), "TOPIC", type(event).__qualname__)
     assert is_dataclass(event)
+    # A field added to an event class later (its LATER_FIELDS) is left out while it is
+    # None, as in every event recorded before it: old events read as they were written.
+    later: frozenset[str] = getattr(type(event), "LATER_FIELDS", frozenset())
     data = {
         f.name: _plain(getattr(event, f.name))
         for f in fields(event)
-        if f.name not in _HIDDEN_FIELDS
+        if f.name not in _HIDDEN_FIELDS and not (f.name in later and getattr(event, f.name) is None)
     }
     return EventRecord(
         position=position,
@@ -141,6 +157,51 @@ def describe_event(
         principal_id=data.get("principal_id"),
         data=data,
     )
+
+
+def unreadable_record(
+    event: UnreadableEvent,
+    position: int,
+    recorded_at: datetime,
+    visible_at: datetime | None = None,
+) -> EventRecord:
+    """Return the opaque, flagged record of an event that cannot be read (type
+    :data:`UNREADABLE_TYPE`)."""
+    return EventRecord(
+        position=position,
+        recorded_at=recorded_at,
+        visible_at=visible_at,
+        type=UNREADABLE_TYPE,
+        aggregate_id=event.originator_id,
+        aggregate_version=event.originator_version,
+        principal_id=None,
+        data={
+            "topic": escape_surrogates(event.topic),
+            "state_sha256": event.state_sha256,
+            "reason": escape_surrogates(event.reason),
+        },
+    )
+
+
+def describe_row(
+    log: EventLog, row: Any, recorded_at: datetime, visible_at: datetime | None = None
+) -> EventRecord:
+    """Return the record of a row of the events table (``originator_id``,
+    ``originator_version``, ``topic``, ``state``, ``notification_id``): the event as
+    :func:`describe_event` shows it, or its flagged record if it cannot be read, so
+    one bad row never stops the feed or an export."""
+    stored = StoredEvent(
+        row["originator_id"], row["originator_version"], row["topic"], bytes(row["state"])
+    )
+    position = row["notification_id"]
+    try:
+        event = decode_event(log.mapper, stored)
+        return describe_event(event, position, recorded_at, visible_at)
+    except Exception as error:
+        poison = getattr(error, "event", None)
+        if not isinstance(poison, UnreadableEvent):
+            poison = unreadable(stored, error)
+        return unreadable_record(poison, position, recorded_at, visible_at)
 
 
 _EVENTS_AFTER = (
@@ -181,10 +242,12 @@ def _described(
 
 
 def _decode(log: EventLog, row: Any) -> DomainEventProtocol[UUID]:
-    return log.mapper.to_domain_event(
+    """Return the event of ``row``; raises what :func:`decode_event` raises."""
+    return decode_event(
+        log.mapper,
         StoredEvent(
             row["originator_id"], row["originator_version"], row["topic"], bytes(row["state"])
-        )
+        ),
     )
 
 
@@ -194,8 +257,58 @@ def event_feed(
     """Return up to ``limit`` of the tenant's events after log position ``after``,
     oldest first, and the position to continue after."""
     rows, ends = _rows(log, tenant_id, _EVENTS_AFTER, (after, limit))
-    events = [_described(_decode(log, r), r, ends) for r in rows]
+    events = []
+    for row in rows:
+        end = ends.get(row["notification_id"])
+        visible_at = None if end is None else end.visible_at
+        events.append(describe_row(log, row, row["recorded_at"], visible_at))
     return events, (rows[-1]["notification_id"] if rows else after)
+
+
+def _folded(
+    log: EventLog, memory_id: UUID, rows: list[Any], ends: dict[int, WriteEnd]
+) -> tuple[Any, list[EventRecord], dict[UUID, EventRecord], dict[UUID, int]]:
+    """Return the memory its rows fold into, the records of its events, and where each
+    version and contribution was recorded.
+
+    Raises:
+        MemoryUnprojectableError: an event cannot be decoded or applied, and no erasure
+            followed it (after one, only an erasure applies, as loads apply it:
+            :mod:`palimpsest.projections.store.aggregates`).
+    """
+    memory: Any = None
+    touched: list[EventRecord] = []
+    version_at: dict[UUID, EventRecord] = {}
+    contribution_at: dict[UUID, int] = {}
+    unreadable: str | None = None
+    for row in rows:
+        try:
+            event = _decode(log, row)
+            assert isinstance(event, CanMutateAggregate)
+            if unreadable is None:
+                memory = event.mutate(memory)
+            elif isinstance(event, Memory.VersionErased | Memory.Erased):
+                memory.version = event.originator_version - 1
+                memory = event.mutate(memory)
+                unreadable = None if isinstance(event, Memory.Erased) else unreadable
+            else:  # shown, not applied: what the unreadable event did is unknown
+                memory.version = event.originator_version
+        except Exception as error:
+            if memory is None:
+                raise MemoryUnprojectableError(memory_id, str(error)) from error
+            unreadable = unreadable or str(error)
+            memory.version = row["originator_version"]
+            touched.append(describe_row(log, row, row["recorded_at"]))
+            continue
+        described = _described(event, row, ends)
+        touched.append(described)
+        if isinstance(event, Memory.VersionRecorded):
+            version_at[event.version_id] = described
+        elif isinstance(event, Memory.ContributionAdded):
+            contribution_at[event.contribution_id] = row["notification_id"]
+    if unreadable is not None:
+        raise MemoryUnprojectableError(memory_id, unreadable)
+    return memory, touched, version_at, contribution_at
 
 
 def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryHistory:
@@ -203,24 +316,16 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryHis
     contributions (active or deactivated, and by which decision), its edges in both
     directions, and every event that touched it, each with position, time and principal.
 
+    Logged text is served with lone surrogates escaped
+    (:mod:`palimpsest.projections.views.escaped`).
+
     Raises:
         NotFoundError: no such memory in the tenant.
+        MemoryUnprojectableError: one of its events cannot be decoded or applied (the
+            feed and export show that event as a flagged record).
     """
     rows, ends = _rows(log, tenant_id, _EVENTS_OF, (memory_id,))
-    memory: Any = None
-    touched: list[EventRecord] = []
-    version_at: dict[UUID, EventRecord] = {}
-    contribution_at: dict[UUID, int] = {}
-    for row in rows:
-        event = _decode(log, row)
-        assert isinstance(event, CanMutateAggregate)
-        memory = event.mutate(memory)
-        described = _described(event, row, ends)
-        touched.append(described)
-        if isinstance(event, Memory.VersionRecorded):
-            version_at[event.version_id] = described
-        elif isinstance(event, Memory.ContributionAdded):
-            contribution_at[event.contribution_id] = row["notification_id"]
+    memory, touched, version_at, contribution_at = _folded(log, memory_id, rows, ends)
     if not isinstance(memory, Memory):
         msg = f"memory {memory_id} not found"
         raise NotFoundError(msg)
@@ -241,7 +346,10 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryHis
             log, tenant_id, _EVENTS_OF_TOPIC, (sources, Memory.EdgeAdded.TOPIC)
         )
         for r in found:
-            event = _decode(log, r)
+            try:
+                event = _decode(log, r)
+            except Exception:  # another memory's poison: it answers for itself
+                continue
             if isinstance(event, Memory.EdgeAdded) and event.edge_id in incoming:
                 touched.append(_described(event, r, found_ends))
     decided = {
@@ -257,7 +365,7 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryHis
                 contribution_id=c.contribution_id,
                 observation_id=c.observation_id,
                 proposer_id=c.proposer_id,
-                model_id=c.model_id,
+                model_id=None if c.model_id is None else escape_surrogates(c.model_id),
                 trust=c.trust,
                 active=c.active,
                 deactivated_by=c.deactivated_by,
@@ -276,7 +384,7 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryHis
                 contributions=contributions,
             )
         )
-    return MemoryHistory.of(
+    history = MemoryHistory.of(
         memory,
         versions=versions,
         edges=[
@@ -292,3 +400,5 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryHis
         ],
         events=touched,
     )
+    attributes = {"scope": history.scope, "project": history.project, "topic": history.topic}
+    return history.model_copy(update=escaped(attributes))

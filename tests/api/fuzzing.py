@@ -13,19 +13,29 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from uuid import UUID, uuid4
 
 import requests
 import schemathesis
 
 from palimpsest.api.app import create_app
 from palimpsest.api.cursor import decode_cursor
+from palimpsest.api.schemas import MemoryCreate
 from palimpsest.api.settings import ApiSettings
+from palimpsest.api.specs import memory_spec
 from palimpsest.domain.errors import InvalidInputError
-from palimpsest.projections.commands.tokens import create_tenant
+from palimpsest.domain.memory import Memory
+from palimpsest.projections.commands.consolidation import ProposeMergeSpec
+from palimpsest.projections.commands.policy import CapturePolicy
+from palimpsest.projections.commands.proposals import ProposeSpec
+from palimpsest.projections.commands.spec import WriteSpec
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import Writer
 from palimpsest.projections.drains.loop import DrainLoop
 from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.aggregates import aggregates_of
 from tests.api.live_server import live_server
 
 __all__ = [
@@ -33,7 +43,9 @@ __all__ = [
     "drop_unissued_cursor",
     "fuzz_config",
     "move_future_capture_times_to_the_past",
+    "open_proposals_of_every_kind",
     "serve_for_fuzzing",
+    "use_a_seeded_proposal",
 ]
 
 
@@ -52,6 +64,10 @@ class FuzzTarget:
     """Of those, the ones that failed a check (shrinking repeats a failure)."""
     statuses: Counter[int] = field(default_factory=Counter)
     """The status codes of the responses that passed every check."""
+    proposals: list[UUID] = field(default_factory=list)
+    """The tenant's seeded proposals, one open per kind (a person could have each)."""
+    proposal_turns: int = 0
+    """How many cases were pointed at a seeded proposal (each takes the next)."""
 
     def __post_init__(self) -> None:
         self.headers = {"Authorization": f"Bearer {self.token}"}
@@ -148,6 +164,75 @@ def move_future_capture_times_to_the_past(case: schemathesis.Case[Any]) -> None:
             body["captured_at"] = _PAST
 
 
+def open_proposals_of_every_kind(runtime: Runtime, token: str) -> list[UUID]:
+    """Give the token's tenant an open proposal of every kind a person can apply
+    (archive, supersede, conflict, decay, merge), about memories of its own, and
+    return their ids: a route about a proposal is only fuzzed for real against one
+    that exists (a made-up id answers 404 before the body is read)."""
+    caller = authenticate(runtime.log, token)
+    policy = CapturePolicy(raw_retention=timedelta(days=30), transient_retention=timedelta(days=1))
+    writer = Writer(runtime.log, policy, clock=lambda: datetime.now(UTC))
+
+    def write(spec: WriteSpec) -> dict[str, Any]:
+        return writer.write(caller, [spec], batch=False).body
+
+    facts = [
+        f"The build server for team {n} is in rack {n}." for n in ("a", "b", "c", "d", "e", "f")
+    ]
+    ids = [UUID(str(write(_memory_spec(text))["id"])) for text in [*facts, facts[0], facts[0]]]
+
+    def propose(verdict: str, memory_id: UUID, related: UUID | None = None) -> UUID:
+        spec = ProposeSpec(
+            memory_id=memory_id,
+            verdict=verdict,
+            related_memory_id=related,
+            probability=0.99,
+            distribution=None,
+            model="operator:fuzz",
+            run_id=uuid4(),
+            dismissed=False,
+        )
+        return UUID(str(write(spec)["id"]))
+
+    loaded = aggregates_of(runtime.log, caller.tenant_id, ids[6:])
+    seen = tuple(
+        (memory_id, memory.current_version.version_id)
+        for memory_id, memory in loaded.items()
+        if isinstance(memory, Memory)
+    )
+    merge = ProposeMergeSpec(seen, facts[0], "extractive", uuid4(), similarity=1.0)
+    return [
+        propose("archive", ids[0]),
+        propose("supersede", ids[1], ids[2]),
+        propose("conflict", ids[3], ids[4]),
+        propose("decay", ids[5]),
+        UUID(str(write(merge)["id"])),
+    ]
+
+
+def _memory_spec(text: str) -> WriteSpec:
+    return memory_spec(MemoryCreate(type="fact", scope="user", content=text))
+
+
+def use_a_seeded_proposal(case: schemathesis.Case[Any], target: FuzzTarget) -> None:
+    """Point a well-formed ``proposal_id`` at one of the seeded proposals, in turn.
+
+    Like the cursors above: a made-up id is well formed and answers 404 before the
+    body is read, so the body's rules against each kind of proposal would never be
+    tried (a ``resolution`` on a non-conflict proposal went unseen so). An id that
+    breaks the schema is sent as generated.
+    """
+    params = case.path_parameters
+    if not target.proposals or not isinstance(params, dict) or "proposal_id" not in params:
+        return
+    try:
+        UUID(str(params["proposal_id"]))
+    except ValueError:
+        return
+    params["proposal_id"] = str(target.proposals[target.proposal_turns % len(target.proposals)])
+    target.proposal_turns += 1
+
+
 @contextmanager
 def serve_for_fuzzing(runtime: Runtime) -> Iterator[FuzzTarget]:
     """Serve the API over ``runtime`` on a free loopback port, with the in-process
@@ -169,6 +254,8 @@ def serve_for_fuzzing(runtime: Runtime) -> Iterator[FuzzTarget]:
                 f"{base_url}/openapi.json", timeout=30, config=fuzz_config(issued.token)
             )
             with requests.Session() as session:
-                yield FuzzTarget(base_url, issued.token, schema, session)
+                target = FuzzTarget(base_url, issued.token, schema, session)
+                target.proposals = open_proposals_of_every_kind(runtime, issued.token)
+                yield target
     finally:
         loop.stop()

@@ -135,3 +135,70 @@ def test_a_tenants_policy_is_its_own(
     assert put.status_code == 200
     theirs = client.get("/v1/tenant/forgetting", headers=other_tenant.headers("reader")).json()
     assert theirs["enabled"] is False and theirs["version"] == 0
+
+
+def test_a_patch_changes_only_the_fields_it_names(client: TestClient, tenant: Tenant) -> None:
+    tuned = {"fade_below": 0.5, "prune_below": 0.2, "weights": {"trust": 0.4}, "enabled": True}
+    assert client.put("/v1/tenant/forgetting", json=tuned, headers=tenant.headers()).is_success
+    patched = client.patch(
+        "/v1/tenant/forgetting",
+        json={"enabled": False, "weights": {"recency": 0.5}},
+        headers=tenant.headers(),
+    )
+    assert patched.status_code == 200, patched.text
+    policy = patched.json()
+    assert policy["enabled"] is False and policy["version"] == 2
+    assert (policy["fade_below"], policy["prune_below"]) == (0.5, 0.2)
+    assert policy["weights"]["trust"] == 0.4 and policy["weights"]["recency"] == 0.5
+    assert client.get("/v1/tenant/forgetting", headers=tenant.headers("reader")).json() == policy
+
+
+@pytest.mark.parametrize("method", ["PUT", "PATCH"])
+def test_prune_above_fade_is_refused_and_writes_nothing(
+    client: TestClient, tenant: Tenant, snapshot: Any, method: str
+) -> None:
+    before = snapshot()
+    body = {"prune_below": 0.6, "fade_below": 0.3}
+    refused = client.request(method, "/v1/tenant/forgetting", json=body, headers=tenant.headers())
+    assert refused.status_code == 422, refused.text
+    assert problem_slug(refused) == "inconsistent-policy"
+    # A PATCH is checked merged: prune_below alone above the current fade_below too.
+    alone = client.patch(
+        "/v1/tenant/forgetting", json={"prune_below": 0.9}, headers=tenant.headers()
+    )
+    assert problem_slug(alone) == "inconsistent-policy"
+    assert snapshot() == before
+
+
+def test_only_an_admin_patches_the_policy(
+    client: TestClient, tenant: Tenant, snapshot: Any
+) -> None:
+    headers = {role: tenant.headers(role) for role in ("reader", "writer")}
+    before = snapshot()
+    for role in ("reader", "writer"):
+        refused = client.patch(
+            "/v1/tenant/forgetting", json={"enabled": True}, headers=headers[role]
+        )
+        assert refused.status_code == 403 and problem_slug(refused) == "forbidden"
+    bad = client.patch("/v1/tenant/forgetting", json={"surprise": 1}, headers=tenant.headers())
+    assert bad.status_code == 422
+    assert snapshot() == before
+
+
+def test_a_cycle_report_names_its_memories_by_text_and_explains_its_factors(
+    client: TestClient, tenant: Tenant
+) -> None:
+    note = remember(client, tenant.headers("writer"), type="note", content="Rename the bucket.")
+    drain_until_caught_up(client.app.state.runtime)  # type: ignore[attr-defined]
+    policy = {"fade_below": 1.0, "prune_below": 1.0}
+    assert client.put("/v1/tenant/forgetting", json=policy, headers=tenant.headers()).is_success
+    dry = post(client, "/v1/cycles", {"dry_run": True}, tenant.headers()).json()
+    assert set(dry["factors_explained"]) >= {"importance", "recency", "scope", "trust"}
+    assert dry["memories"][note["id"]]["text"] == "Rename the bucket."
+    ran = post(client, "/v1/cycles", {}, tenant.headers()).json()
+    read = client.get(f"/v1/cycles/{ran['cycle_id']}", headers=tenant.headers("reader")).json()
+    for report in (ran, read):
+        [proposed] = report["proposed"]
+        assert proposed["memory_id"] == note["id"] and proposed["action"] == "decay"
+        assert report["memories"][note["id"]]["text"] == "Rename the bucket."
+        assert report["buckets_explained"]["prune"]

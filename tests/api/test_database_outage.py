@@ -4,13 +4,17 @@ The test runs its own embedded PostgreSQL (whatever ``DATABASE_URL`` says),
 stops it with ``pg_ctl`` while writers and readers keep going, and starts
 it again. While it is down every request answers 503 ``database-unavailable``
 with ``Retry-After`` within a bounded time, never a 500; afterwards every
-write that was acknowledged (201) is there.
+write that was acknowledged (201) is there, and no write is there twice (a write
+whose ``COMMIT`` went out as the server stopped may have committed: it is settled,
+never tried again blindly).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.commands.tokens import create_tenant
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.eventlog import WRITE_ATTEMPTS
+from palimpsest.projections.store.schema import EVENTS_TABLE
 from tests.api.helpers import problem_slug
 from tests.embedded_server import own_server, start, stop
 
@@ -96,6 +101,7 @@ class Load:
         return False
 
 
+@pytest.mark.slow
 def test_an_outage_answers_bounded_503s_and_loses_no_acknowledged_write(
     own_runtime: Runtime,
 ) -> None:
@@ -138,3 +144,19 @@ def test_an_outage_answers_bounded_503s_and_loses_no_acknowledged_write(
         ]
         assert load.acknowledged
         assert missing == [], f"{len(missing)} acknowledged writes are gone"
+        twice = _captured_more_than_once(own_runtime, admin.tenant_id)
+        assert twice == [], f"{len(twice)} notes were recorded more than once"
+
+
+def _captured_more_than_once(runtime: Runtime, tenant_id: object) -> list[str]:
+    """The digests of contents captured as more than one observation: every note the
+    writers send is different, so a digest twice is a write recorded twice."""
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        rows = conn.execute(
+            f'SELECT state FROM "{runtime.database.schema}".{EVENTS_TABLE}'
+            " WHERE tenant_id = %s AND topic = 'palimpsest:ObservationCaptured'",
+            (tenant_id,),
+        ).fetchall()
+    captured = Counter(json.loads(bytes(state))["digest"] for (state,) in rows)
+    assert captured, "no observation in the log"
+    return [digest for digest, times in captured.items() if times > 1]

@@ -273,6 +273,7 @@ def _write_the_sentinel_everywhere(quiet: Quiet, tenant: Tenant, sentinel: str) 
     )
 
 
+@pytest.mark.slow
 def test_erasure_leaves_nothing_behind(
     quiet: Quiet,
     monkeypatch: pytest.MonkeyPatch,

@@ -15,7 +15,7 @@ import contextlib
 import math
 import resource
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2 as httpx
@@ -27,7 +27,7 @@ from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.drains.revision import drain_revisions
 from palimpsest.projections.runtime import Runtime
 from tests.api.live_server import live_server
-from tests.conftest import Tenant
+from tests.conftest import Tenant, wait_until_async
 
 STREAMS = 500
 WAITS = 200
@@ -85,13 +85,6 @@ async def _open_all(base: str, path: str, tokens: list[str], each: int) -> list[
             return await _Connection.send(base, path, token)
 
     return await asyncio.gather(*(send(t) for t in tokens for _ in range(each)))
-
-
-async def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        await asyncio.sleep(0.02)
 
 
 async def _latency(client: httpx.AsyncClient, method: str, url: str, **kw: Any) -> float:
@@ -164,6 +157,7 @@ async def _all_closed(connections: list[_Connection]) -> AsyncIterator[list[_Con
         await asyncio.gather(*(c.close() for c in connections))
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 def test_idle_streams_and_waits_leave_health_and_other_tenants_prompt_and_are_capped(
     runtime: Runtime, tenant: Tenant, other_tenant: Tenant
@@ -204,7 +198,7 @@ def test_idle_streams_and_waits_leave_health_and_other_tenants_prompt_and_are_ca
                 found["stream_statuses"] = await asyncio.gather(*(s.status() for s in streams))
                 waited = f"/v1/memories/{pending}?wait=20"
                 async with _all_closed(await _open_all(base, waited, wait_tokens, WAITS_PER_TOKEN)):
-                    await _until(
+                    await wait_until_async(
                         lambda: _open(app) == {"stream": STREAMS, "wait": WAITS},
                         15,
                         "every stream and wait is open",
@@ -229,7 +223,7 @@ def test_idle_streams_and_waits_leave_health_and_other_tenants_prompt_and_are_ca
 
                     # Closing one of its streams frees a place for the token at once.
                     await streams[0].close()
-                    await _until(
+                    await wait_until_async(
                         lambda: _open(app)["stream"] == STREAMS - 1, 5, "the closed stream is freed"
                     )
                     again = await _Connection.send(
@@ -237,8 +231,10 @@ def test_idle_streams_and_waits_leave_health_and_other_tenants_prompt_and_are_ca
                     )
                     found["again"] = await again.status()
                     await again.close()
-        await _until(lambda: _open(app) == {"stream": 0, "wait": 0}, 10, "every slot is freed")
-        await _until(
+        await wait_until_async(
+            lambda: _open(app) == {"stream": 0, "wait": 0}, 10, "every slot is freed"
+        )
+        await wait_until_async(
             lambda: runtime.publications.waiting() == baseline, 10, "every subscription ends"
         )
         found["attached"] = app.state.writes.waiting()
@@ -357,7 +353,9 @@ def test_a_stream_is_woken_by_a_write_or_a_publication_and_a_dropped_one_frees_i
                 )
             ).status_code
             await stream.close()
-            await _until(lambda: _open(app)["stream"] == 0, 2, "the dropped stream is freed")
+            await wait_until_async(
+                lambda: _open(app)["stream"] == 0, 2, "the dropped stream is freed"
+            )
             found["subscriptions"] = runtime.publications.waiting() - baseline
             found["attached"] = app.state.writes.waiting()
             reopened = await _Connection.send(base, f"/v1/events/stream?after={NOWHERE}", token)
@@ -378,6 +376,7 @@ def test_a_stream_is_woken_by_a_write_or_a_publication_and_a_dropped_one_frees_i
     assert found["reopened"] == 200
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 def test_a_write_is_never_refused_for_its_tokens_waits_it_answers_candidates_pending(
     runtime: Runtime, tenant: Tenant
@@ -394,7 +393,7 @@ def test_a_write_is_never_refused_for_its_tokens_waits_it_answers_candidates_pen
             pending = (await client.post("/v1/memories", json=body, headers=auth)).json()["id"]
             waiting = await _Connection.send(base, f"/v1/memories/{pending}?wait=20", token)
             async with _all_closed([waiting]):
-                await _until(lambda: _open(app)["wait"] == 1, 5, "the read waits")
+                await wait_until_async(lambda: _open(app)["wait"] == 1, 5, "the read waits")
                 refused = await client.get(f"/v1/memories/{pending}?wait=5", headers=auth)
                 # When the same token writes: it has committed, so it is answered, not refused.
                 written = await client.post(

@@ -3,8 +3,9 @@
 Schemathesis reads ``/openapi.json`` from a real server (uvicorn on loopback,
 the in-process drain loop running, as ``palimpsest serve`` runs) and sends
 each operation generated requests, valid and invalid, with a real admin
-token of a fresh tenant. Every response must pass every built-in check: no
-5xx, status codes, content types, headers and bodies as documented,
+token of a fresh tenant, which holds an open proposal of every kind (the
+proposal routes' cases are pointed at them in turn). Every response must pass
+every built-in check: no 5xx, status codes, content types, headers and bodies as documented,
 schema-valid requests accepted, schema-violating ones refused, requests
 without a token refused, wrong methods answered 405 with ``Allow``.
 
@@ -32,6 +33,7 @@ from tests.api.fuzzing import (
     drop_unissued_cursor,
     move_future_capture_times_to_the_past,
     serve_for_fuzzing,
+    use_a_seeded_proposal,
 )
 from tests.api.helpers import problem_slug
 
@@ -67,6 +69,7 @@ def _node_id_for_schemathesis(request: pytest.FixtureRequest) -> None:
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
+@pytest.mark.slow
 @schema.parametrize()
 @settings(
     max_examples=EXAMPLES,
@@ -80,6 +83,7 @@ def test_every_operation_passes_every_check(
 ) -> None:
     drop_unissued_cursor(case)
     move_future_capture_times_to_the_past(case)
+    use_a_seeded_proposal(case, fuzz_target)
     fuzz_target.cases += 1
     try:
         response = case.call_and_validate(session=fuzz_target.session)

@@ -6,13 +6,13 @@ import json
 import logging
 import socket
 import threading
-import time
 from typing import Any
 
 import pytest
 import uvicorn
 
 from palimpsest.api.logformat import configure_logging
+from tests.conftest import wait_until
 
 
 async def _empty_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -37,9 +37,7 @@ def test_uvicorns_own_lines_carry_no_colour_codes(capsys: pytest.CaptureFixture[
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: server.started, 20, "uvicorn has started")
     server.should_exit = True
     thread.join(20)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from palimpsest.projections.runtime import Runtime
@@ -203,6 +204,7 @@ def test_a_memory_pinned_since_the_verdict_is_never_archived_by_applying_it(
     assert reviewed.status_code == 201, reviewed.text
 
 
+@pytest.mark.slow
 def test_a_rejection_needs_a_reason_and_is_final(client: TestClient, tenant: Tenant) -> None:
     old = remember(client, tenant.headers(), content="Likes jazz")
     proposal = _propose(client, tenant, memory_id=old["id"], action="archive")

@@ -313,3 +313,39 @@ def test_recall_filters_by_topic_and_shows_it(
     ui = _recall(client, headers, query="dark mode", k=10, topic="ui")["items"]
     assert len(ui) == 5 and {i["topic"] for i in ui} == {"ui"}
     assert _recall(client, headers, query="dark mode", k=3, topic="nothing")["items"] == []
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
+@pytest.mark.parametrize("exact_below", [2000, 0])
+def test_project_under_selects_a_project_and_those_below_it(
+    client: TestClient,
+    tenant: Tenant,
+    runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    exact_below: int,
+) -> None:
+    # Both vector paths: exact from the start (a small tenant), and the index first.
+    monkeypatch.setattr("palimpsest.projections.recall.search.EXACT_BELOW", exact_below)
+    headers = tenant.headers()
+    projects = ["a", "a/b", "a/b/c", "ab", "a-b", "a.b", "b/a", None]
+    ids = {
+        p: remember(client, headers, type="note", project=p, content="Release notes for deploy")[
+            "id"
+        ]
+        for p in projects
+    }
+    index_until_caught_up(runtime, tenant.id)
+
+    def under(project: str) -> set[str]:
+        body = {"query": "deploy release notes", "k": 10, "mode": mode, "min_similarity": 0}
+        found = _recall(client, headers, project_under=project, **body)["items"]
+        return {i["id"] for i in found}
+
+    assert under("a") == {ids["a"], ids["a/b"], ids["a/b/c"]}
+    assert under("a/b") == {ids["a/b"], ids["a/b/c"]}
+    assert under("b") == {ids["b/a"]}
+    assert under("a/") == set()
+    for bad in ("", "x\u0000"):
+        response = post(client, "/v1/recall", {"query": "x", "project_under": bad}, headers)
+        assert response.status_code == 422 and problem_slug(response) == "validation-error"

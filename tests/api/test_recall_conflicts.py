@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from palimpsest.projections.runtime import Runtime
@@ -117,3 +118,16 @@ def test_only_similar_memories_of_one_kind_are_marked(
     index_until_caught_up(runtime, tenant.id)
     found = _recall(client, headers, min_similarity=0)
     assert len(found) == 4 and all(i["possibly_superseded_by"] == [] for i in found)
+
+
+def test_the_configured_conflict_floor_decides_what_recall_marks(
+    client: TestClient, tenant: Tenant, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An operator who raised PALIMPSEST_CONFLICT_FLOOR above the pair's similarity
+    # is told no pair exists at write time; recall must not mark it either.
+    monkeypatch.setenv("PALIMPSEST_CONFLICT_FLOOR", "0.99")
+    headers = tenant.headers()
+    dark, light = _dark_then_light(client, headers, runtime, tenant)
+    found = _recall(client, headers, mode="vector")
+    assert {i["id"] for i in found} == {dark, light}
+    assert all(i["possibly_superseded_by"] == [] for i in found)

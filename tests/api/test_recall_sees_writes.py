@@ -9,9 +9,13 @@ a background loop, as ``palimpsest serve`` runs them, woken by each write.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx2 as httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -20,8 +24,15 @@ from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.drains.loop import DrainLoop
 from palimpsest.projections.recall.caught_up import caught_up
 from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.store.schema import EVENTS_TABLE
 from tests.api.helpers import post, remember
-from tests.conftest import Tenant, drain_until_caught_up, index_until_caught_up
+from tests.api.live_server import live_server
+from tests.conftest import (
+    Tenant,
+    drain_until_caught_up,
+    index_until_caught_up,
+    waiting_for_the_events_table,
+)
 
 
 @pytest.fixture
@@ -44,6 +55,7 @@ def _recall(client: TestClient, headers: dict[str, str], **body: Any) -> Any:
     return response.json()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
 def test_a_recall_after_a_write_finds_it(served: TestClient, tenant: Tenant, mode: str) -> None:
     headers = tenant.headers()
@@ -120,3 +132,90 @@ def test_a_bad_after_is_refused(client: TestClient, tenant: Tenant, after: objec
     response = post(client, "/v1/recall", {"query": "plants", "after": after}, tenant.headers())
     assert response.status_code == 422
     assert response.json()["type"].endswith("validation-error")
+
+
+def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting until {what}")
+        time.sleep(0.01)
+
+
+def test_a_recall_after_a_write_that_shared_a_group_commit_finds_it(
+    runtime: Runtime, tenant: Tenant, other_tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a real server (no drain yet) whose writes keep the lead of their group
+    # until it commits, as `palimpsest serve`'s processes do, and the events table held
+    # by another transaction: another tenant's write waits on it, and two writes of
+    # the caller's tenant sent then queue behind it for one group.
+    runtime.load_embedder()
+    monkeypatch.setattr(runtime.log.group, "ahead", 0)
+    schema, group = runtime.database.schema, runtime.log.group
+    headers, other = tenant.headers("writer"), other_tenant.headers("writer")
+    written: dict[str, Any] = {}
+    texts = {name: f"The {name} shed key is blue" for name in ("first", "garden", "garage")}
+
+    def write(name: str, base: str, as_: dict[str, str] = headers) -> threading.Thread:
+        def run() -> None:
+            body = {"type": "note", "scope": "user", "content": texts[name]}
+            written[name] = httpx.post(f"{base}/v1/memories", json=body, headers=as_, timeout=120)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    with live_server(create_app(ApiSettings(), runtime)) as base:
+        with runtime.database.owner_connection() as holder:
+            holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
+            threads = [write("first", base, other)]
+            _until(lambda: waiting_for_the_events_table(runtime) > 0, 20, "a write waits")
+            group.sizes.clear()
+            threads += [write("garden", base), write("garage", base)]
+            _until(lambda: group.queued == 2, 20, "two writes queue behind it")
+            holder.commit()
+        for thread in threads:
+            thread.join(30)
+        answers = {name: response.json() for name, response in written.items()}
+        assert all(r.status_code == 201 for r in written.values()), answers
+        # They did share one transaction: the group of two, their events one xid.
+        assert list(group.sizes) == [2]
+        with runtime.database.owner_connection(autocommit=True) as conn:
+            xids = conn.execute(
+                f'SELECT DISTINCT xmin::text FROM "{schema}".{EVENTS_TABLE}'
+                " WHERE originator_id = ANY(%s)",
+                ([uuid.UUID(answers[n]["id"]) for n in ("garden", "garage")],),
+            ).fetchall()
+        assert len(xids) == 1
+        name = min(("garden", "garage"), key=lambda n: answers[n]["position"])
+        earlier = answers[name]
+
+        # When the writer recalls with the earlier write's position, the recall waits
+        # for it (the drains only start once the recall is waiting, or has answered)
+        found: dict[str, Any] = {}
+
+        def ask() -> None:
+            found["answer"] = httpx.post(
+                f"{base}/v1/recall",
+                json={"query": texts[name], "after": earlier["position"]},
+                headers=headers,
+                timeout=120,
+            )
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        _until(
+            lambda: runtime.publications.waiting() > 0 or "answer" in found,
+            20,
+            "the recall waits or answers",
+        )
+        index_until_caught_up(runtime, tenant.id)
+        asking.join(120)
+
+    # Then it finds that write, current, caught up
+    response = found["answer"]
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["caught_up"] is True
+    first = answer["items"][0]
+    assert (first["id"], first["status"]) == (earlier["id"], "current")

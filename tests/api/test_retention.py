@@ -109,6 +109,7 @@ def test_retention_is_bounded_and_set_by_admins_only(
     assert post(client, "/v1/observations", {"content": "x"}, headers).status_code == 201
 
 
+@pytest.mark.slow
 def test_a_retention_pass_killed_mid_write_leaves_nothing_and_the_next_completes(
     client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:

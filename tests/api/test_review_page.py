@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 
 from palimpsest.api.app import create_app
 from palimpsest.api.routers.review import HTMX_VERSION
-from palimpsest.api.sessions import COOKIE, Sessions
+from palimpsest.api.sessions import COOKIE
 from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.commands.tokens import issue_token, revoke_token
 from palimpsest.projections.runtime import Runtime
@@ -173,28 +173,6 @@ def test_revoking_the_token_or_signing_out_ends_the_session(
     assert COOKIE not in browser_client.cookies
     browser_client.cookies.set(COOKIE, old, path="/review")
     assert browser_client.get("/review").headers["location"] == "/review/sign-in"
-
-
-def test_sessions_end_when_idle_or_too_old_and_the_oldest_goes_first() -> None:
-    now = [0.0]
-    sessions = Sessions(idle_s=10, lifetime_s=25, capacity=2, clock=lambda: now[0])
-    first, _ = sessions.start("token-1")
-    assert sessions.get(first) is not None
-    now[0] = 9
-    assert sessions.get(first) is not None  # used: its idle time starts again
-    now[0] = 18
-    assert sessions.get(first) is not None
-    now[0] = 26
-    assert sessions.get(first) is None  # busy, but past its lifetime
-    second, _ = sessions.start("token-2")
-    now[0] = 37
-    assert sessions.get(second) is None  # idle too long
-    a, _ = sessions.start("a")
-    b, _ = sessions.start("b")
-    c, _ = sessions.start("c")
-    assert sessions.get(a) is None and sessions.get(b) is not None
-    assert sessions.get(c) is not None and len(sessions) == 2
-    assert sessions.get("") is None and sessions.get("made-up") is None
 
 
 def test_a_reader_sees_proposals_without_controls_and_cannot_decide(
@@ -481,6 +459,7 @@ def _archived(client: TestClient, tenant: Tenant, memory_id: str) -> Any:
     return response.json()["belief"]["labels"]["archived"]
 
 
+@pytest.mark.slow
 def test_a_person_reviews_proposals_in_a_real_browser(
     client: TestClient, runtime: Runtime, tenant: Tenant, tmp_path: Path
 ) -> None:

@@ -16,11 +16,14 @@ from palimpsest.api.app import create_app
 from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.history.verify import verify
 from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.views.access_buffer import flush_accesses
 from tests.api.helpers import post, remember
 from tests.conftest import Tenant, drain_until_caught_up
 
 
 def _accesses(runtime: Runtime, memory_id: str) -> int:
+    """The accesses the table holds, once this process's buffered stamps are written."""
+    flush_accesses(runtime.log)
     schema = runtime.database.schema
     with runtime.database.owner_connection() as conn:
         row = conn.execute(

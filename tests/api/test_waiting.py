@@ -41,6 +41,7 @@ async def _timed(client: httpx.AsyncClient, method: str, url: str, **kw: Any) ->
     return time.monotonic() - started
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 def test_two_hundred_waiting_reads_leave_other_requests_prompt(
     runtime: Runtime, tenant: Tenant, other_tenant: Tenant

@@ -90,6 +90,7 @@ def test_a_cancelled_caller_waits_for_its_call_then_is_cancelled() -> None:
     def call() -> None:
         started.set()
         release.wait(10)
+        # the call's own work, finishing after the caller was cancelled
         time.sleep(0.05)
         finished.append("committed")
 
@@ -98,6 +99,7 @@ def test_a_cancelled_caller_waits_for_its_call_then_is_cancelled() -> None:
         caller = asyncio.ensure_future(in_thread(call))
         await asyncio.to_thread(_wait_until, started, "the call runs")
         caller.cancel()
+        # A window in which a caller that let go of its call would be done.
         await asyncio.sleep(0.1)
         assert not caller.done()  # still waiting for its call
         caller.cancel()  # cancelled again meanwhile (as anyio's scopes do)
@@ -130,15 +132,19 @@ def test_a_caller_cancelled_by_its_scope_waits_without_spinning() -> None:
     leaves, the scope is cancelled, and anyio cancels the task again at every turn
     of the loop. Waiting for the call must not spin a core meanwhile."""
     finished: list[str] = []
+    running = threading.Event()
 
     def call() -> None:
+        running.set()
+        # a slow call: the caller is cancelled many times while it runs
         time.sleep(0.5)
         finished.append("read")
 
     async def main() -> float:
         async with anyio.create_task_group() as group:
             group.start_soon(in_thread, call)
-            await asyncio.sleep(0.05)
+            # Cancelled once its call runs (a call not yet started would not start).
+            await asyncio.to_thread(_wait_until, running, "the call runs")
             group.cancel_scope.cancel()
             started = time.process_time()
         assert finished == ["read"]  # the group ended only once the call was over

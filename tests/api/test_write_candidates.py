@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from palimpsest.api.app import create_app
@@ -109,6 +110,7 @@ def test_a_version_of_a_memory_never_paired_does_not_wait_for_its_embedding(
     assert elapsed < wait_s / 2, elapsed
 
 
+@pytest.mark.slow
 def test_writes_stop_spending_the_budget_while_it_never_pays_and_probe_it(
     runtime: Runtime, tenant: Tenant
 ) -> None:

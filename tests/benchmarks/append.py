@@ -36,7 +36,8 @@ autovacuum may not yet have analysed it (docs/benchmarks.md, 2026-12-05).
 ``--serve-workers N``), with ``--writers`` and ``--readers`` of its own and
 ``--serve-env`` settings for
 the serving process (``PALIMPSEST_CANDIDATE_BUDGET_MS=0``, say): how the load
-was taken apart in docs/benchmarks.md.
+was taken apart in docs/benchmarks.md. A whole run passes ``--serve-env`` to
+every served configuration (``PALIMPSEST_WRITES_ON_LOOP=true``, say).
 
 The library path and HTTP writes commit through the group commit (concurrent
 writes of one process share a transaction); the mean group size is printed.
@@ -369,7 +370,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         default=[],
         type=_setting,
         metavar="NAME=VALUE",
-        help="with --load-only",
+        help="a setting of every serving process measured",
     )
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="palimpsest-bench-"))
@@ -462,7 +463,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         return rates, b // 2 * 200 / raw_s
 
     for n, (served, workers, settings) in enumerate(_SERVED):
-        process, base = start_benchmark_serve(runtime, workers, settings)
+        process, base = start_benchmark_serve(runtime, workers, settings | dict(args.serve_env))
         try:
             drained(runtime)
             if args.analyze:

@@ -158,12 +158,21 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--type", default="fact", help="memory type given to every statement")
     parser.add_argument("--scale", type=int, default=2000, help="memories timed in one scope")
+    parser.add_argument(
+        "--floors",
+        default=",".join("none" if f is None else str(f) for f in FLOORS),
+        help="pair floors to measure, comma-separated (none: no floor)",
+    )
+    parser.add_argument("--ks", default=",".join(map(str, KS)), help="pair_k values measured")
+    parser.add_argument("--no-shortlists", action="store_true", help="skip the shortlist grid")
     args = parser.parse_args()
+    floors = tuple(None if f == "none" else float(f) for f in args.floors.split(","))
+    ks = tuple(int(k) for k in args.ks.split(","))
     pairs = [json.loads(line) for line in args.dataset.read_text().splitlines() if line.strip()]
     with tempfile.TemporaryDirectory() as data_dir:
         runtime, tenant_id, ids = _load(pairs, args.type, Path(data_dir))
         try:
-            _report(runtime, tenant_id, ids, pairs)
+            _report(runtime, tenant_id, ids, pairs, floors, ks, shortlists=not args.no_shortlists)
             if args.scale:
                 _time_at_scale(runtime, args.scale)
         finally:
@@ -171,7 +180,14 @@ def main() -> None:
 
 
 def _report(
-    runtime: Any, tenant_id: UUID, ids: dict[str, UUID], pairs: list[dict[str, Any]]
+    runtime: Any,
+    tenant_id: UUID,
+    ids: dict[str, UUID],
+    pairs: list[dict[str, Any]],
+    floors: tuple[float | None, ...] = FLOORS,
+    ks: tuple[int, ...] = KS,
+    *,
+    shortlists: bool = True,
 ) -> None:
     """Print the grid."""
     labels = sorted({p["label"] for p in pairs}, key=lambda label: label != "supersedes")
@@ -186,8 +202,8 @@ def _report(
     print("\nshare of labelled pairs that became candidate pairs (either orientation)")
     print(header)
     for fusion in ("cosine", "rrf"):
-        for floor in FLOORS:
-            for k in KS:
+        for floor in floors:
+            for k in ks:
                 settings = PassSettings(
                     pair_fusion=fusion,
                     pair_k=k,
@@ -197,6 +213,8 @@ def _report(
                 )
                 row = _measure(runtime, tenant_id, ids, pairs, labels, settings)
                 print(f"{fusion} | {k} | {floor} | {row}", flush=True)
+    if not shortlists:
+        return
     print("\nrrf: the cosine shortlist the full-text rank re-ranks (floor none)")
     print("shortlist | k | " + header.split(" | ", 3)[3])
     for shortlist in SHORTLISTS:

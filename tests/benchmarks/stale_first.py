@@ -22,8 +22,13 @@ Measured in the same run, on the same store: **today** (no marks, no floor:
 ``possible_supersessions`` false, ``min_similarity`` 0), **marks** (the marks, no floor) and
 **after** (marks and the default floor: what recall answers now). Then the caller
 settles each conflict it was shown (``POST /v1/memories/{id}/candidates/{other}/settle``,
-``supersedes`` when the dataset labels the pair so, ``both_stand`` otherwise), the
-drains run, and stale-first is measured again.
+``supersedes`` when the dataset labels the pair so, the later-dated statement kept;
+``both_stand`` otherwise): first those MCP ``remember`` showed it for each write (the
+same query, :func:`~palimpsest.projections.views.candidates.potential_contradictions`
+``to_judge``, recorded right after the write was indexed; settled once the figures
+above are measured, so that they are a caller's that judges nothing), then those
+recall shows it for the ``supersedes`` questions; the drains run, and stale-first is
+measured again.
 
 It also measures what the marks cost: recall's latency with and without them
 (p50 / p99, alternating, same questions), and the time to find the pairs of every
@@ -52,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from fastapi.testclient import TestClient
 
 from palimpsest.api.app import create_app
+from palimpsest.api.mcp.conflicts import MAX_CONFLICTS
 from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.commands.tokens import authenticate, create_tenant
 from palimpsest.projections.drains.revision import drain_revisions
@@ -63,6 +69,7 @@ from palimpsest.projections.recall.search import RecallQuery, recall
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.settings import DatabaseSettings
 from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views.candidates import potential_contradictions
 
 DATASET = Path(__file__).resolve().parents[3] / "shared/datasets/knowledge-updates/dev.jsonl"
 
@@ -213,32 +220,51 @@ class Run:
             p99 = values[min(len(values) - 1, round(0.99 * (len(values) - 1)))]
             print(f"  {setting.name}: {statistics.median(values):.1f} / {p99:.1f}")
 
-    def settle_what_is_shown(self, setting: Setting) -> None:
-        """Play the caller: settle each conflict recall shows for the ``supersedes``
-        questions as the labels say, then measure stale-first again."""
+    def settle(self, newer: UUID, older: UUID, outcomes: dict[str, int]) -> None:
+        """Settle the pair as the labels say: the later statement of a ``supersedes``
+        pair supersedes the other (whichever was written first), any other pair both
+        stand."""
         label = {(self.ids[p["older"]], self.ids[p["newer"]]): p["label"] for p in self.pairs}
+        keep, other, resolution = newer, older, "both_stand"
+        if label.get((older, newer)) == "supersedes":
+            resolution = "supersedes"
+        elif label.get((newer, older)) == "supersedes":
+            keep, other, resolution = older, newer, "supersedes"
+        answer = self.client.post(
+            f"/v1/memories/{keep}/candidates/{other}/settle",
+            json={"resolution": resolution, "reason": "the labels say so"},
+            headers=self.headers,
+        )
+        key = f"{resolution} {answer.status_code}"
+        outcomes[key] = outcomes.get(key, 0) + 1
+
+    def settle_what_is_shown(self, setting: Setting, shown: list[tuple[UUID, list[UUID]]]) -> None:
+        """Play the caller: settle each conflict ``remember`` showed it (``shown``: each
+        new memory's, in write order), then each one recall shows for the ``supersedes``
+        questions, as the labels say; then measure stale-first again."""
         supersedes = self.labelled("supersedes")
-        outcomes: dict[str, int] = {}
-        for question in sorted({q for q, _, _ in supersedes}):
-            for item in self.recalled(question, setting):
-                for newer in item.possibly_superseded_by:
-                    said = label.get((item.id, newer))
-                    resolution = "supersedes" if said == "supersedes" else "both_stand"
-                    answer = self.client.post(
-                        f"/v1/memories/{newer}/candidates/{item.id}/settle",
-                        json={"resolution": resolution, "reason": "the labels say so"},
-                        headers=self.headers,
-                    )
-                    key = f"{resolution} {answer.status_code}"
-                    outcomes[key] = outcomes.get(key, 0) + 1
+        at_write: dict[str, int] = {}
+        for new, conflicts in shown:
+            for other in conflicts:
+                self.settle(new, other, at_write)
             _catch_up(self.runtime)
         share = statistics.mean(
             _older_above([i.id for i in self.recalled(q, setting)], o, n) for q, o, n in supersedes
         )
         print(
-            f"\nafter the caller settled what it was shown (resolution and status: "
-            f"{outcomes}): stale-first {share:.1%}"
+            f"\nafter the caller settled what remember showed it (resolution and status: "
+            f"{at_write}): stale-first {share:.1%}"
         )
+        at_recall: dict[str, int] = {}
+        for question in sorted({q for q, _, _ in supersedes}):
+            for item in self.recalled(question, setting):
+                for newer in item.possibly_superseded_by:
+                    self.settle(newer, item.id, at_recall)
+            _catch_up(self.runtime)
+        share = statistics.mean(
+            _older_above([i.id for i in self.recalled(q, setting)], o, n) for q, o, n in supersedes
+        )
+        print(f"and then what recall showed it ({at_recall}): stale-first {share:.1%}")
 
 
 def main() -> None:
@@ -279,6 +305,8 @@ def main() -> None:
         with TestClient(create_app(ApiSettings(), runtime)) as client:
             ids: dict[str, UUID] = {}
             indexed_s = 0.0
+            tenant_id = authenticate(runtime.log, token).tenant_id
+            shown: list[tuple[UUID, list[UUID]]] = []
             for text in order:
                 written = client.post(
                     "/v1/memories",
@@ -289,6 +317,9 @@ def main() -> None:
                 ids[text] = UUID(written.json()["id"])
                 # As a serving process does: each write indexed before the next comes.
                 indexed_s += _catch_up(runtime)
+                shown.append(
+                    (ids[text], _shown(runtime, tenant_id, ids[text], written.json()["version_id"]))
+                )
             position = {text: i for i, text in enumerate(order)}
             backwards = sum(1 for p in pairs if position[p["older"]] > position[p["newer"]])
             print(
@@ -299,14 +330,52 @@ def main() -> None:
                 "near duplicates",
                 flush=True,
             )
-            tenant_id = authenticate(runtime.log, token).tenant_id
+            _print_shown(shown, pairs, ids)
             run = Run(runtime, client, headers, tenant_id, pairs, ids, args.k)
             run.compare(settings)
             if args.pair_rules:
                 _pair_rules(run)
             _pairing_cost(runtime, tenant_id, ids, args.type, indexed_s)
-            run.settle_what_is_shown(settings[-1])
+            run.settle_what_is_shown(settings[-1], shown)
         runtime.close()
+
+
+def _shown(runtime: Runtime, tenant_id: UUID, memory_id: UUID, version_id: str) -> list[UUID]:
+    """The existing memories MCP ``remember`` shows the caller for a new one, as
+    :func:`palimpsest.api.mcp.conflicts.describe_conflicts` lists them (the most
+    similar first, at most :data:`~palimpsest.api.mcp.conflicts.MAX_CONFLICTS`)."""
+    found = potential_contradictions(
+        runtime.log,
+        tenant_id,
+        memory_id,
+        UUID(version_id),
+        runtime.embedding.conflict_floor,
+        to_judge=True,
+    )
+    best = sorted(found.items, key=lambda c: (-c.similarity, str(c.memory_id)))
+    return [c.memory_id for c in best[:MAX_CONFLICTS]]
+
+
+def _print_shown(
+    shown: list[tuple[UUID, list[UUID]]], pairs: list[dict[str, Any]], ids: dict[str, UUID]
+) -> None:
+    """How many conflicts remember showed per write, and how many labelled pairs."""
+    told = {frozenset((new, other)) for new, conflicts in shown for other in conflicts}
+    counts = [len(conflicts) for _, conflicts in shown]
+    shares = []
+    for label in ("supersedes", "coexists", "unrelated"):
+        labelled = [
+            frozenset((ids[p["older"]], ids[p["newer"]])) in told
+            for p in pairs
+            if p["label"] == label
+        ]
+        if labelled:
+            shares.append(f"{label} {statistics.mean(labelled):.1%}")
+    print(
+        f"remember showed {statistics.mean(counts):.2f} conflicts per write "
+        f"(max {max(counts)}); of the labelled pairs: {', '.join(shares)}",
+        flush=True,
+    )
 
 
 def _marks_of(run: Run, older: UUID) -> set[UUID]:

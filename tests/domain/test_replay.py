@@ -18,6 +18,7 @@ from itertools import pairwise
 from typing import Any
 from uuid import UUID, uuid4
 
+import pytest
 from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import JSONTranscoder
@@ -188,6 +189,7 @@ def _build(ops_drawn: list[Op]) -> Memory:
     return memory
 
 
+@pytest.mark.slow
 def test_replay_in_any_split_rebuilds_the_same_memory_for_every_event_type() -> None:
     seen: Counter[str] = Counter()
 

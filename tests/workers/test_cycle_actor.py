@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import dramatiq
+import pytest
 from dramatiq.brokers.stub import StubBroker
 from fastapi.testclient import TestClient
 
@@ -29,6 +30,7 @@ class _Recording(ScheduledCycle):
         return result
 
 
+@pytest.mark.slow
 def test_a_hint_runs_each_enabled_tenants_cycle_once_per_slot(
     client: TestClient, runtime: Runtime, tenant: Tenant
 ) -> None:

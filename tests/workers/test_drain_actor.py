@@ -127,6 +127,7 @@ def _until(condition: Callable[[], bool], timeout_s: float = 120.0) -> bool:
     return condition()
 
 
+@pytest.mark.slow
 def test_killed_workers_and_lost_messages_delay_work_and_never_lose_it(
     runtime: Runtime, tenant: Tenant, redis_server: PrivateRedis
 ) -> None:

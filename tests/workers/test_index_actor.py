@@ -23,6 +23,7 @@ def _no_global_broker() -> Iterator[None]:
     dramatiq.set_broker(previous)
 
 
+@pytest.mark.slow
 def test_one_hint_indexes_everything_beyond_one_batch(
     runtime: Runtime, client: TestClient, tenant: Tenant
 ) -> None:

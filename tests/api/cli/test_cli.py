@@ -31,6 +31,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, out, err
 
 
+@pytest.mark.slow
 def test_tenant_and_token_create_print_tokens_that_authenticate(
     cli_env: None, client: TestClient, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -123,6 +123,7 @@ def test_an_invalid_secret_is_named_but_not_shown(
     assert err.count("\n") == 1 and "BROKER_URL" in err and "hunter2" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("variable", "value"),
     [

@@ -61,6 +61,7 @@ def _wait_healthy(port: int, process: subprocess.Popen[str]) -> None:
     pytest.fail("palimpsest serve did not become healthy within 60 s")
 
 
+@pytest.mark.slow
 def test_first_serve_bootstraps_a_tenant_and_a_second_serve_on_the_directory_is_refused(
     tmp_path: Path,
 ) -> None:
@@ -148,6 +149,7 @@ class _GatedEmbeddings(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.slow
 def test_serve_is_alive_at_once_and_ready_only_once_its_embedder_answers(
     tmp_path: Path,
 ) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx2
 import psutil
+import pytest
 
 from palimpsest.api.cli.exit_code import EXIT_USAGE
 from palimpsest.api.cli.serve import DRAIN_NICENESS
@@ -26,6 +27,7 @@ from tests.conftest import Tenant
 from tests.projections.drains.killing import drain_owners
 
 
+@pytest.mark.slow
 def test_the_drains_run_apart_are_started_again_when_killed_and_end_with_serve(
     runtime: Runtime, tenant: Tenant
 ) -> None:
@@ -69,6 +71,7 @@ def test_the_drains_run_apart_are_started_again_when_killed_and_end_with_serve(
             server.wait(30)
 
 
+@pytest.mark.slow
 def test_a_bad_setting_of_the_daily_jobs_stops_serve_before_any_drain_process(
     runtime: Runtime,
 ) -> None:
@@ -87,12 +90,14 @@ def test_a_bad_setting_of_the_daily_jobs_stops_serve_before_any_drain_process(
     assert drain_owners(runtime) == []
 
 
+@pytest.mark.slow
 def test_a_drain_process_setting_that_is_not_a_boolean_stops_serve_before_it_writes(
     tmp_path: Path,
 ) -> None:
     assert_setting_refused_before_writing(tmp_path / "store", "PALIMPSEST_DRAIN_PROCESS", "maybe")
 
 
+@pytest.mark.slow
 def test_the_http_processes_of_workers_n_see_whether_the_drain_process_runs(
     runtime: Runtime,
 ) -> None:

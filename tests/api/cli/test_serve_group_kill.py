@@ -18,7 +18,7 @@ import pytest
 
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.schema import EVENTS_TABLE
-from tests.conftest import Tenant
+from tests.conftest import Tenant, wait_until
 from tests.projections.drains.killing import database_url
 
 
@@ -26,14 +26,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _until(condition: Any, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting until {what}")
-        time.sleep(0.05)
 
 
 def _serve(runtime: Runtime, port: int) -> subprocess.Popen[str]:
@@ -54,7 +46,7 @@ def _serve(runtime: Runtime, port: int) -> subprocess.Popen[str]:
         except httpx2.TransportError:
             return False
 
-    _until(healthy, 90, "palimpsest serve is healthy")
+    wait_until(healthy, 90, "palimpsest serve is healthy")
     return process
 
 
@@ -68,6 +60,7 @@ def _waiting_on_lock(runtime: Runtime, table: str) -> bool:
     return bool(row and row[0])
 
 
+@pytest.mark.slow
 def test_a_kill_mid_group_loses_no_acknowledged_write_and_leaves_none_half_written(
     runtime: Runtime, tenant: Tenant, other_tenant: Tenant
 ) -> None:
@@ -101,7 +94,7 @@ def test_a_kill_mid_group_loses_no_acknowledged_write_and_leaves_none_half_writt
             # (three of each tenant), to be committed as one group.
             table_holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
             threads = [post("first", tenant)]
-            _until(lambda: _waiting_on_lock(runtime, EVENTS_TABLE), 30, "the first write waits")
+            wait_until(lambda: _waiting_on_lock(runtime, EVENTS_TABLE), 30, "the first write waits")
             threads += [post(f"a{i}", tenant) for i in range(3)]
             time.sleep(0.5)  # the first tenant's writes first in the group
             threads += [post(f"b{i}", other_tenant) for i in range(3)]
@@ -112,8 +105,8 @@ def test_a_kill_mid_group_loses_no_acknowledged_write_and_leaves_none_half_writt
                 (other_tenant.id,),
             )
             table_holder.commit()
-            _until(lambda: "first" in answers, 30, "the first write is answered")
-            _until(
+            wait_until(lambda: "first" in answers, 30, "the first write is answered")
+            wait_until(
                 lambda: _waiting_on_lock(runtime, "revision_tenants"), 30, "the group is mid-way"
             )
             # Mid-group: the first tenant's writes inserted, the transaction open.
@@ -140,7 +133,7 @@ def test_a_kill_mid_group_loses_no_acknowledged_write_and_leaves_none_half_writt
     # at all, each with both its events, and the acknowledged write is there. (A
     # write that got no answer may have happened, as with any database: a retry
     # with the same Idempotency-Key would replay it.)
-    _until(lambda: not _waiting_on_lock(runtime, "revision_tenants"), 30, "the group ends")
+    wait_until(lambda: not _waiting_on_lock(runtime, "revision_tenants"), 30, "the group ends")
     written = UUID(first.json()["id"])
     mine = _memories_in_log(runtime, tenant)
     assert mine.pop(written) == _BOTH

@@ -1,5 +1,6 @@
-"""``serve`` runs a lone connection's writes on its event loop (``palimpsest.api.worker_threads``),
-and never holds the loop for another transaction's lock."""
+"""``serve`` with ``PALIMPSEST_WRITES_ON_LOOP`` (off by default) runs a lone connection's
+writes on its event loop (``palimpsest.api.worker_threads``), and never holds the loop for
+another transaction's lock."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.schema import EVENTS_TABLE
@@ -20,6 +22,8 @@ from tests.api.cli.serving import (
 )
 from tests.conftest import Tenant
 from tests.projections.commands.test_group_commit import _waiting_on_lock
+
+_ON_LOOP = {"PALIMPSEST_WRITES_ON_LOOP": "true"}
 
 
 def _scraped(client: httpx2.Client) -> dict[str, float]:
@@ -47,10 +51,11 @@ def _note(client: httpx2.Client, content: str, kind: str = "note") -> Any:
     return written.json()
 
 
+@pytest.mark.slow
 def test_a_lone_connections_writes_run_on_the_loop_and_others_hop(
     runtime: Runtime, tenant: Tenant
 ) -> None:
-    server, base = start_serve(runtime)
+    server, base = start_serve(runtime, settings=_ON_LOOP)
     try:
         with httpx2.Client(base_url=base, headers=tenant.headers(), timeout=30) as lone:
             _alone(lone)
@@ -77,10 +82,11 @@ def test_a_lone_connections_writes_run_on_the_loop_and_others_hop(
         stop_serve(server)
 
 
+@pytest.mark.slow
 def test_a_write_that_would_wait_for_a_lock_leaves_the_loop_to_other_connections(
     runtime: Runtime, tenant: Tenant
 ) -> None:
-    server, base = start_serve(runtime)
+    server, base = start_serve(runtime, settings=_ON_LOOP)
     outcome: dict[str, Any] = {}
     schema = runtime.database.schema
     try:
@@ -118,6 +124,7 @@ def test_a_write_that_would_wait_for_a_lock_leaves_the_loop_to_other_connections
         stop_serve(server)
 
 
+@pytest.mark.slow
 def test_writes_stay_off_the_loop_when_the_setting_says_so(
     runtime: Runtime, tenant: Tenant
 ) -> None:
@@ -133,6 +140,7 @@ def test_writes_stay_off_the_loop_when_the_setting_says_so(
         stop_serve(server)
 
 
+@pytest.mark.slow
 def test_a_writes_on_loop_setting_that_is_not_a_boolean_stops_serve_before_it_writes(
     tmp_path: Path,
 ) -> None:

@@ -8,6 +8,7 @@ import signal
 import time
 
 import psutil
+import pytest
 
 from palimpsest.projections.runtime import Runtime
 from tests.api.cli.serving import published, start_serve, stop_serve, until
@@ -15,6 +16,7 @@ from tests.conftest import Tenant
 from tests.projections.drains.killing import drain_owners
 
 
+@pytest.mark.slow
 def test_two_workers_serve_one_drains_and_another_takes_over_when_it_is_killed(
     runtime: Runtime, tenant: Tenant
 ) -> None:

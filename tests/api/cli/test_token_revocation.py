@@ -9,6 +9,7 @@ import sys
 import time
 
 import httpx2
+import pytest
 from fastapi.testclient import TestClient
 
 from palimpsest.projections.commands.tokens import issue_token, revoke_token
@@ -35,6 +36,7 @@ def test_a_token_revoked_in_the_serving_process_is_refused_by_its_next_request(
     assert refused.json()["type"] == "urn:palimpsest:problem:unauthenticated"
 
 
+@pytest.mark.slow
 def test_a_token_revoked_from_the_command_line_is_refused_by_serve_within_the_bound(
     runtime: Runtime, tenant: Tenant
 ) -> None:

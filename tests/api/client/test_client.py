@@ -3,9 +3,6 @@ typed models, errors raise their problem's class, listings and the feed iterate.
 
 from __future__ import annotations
 
-import contextlib
-import io
-from pathlib import Path
 from uuid import UUID
 
 import pytest
@@ -55,10 +52,11 @@ from palimpsest.api.client.records import (
     RevisionStatusPublic,
 )
 from palimpsest.projections.runtime import Runtime
-from tests.api.client.conftest import drain_soon, served_with_drains
+from tests.api.client.conftest import drain_soon
 from tests.conftest import Tenant, drain_until_caught_up, index_until_caught_up
 
 
+@pytest.mark.slow
 def test_observations_and_memories_answer_typed_models(
     base_url: str, runtime: Runtime, tenant: Tenant
 ) -> None:
@@ -206,21 +204,6 @@ def test_errors_raise_the_class_of_their_problem_type(base_url: str, tenant: Ten
         with pytest.raises(ValidationError) as invalid:
             reader.list_memories(limit=0)
         assert invalid.value.errors[0]["pointer"] == "/query/limit"
-
-
-def test_the_readmes_quick_start_runs(
-    runtime: Runtime, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    snippet = readme.split("Or from Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
-    monkeypatch.setenv("PALIMPSEST_TOKEN", tenant.token("writer"))
-    printed = io.StringIO()
-    # Against a service whose drains run, as `palimpsest serve` runs them
-    with served_with_drains(runtime) as url, contextlib.redirect_stdout(printed):
-        exec(snippet.replace("http://127.0.0.1:8080", url), {})
-    belief, recalled = printed.getvalue().splitlines()
-    assert belief == "Prefers dark mode"
-    assert recalled.startswith("[('current', UUID(")  # recall found what it just wrote
 
 
 def test_recall_by_words_and_its_pages(base_url: str, runtime: Runtime, tenant: Tenant) -> None:

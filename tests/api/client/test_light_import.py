@@ -60,6 +60,7 @@ def _of_the_server(module: str) -> bool:
     return module.startswith("palimpsest.api.") and not module.startswith("palimpsest.api.client")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "statement",
     [

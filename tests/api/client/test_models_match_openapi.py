@@ -107,6 +107,7 @@ _ARGUMENTS: dict[str, Any] = {
     "other_id": _ID,
     "principal_id": "ann",
     "project": "infra",
+    "project_under": "infra",
     "proposal_id": _ID,
     "prune_below": 0.35,
     "query": "when do we deploy?",

@@ -15,7 +15,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx
 import pytest
+from fastapi.testclient import TestClient
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -34,6 +36,9 @@ SETTLE_WITHIN_S = 60.0
 process loads the embedding model); the scenarios poll, they assert no timing."""
 
 Call = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+THEME = {"query": "Which mode does the user prefer?"}
+"""Its words (mode, prefer) are in both memories: found by meaning and by words."""
 
 
 async def _until(call: Call, query: dict[str, Any], done: Callable[[dict[str, Any]], bool]) -> Any:
@@ -68,8 +73,7 @@ async def _told_of_the_conflict(call: Call, scope: str) -> tuple[str, dict[str, 
 async def _session(call: Call) -> dict[str, Any]:
     """Both scenarios, each in a scope of its own."""
     seen: dict[str, Any] = {}
-    # Its words (mode, prefer) are in both memories: found by meaning and by words.
-    theme = {"query": "Which mode does the user prefer?"}
+    theme = THEME
 
     # Settled: the new preference supersedes the old one.
     old, new = await _told_of_the_conflict(call, "settles")
@@ -112,13 +116,31 @@ def _check(seen: dict[str, Any]) -> None:
     settled = seen["settle"]
     assert settled["resolution"] == "supersedes" and settled["edge_id"] is not None
     assert _ids(seen["settled_recall"]) == [new["memory_id"]]  # only the new preference
+    assert seen["settled_recall"]["caught_up"] is True  # the agent's writes were searched
 
     old, new = seen["left_told"]
     left = {i["id"]: i for i in seen["left_recall"]["items"]}
     assert set(left) == {old, new["memory_id"]}
-    # The older one is marked as possibly superseded by the newer (recall's marking).
+    # The older one is marked as possibly superseded by the newer (recall's marking),
+    # and ranks below it, whatever their similarity to the question.
     assert left[old]["possibly_superseded_by"] == [new["memory_id"]]
     assert left[new["memory_id"]]["possibly_superseded_by"] == []
+    assert _ids(seen["left_recall"]) == [new["memory_id"], old]
+    assert seen["left_recall"]["caught_up"] is True
+
+
+def _same_as_http(seen: dict[str, Any], http: TestClient | httpx.Client, token: str) -> None:
+    """The HTTP API's recall of the same question answers the same memories, marks and
+    order as the MCP recall did (one search, one marking, whichever door)."""
+    answer = http.post(
+        "/v1/recall",
+        json={**THEME, "scope": "leaves"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert answer.status_code == 200, answer.text
+    over_http = [(i["id"], i["possibly_superseded_by"]) for i in answer.json()["items"]]
+    over_mcp = [(i["id"], i["possibly_superseded_by"]) for i in seen["left_recall"]["items"]]
+    assert [(i, [str(n) for n in m]) for i, m in over_http] == over_mcp
 
 
 @asynccontextmanager
@@ -155,12 +177,17 @@ def test_an_agent_settles_a_conflict_over_http(
         app = create_app(ApiSettings(), runtime, wake=drains.wake)
         with live_server(app) as base:
             seen = asyncio.run(scenario(base + "/mcp"))
+            with httpx.Client(base_url=base) as http:
+                _same_as_http(seen, http, token)
     finally:
         drains.stop()
     _check(seen)
 
 
-def test_an_agent_settles_a_conflict_over_stdio(test_database: RunDatabase, tenant: Tenant) -> None:
+@pytest.mark.slow
+def test_an_agent_settles_a_conflict_over_stdio(
+    test_database: RunDatabase, tenant: Tenant, client: TestClient
+) -> None:
     # Given `palimpsest mcp` as a desktop client starts it, with the real model: its
     # own drains embed what it remembers.
     params = StdioServerParameters(
@@ -175,7 +202,59 @@ def test_an_agent_settles_a_conflict_over_stdio(test_database: RunDatabase, tena
     )
 
     async def scenario() -> dict[str, Any]:
-        async with Client(params) as client:
-            return await _session(_caller(client))
+        async with Client(params) as agent:
+            return await _session(_caller(agent))
 
-    _check(asyncio.run(scenario()))
+    seen = asyncio.run(scenario())
+    _check(seen)
+    _same_as_http(seen, client, tenant.token("writer"))
+
+
+CAT_THEN = (
+    "I've had Luna for about 6 months now, and I've been meaning to get her microchipped "
+    "for a while. I've heard horror stories about pets getting lost, and I don't want to "
+    "take any chances. I've already scheduled an appointment for next Friday to get it done."
+)
+CAT_NOW = (
+    "I've had my cat, Luna, for about 9 months now, and I've been trying to keep her active "
+    "and engaged. I've set up her cat tree, and she loves climbing up and down it. I've also "
+    "been rotating her toys every week to keep things fresh for her. Do you think the "
+    "interactive toys you recommended would be a good addition to her playtime routine?"
+)
+"""An update of the knowledge-updates development split: the new statement replaces the
+old one's months, yet the two are 0.37 similar, below the conflict floor (long turns
+dilute their similarity)."""
+
+
+def test_an_agent_is_told_of_an_update_below_the_conflict_floor(
+    runtime: Runtime, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a service with its drains running, and the agent's first statement readable
+    monkeypatch.setenv("PALIMPSEST_MCP_CONFLICT_WAIT_S", "30")
+    token = tenant.token("writer")
+    drains = DrainLoop(runtime.log, sweep_s=0.5, embedder=runtime.embedder)
+    drains.start()
+
+    async def scenario(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        async with _over_http(url, token) as client:
+            call = _caller(client)
+            old = await call("remember", {"content": CAT_THEN, "type": "fact", "scope": "cat"})
+            query = {"query": "Luna", "scope": "cat"}
+            await _until(call, query, lambda a: old["memory_id"] in _ids(a))
+            # When it remembers the update
+            new = await call("remember", {"content": CAT_NOW, "type": "fact", "scope": "cat"})
+            return old, new
+
+    try:
+        app = create_app(ApiSettings(), runtime, wake=drains.wake)
+        with live_server(app) as base:
+            old, new = asyncio.run(scenario(base + "/mcp"))
+    finally:
+        drains.stop()
+
+    # Then remember puts the old statement to it, though it is below the floor
+    assert new["conflicts_status"] == "ready", new
+    [conflict] = new["potential_conflicts"]
+    assert conflict["memory_id"] == old["memory_id"] and conflict["content"] == CAT_THEN
+    assert conflict["similarity"] < runtime.embedding.conflict_floor
+    assert "settle" in new["next_step"]

@@ -33,6 +33,7 @@ def mcp_env(test_database: RunDatabase) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_the_sdk_client_talks_to_it(mcp_env: dict[str, str], tenant: Tenant) -> None:
     params = StdioServerParameters(
         command=COMMAND[0],
@@ -60,6 +61,7 @@ def test_the_sdk_client_talks_to_it(mcp_env: dict[str, str], tenant: Tenant) -> 
     assert found["refused"].is_error  # the reason is required
 
 
+@pytest.mark.slow
 def test_stdout_carries_the_protocol_and_nothing_else(
     mcp_env: dict[str, str], tenant: Tenant
 ) -> None:

@@ -18,10 +18,9 @@ from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.brief_waits import WouldWaitError, brief_limit, briefly
 from palimpsest.projections.store.eventlog import GROUPS_AHEAD, GroupCommit
 from palimpsest.projections.store.schema import EVENTS_TABLE
-from tests.conftest import RunDatabase, Tenant, count_events, fact_spec, library_writer
+from tests.conftest import RunDatabase, Tenant, count_events, fact_spec, library_writer, wait_until
 from tests.projections.commands.test_group_commit import (
     _started,
-    _until,
     _waiting_on_lock,
 )
 
@@ -50,7 +49,7 @@ def test_a_brief_write_gives_up_on_a_held_lock_in_its_time_and_writes_nothing(
             "patient",
             lambda: writer.write(caller, [fact_spec("waited for the lock")], batch=False),
         )
-        _until(lambda: _waiting_on_lock(runtime), 10, "the patient write waits for the table")
+        wait_until(lambda: _waiting_on_lock(runtime), 10, "the patient write waits for the table")
         time.sleep(0.3)  # longer than any brief limit here
         assert "patient" not in outcomes
         holder.commit()
@@ -78,7 +77,7 @@ def test_a_brief_write_never_joins_a_group_under_way(
         leader = _started(
             outcomes, "leader", lambda: writer.write(caller, [fact_spec("leads")], batch=False)
         )
-        _until(lambda: _waiting_on_lock(runtime), 10, "the leader waits for the table")
+        wait_until(lambda: _waiting_on_lock(runtime), 10, "the leader waits for the table")
 
         started = time.monotonic()
         with briefly(5.0), pytest.raises(WouldWaitError):
@@ -93,6 +92,7 @@ def test_a_brief_write_never_joins_a_group_under_way(
     assert count_events(runtime, tenant, "MemoryCreated") == created + 1
 
 
+@pytest.mark.slow
 def test_a_brief_leader_commits_alone_and_the_writes_queued_behind_it_still_commit(
     runtime: Runtime, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,16 +115,16 @@ def test_a_brief_leader_commits_alone_and_the_writes_queued_behind_it_still_comm
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         with _window(group, 30.0), group.building():  # a write being built: a group waits
             threads = [_started(outcomes, "brief", brief_write)]
-            _until(lambda: _waiting_on_lock(runtime), 10, "the brief write leads, at once")
+            wait_until(lambda: _waiting_on_lock(runtime), 10, "the brief write leads, at once")
             threads += [
                 _started(outcomes, name, partial(writer.write, caller, [spec], batch=False))
                 for name, spec in (("a", fact_spec("queued a")), ("b", fact_spec("queued b")))
             ]
-            _until(lambda: group.queued == 2, 10, "two writes queue behind the brief one")
-            _until(lambda: "brief" in outcomes, 10, "the brief write gives up")
+            wait_until(lambda: group.queued == 2, 10, "two writes queue behind the brief one")
+            wait_until(lambda: "brief" in outcomes, 10, "the brief write gives up")
         # The next group has the lock's whole wait, not the brief one's (with its,
         # three attempts would have failed by now).
-        _until(lambda: _waiting_on_lock(runtime), 10, "the next group waits for the table")
+        wait_until(lambda: _waiting_on_lock(runtime), 10, "the next group waits for the table")
         time.sleep(3.0)
         assert set(outcomes) == {"brief"}
         holder.commit()

@@ -74,6 +74,7 @@ def _race(*actions: Callable[[], Any]) -> list[BaseException]:
     return raised
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("removal", ["retract", "erase"])
 @pytest.mark.parametrize("citation", ["new memory", "new version"])
 def test_no_citation_survives_a_concurrent_retraction_or_erasure(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +33,7 @@ from tests.conftest import (
     fact_spec,
     library_writer,
     logged_version,
+    wait_until,
     waiting_for_the_events_table,
 )
 
@@ -44,14 +44,6 @@ def _groups_keep_the_lead(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> 
     queue for one group: each group keeps the lead until it is answered. Groups sent
     ahead (the default) are ``test_groups_ahead.py``'s."""
     monkeypatch.setattr(runtime.log.group, "ahead", 0)
-
-
-def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting until {what}")
-        time.sleep(0.01)
 
 
 def _waiting_on_lock(runtime: Runtime) -> bool:
@@ -104,7 +96,7 @@ def test_a_group_commits_together_and_an_invalid_or_refused_write_fails_alone(
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
 
         threads = [write("first", fact_spec("The first write"))]
-        _until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
+        wait_until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
         key = f"key-{uuid.uuid4()}"
         threads += [write(f"valid{i}", fact_spec(f"Valid neighbour {i}")) for i in range(4)]
         threads += [
@@ -120,10 +112,10 @@ def test_a_group_commits_together_and_an_invalid_or_refused_write_fails_alone(
             ),
             write("invalid", VersionSpec(uuid.uuid4(), "No such memory", (), None, 1.0)),
         ]
-        _until(lambda: group.queued == 8, 20, f"eight writes queue: {group.queued} {outcomes}")
+        wait_until(lambda: group.queued == 8, 20, f"eight writes queue: {group.queued} {outcomes}")
         # Refused before it could join: answered while nothing can commit (its thread
         # may answer after the others queued, on a busy machine).
-        _until(lambda: "invalid" in outcomes, 20, f"the invalid write is refused: {outcomes}")
+        wait_until(lambda: "invalid" in outcomes, 20, f"the invalid write is refused: {outcomes}")
         assert group.queued == 8
         holder.commit()
     for thread in threads:
@@ -183,9 +175,9 @@ def test_a_group_of_several_tenants_commits_as_one_write_each_with_its_own_answe
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         threads = [write("first", callers[0])]
-        _until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
+        wait_until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
         threads += [write(f"w{i}", callers[i % 2]) for i in range(6)]
-        _until(lambda: group.queued == 6, 20, "six writes queue for the next group")
+        wait_until(lambda: group.queued == 6, 20, "six writes queue for the next group")
         holder.commit()
     for thread in threads:
         thread.join(30)
@@ -244,11 +236,11 @@ def test_a_citation_and_the_retraction_of_its_observation_never_commit_as_one_gr
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         threads = [write("first", fact_spec("The first write"))]
-        _until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
+        wait_until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
         threads.append(write(first_queued, specs[first_queued]))
-        _until(lambda: group.queued == 1, 20, f"the {first_queued} queues")
+        wait_until(lambda: group.queued == 1, 20, f"the {first_queued} queues")
         threads.append(write(second_queued, specs[second_queued]))
-        _until(lambda: group.queued == 2, 20, f"the {second_queued} queues after it")
+        wait_until(lambda: group.queued == 2, 20, f"the {second_queued} queues after it")
         holder.commit()
     for thread in threads:
         thread.join(30)
@@ -304,12 +296,12 @@ def test_a_write_built_on_a_version_this_process_committed_since_is_refused_befo
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         threads = [write("first", VersionSpec(revised, "5 minutes", (), None, 1.0))]
-        _until(lambda: _waiting_on_lock(runtime), 10, "the first version waits for the table")
+        wait_until(lambda: _waiting_on_lock(runtime), 10, "the first version waits for the table")
         threads.append(write("stale", VersionSpec(revised, "6 minutes", (), None, 1.0)))
         if neighbour:
             threads.append(write("neighbour", fact_spec("Another memory")))
         queued = 2 if neighbour else 1
-        _until(lambda: group.queued == queued, 20, "the writes queue for the next group")
+        wait_until(lambda: group.queued == queued, 20, "the writes queue for the next group")
         holder.commit()
     for thread in threads:
         thread.join(30)
@@ -350,15 +342,15 @@ def test_a_write_interrupted_while_it_waits_is_not_written_and_strands_no_one(
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         threads = [write("first")]
-        _until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
+        wait_until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
 
         def interrupt_when_queued() -> None:
             try:
-                _until(
+                wait_until(
                     lambda: group.leading and group.queued == 1, 20, "the interrupted write waits"
                 )
                 threads.append(write("after"))
-                _until(lambda: group.queued == 2, 20, "a write queues after it")
+                wait_until(lambda: group.queued == 2, 20, "a write queues after it")
             finally:  # whatever happened, the main thread is not left waiting
                 assert main is not None
                 signal.pthread_kill(main, signal.SIGINT)
@@ -368,7 +360,7 @@ def test_a_write_interrupted_while_it_waits_is_not_written_and_strands_no_one(
         with pytest.raises(KeyboardInterrupt):
             writer.write(caller, [fact_spec("written by the interrupted")], batch=False)
         interrupter.join(30)
-        _until(lambda: group.leading and group.queued == 1, 10, "the next write waits to lead")
+        wait_until(lambda: group.leading and group.queued == 1, 10, "the next write waits to lead")
         holder.commit()
     for thread in threads:
         thread.join(30)
@@ -414,12 +406,12 @@ def test_a_group_holds_the_events_table_lock_for_its_whole_transaction(
         # for one group, one of them revising a memory whose revision row is held.
         table_holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         threads = [write("first", fact_spec("The first write"))]
-        _until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
+        wait_until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
         threads += [
             write("revision", VersionSpec(uuid.UUID(revised), "It takes 8", (), None, 1.0)),
             write("new", fact_spec("A new fact")),
         ]
-        _until(lambda: group.queued == 2, 20, f"two writes queue: {group.queued} {outcomes}")
+        wait_until(lambda: group.queued == 2, 20, f"two writes queue: {group.queued} {outcomes}")
         row_holder.execute(
             f'SELECT 1 FROM "{schema}".revisions WHERE memory_id = %s FOR UPDATE', (revised,)
         )
@@ -427,7 +419,7 @@ def test_a_group_holds_the_events_table_lock_for_its_whole_transaction(
         assert blocker is not None
         table_holder.commit()
         # When the group's transaction stops at the held row, it holds the table.
-        _until(
+        wait_until(
             lambda: _holding_the_table_while_blocked(runtime, blocker[0]),
             20,
             f"the group holds the table while it waits: {outcomes}",
@@ -468,7 +460,7 @@ def test_large_content_is_stored_before_the_events_table_lock(
         thread = _started(
             outcomes, "write", lambda: writer.write(caller, [fact_spec(content)], batch=False)
         )
-        _until(lambda: _waiting_on_lock(runtime), 10, "the write waits for the table")
+        wait_until(lambda: _waiting_on_lock(runtime), 10, "the write waits for the table")
         assert bool(_lock_holder_rows(runtime, "payloads")) == before_the_lock
         holder.commit()
     thread.join(30)

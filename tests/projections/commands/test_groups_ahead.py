@@ -22,10 +22,11 @@ from tests.conftest import (
     library_writer,
     logged_position,
     logged_version,
+    wait_until,
     waiting_for_the_events_table,
 )
 from tests.projections.commands.test_brief_writes import _window
-from tests.projections.commands.test_group_commit import _started, _until
+from tests.projections.commands.test_group_commit import _started
 
 
 def _waiting(runtime: Runtime, count: int) -> Callable[[], bool]:
@@ -55,11 +56,11 @@ def test_groups_are_sent_ahead_up_to_the_bound_and_each_write_gets_its_own_posit
         threads = []
         for i in range(GROUPS_AHEAD):
             threads.append(write(f"ahead{i}"))
-            _until(_waiting(runtime, i + 1), 10, f"write {i} is sent and waits for the table")
+            wait_until(_waiting(runtime, i + 1), 10, f"write {i} is sent and waits for the table")
         # Beyond the bound, the writes queue here for one group, led by the first.
         threads += [write(f"queued{i}") for i in range(4)]
-        _until(lambda: group.queued == 4, 10, f"four writes queue: {group.queued} {outcomes}")
-        time.sleep(0.3)
+        wait_until(lambda: group.queued == 4, 10, f"four writes queue: {group.queued} {outcomes}")
+        time.sleep(0.3)  # a window in which a fifth write, wrongly sent, would reach the table
         assert waiting_for_the_events_table(runtime) == GROUPS_AHEAD
         assert outcomes == {}  # nothing is answered before it commits
         holder.commit()
@@ -97,17 +98,20 @@ def test_a_write_of_what_a_group_ahead_writes_waits_for_it_then_commits_after_it
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         threads = [write("first", VersionSpec(revised, "5 minutes", (), None, 1.0))]
-        _until(lambda: waiting_for_the_events_table(runtime) == 1, 10, "the first version is sent")
+        wait_until(
+            lambda: waiting_for_the_events_table(runtime) == 1, 10, "the first version is sent"
+        )
         # Built from the same version as the first: it leads the next group, and
         # waits for the first to be answered instead of being sent behind it ...
         threads.append(write("second", VersionSpec(revised, "6 minutes", (), None, 1.0)))
-        _until(lambda: group.leading, 10, "the second leads")
+        wait_until(lambda: group.leading, 10, "the second leads")
+        # a window in which the second, wrongly sent behind the first, would wait too
         time.sleep(0.3)
         assert group.leading and waiting_for_the_events_table(runtime) == 1
         # ... with the lead: a write of another memory queues behind it.
         threads.append(write("neighbour", fact_spec("Another memory")))
-        _until(lambda: group.queued == 1, 10, "the neighbour queues behind the second")
-        time.sleep(0.3)
+        wait_until(lambda: group.queued == 1, 10, "the neighbour queues behind the second")
+        time.sleep(0.3)  # a window in which the neighbour, wrongly sent, would wait too
         assert waiting_for_the_events_table(runtime) == 1
         assert outcomes == {}
         holder.commit()
@@ -142,16 +146,16 @@ def test_a_group_storing_what_a_group_ahead_stores_waits_for_it_instead_of_deadl
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         threads = [write("small", words)]  # stored under the lock, once it has it
-        _until(_waiting(runtime, 1), 10, "the first write is sent")
+        wait_until(_waiting(runtime, 1), 10, "the first write is sent")
         # The twin leads the next group and waits for a write being built: the
         # large one, which joins it.
         with _window(group, 3.0), group.building():
             threads.append(write("twin", words))
-            _until(lambda: group.leading, 10, "the twin leads the next group")
+            wait_until(lambda: group.leading, 10, "the twin leads the next group")
             threads.append(write("large", "x" * (PAYLOADS_UNDER_LOCK_BYTES + 1)))
-            _until(lambda: group.queued == 2, 10, "the large write queues with it")
-        _until(lambda: group.queued == 0, 10, "the twin takes both into its group")
-        time.sleep(0.3)
+            wait_until(lambda: group.queued == 2, 10, "the large write queues with it")
+        wait_until(lambda: group.queued == 0, 10, "the twin takes both into its group")
+        time.sleep(0.3)  # a window in which a write, wrongly sent, would reach the table
         assert group.leading and waiting_for_the_events_table(runtime) == 1
         holder.commit()
         released = time.monotonic()

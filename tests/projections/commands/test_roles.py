@@ -14,7 +14,7 @@ from palimpsest.domain.role import ROLES
 from palimpsest.projections.commands.caller import Caller
 from palimpsest.projections.commands.consolidation import MergeSpec, ProposeMergeSpec, ReflectSpec
 from palimpsest.projections.commands.contributions import ContributionSpec
-from palimpsest.projections.commands.cycle import CycleSpec
+from palimpsest.projections.commands.cycle import CycleConsolidatedSpec, CycleSpec
 from palimpsest.projections.commands.forgetting_policy import ForgettingPolicySpec
 from palimpsest.projections.commands.judgment import JudgmentSpec
 from palimpsest.projections.commands.memory import EdgeRetractSpec
@@ -63,6 +63,7 @@ EXAMPLES: list[WriteSpec] = [
     ReflectSpec(((_SOME_ID, _SOME_ID),), "an insight", "model", _SOME_ID),
     ForgettingPolicySpec({"enabled": True}),
     CycleSpec(_SOME_ID, datetime(2026, 1, 1, tzinfo=UTC), 0, {}, {}, [], (), (), ()),
+    CycleConsolidatedSpec(_SOME_ID, {}),
 ]
 
 BELOW: dict[str, tuple[str, ...]] = {

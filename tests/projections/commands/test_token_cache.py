@@ -29,6 +29,7 @@ def test_a_token_revoked_by_this_process_stops_working_at_once(
         authenticate(runtime.log, issued.token, max_age_s=60)
 
 
+@pytest.mark.slow
 def test_a_token_revoked_by_another_process_stops_working_within_the_bound(
     runtime: Runtime, tenant: Tenant, test_database: RunDatabase
 ) -> None:

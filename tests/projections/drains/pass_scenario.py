@@ -203,14 +203,16 @@ def _writer(runtime: Runtime, clock: datetime) -> Writer:
 def pass_at(
     runtime: Runtime, tenant_id: UUID, judge: Judge, proposals: ProposalSettings, now: datetime
 ) -> PassReport:
-    """Run the forgetting pass over the tenant at ``now``, default candidate settings."""
+    """Run the forgetting pass over the tenant at ``now``, default candidate settings but
+    no pair floor: the recordings were made before the floor (0.25), and its pairs
+    below it would be sent no more, so the requests would no longer match them."""
     return run_pass(
         runtime.log,
         _writer(runtime, now),
         tenant_id,
         judge,
         now=now,
-        candidates=PassSettings(),
+        candidates=PassSettings(pair_floor=None),
         proposals=proposals,
         model_id=runtime.embedder.model_id,
     )

@@ -323,6 +323,7 @@ def test_a_cycle_killed_mid_write_leaves_nothing_and_the_next_run_completes(
     assert recorded["faded"] == report.faded and recorded["proposals"] == report.proposals
 
 
+@pytest.mark.slow
 def test_the_schedule_runs_an_enabled_tenant_once_per_slot(
     client: TestClient, runtime: Runtime, tenant: Tenant, other_tenant: Tenant
 ) -> None:

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from palimpsest.projections.commands.tokens import authenticate
 from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer
 from palimpsest.projections.runtime import Runtime
-from tests.conftest import Tenant
+from tests.conftest import Tenant, wait_until
 from tests.projections.drains.killing import drain_owners, drain_process
 
 _CONTEND = """
@@ -27,14 +26,6 @@ election.start()
 while True:
     time.sleep(1)
 """
-
-
-def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting until {what}")
-        time.sleep(0.05)
 
 
 def _published(runtime: Runtime, tenant: Tenant) -> bool:
@@ -59,6 +50,7 @@ def _write_note(runtime: Runtime, tenant: Tenant, content: str) -> None:
     writer.write(caller, [spec], batch=False)
 
 
+@pytest.mark.slow
 def test_one_process_drains_and_another_takes_over_when_it_is_killed(
     runtime: Runtime, tenant: Tenant
 ) -> None:
@@ -66,7 +58,7 @@ def test_one_process_drains_and_another_takes_over_when_it_is_killed(
     try:
         processes = [drain_process(runtime, _CONTEND) for _ in range(3)]
         pids = {p.pid for p in processes}
-        _until(lambda: len(drain_owners(runtime)) == 1, 60, "one process drains")
+        wait_until(lambda: len(drain_owners(runtime)) == 1, 60, "one process drains")
         for _ in range(10):  # and only one, for a while
             assert len(drain_owners(runtime)) == 1
             time.sleep(0.05)
@@ -74,7 +66,7 @@ def test_one_process_drains_and_another_takes_over_when_it_is_killed(
         assert owner in pids
 
         os.killpg(owner, signal.SIGKILL)
-        _until(
+        wait_until(
             lambda: len(owners := drain_owners(runtime)) == 1 and owners[0] != owner,
             30,
             "another process drains",
@@ -83,7 +75,7 @@ def test_one_process_drains_and_another_takes_over_when_it_is_killed(
 
         # The new owner drains: a write is published without anyone draining here.
         _write_note(runtime, tenant, "drained elsewhere")
-        _until(lambda: _published(runtime, tenant), 30, "the write is published")
+        wait_until(lambda: _published(runtime, tenant), 30, "the write is published")
     finally:
         for process in processes:
             if process.poll() is None:
@@ -101,6 +93,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_a_write_in_another_process_wakes_the_drains_as_it_commits(
     runtime: Runtime, tenant: Tenant
 ) -> None:
@@ -108,11 +101,11 @@ def test_a_write_in_another_process_wakes_the_drains_as_it_commits(
     # every 30 s: only the NOTIFY of a write can make it publish one soon.
     process = drain_process(runtime, _CONTEND_SLOWLY)
     try:
-        _until(lambda: drain_owners(runtime) == [process.pid], 60, "the process drains")
+        wait_until(lambda: drain_owners(runtime) == [process.pid], 60, "the process drains")
         time.sleep(1)  # it LISTENs right after taking the lock
         _write_note(runtime, tenant, "published at once")
         # Published within seconds, not when the listener next stops listening (30 s).
-        _until(lambda: _published(runtime, tenant), 10, "the write is published")
+        wait_until(lambda: _published(runtime, tenant), 10, "the write is published")
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

@@ -194,6 +194,7 @@ def test_concurrent_reservations_never_pass_the_cap(tenant: Tenant, runtime: Run
     assert usage_on(runtime.log, tenant.id, day) == (5, 335)
 
 
+@pytest.mark.slow
 def test_the_schedule_claims_each_day_once_and_is_a_no_op_when_off(
     runtime: Runtime, tenant: Tenant, silent_judge: RefusingEndpoint, monkeypatch: Any
 ) -> None:
@@ -219,13 +220,14 @@ def test_the_schedule_claims_each_day_once_and_is_a_no_op_when_off(
     assert claim_day(runtime.log, date(2026, 10, 27), now=later, lease=lease) == "held"
 
 
-def test_the_one_shot_exits_0_without_reading_anything_when_off(
-    capsys: pytest.CaptureFixture[str], monkeypatch: Any
+def test_the_one_shot_says_the_service_runs_no_pass_and_exits_0(
+    runtime: Runtime, tenant: Tenant, capsys: pytest.CaptureFixture[str], monkeypatch: Any
 ) -> None:
-    monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")
     monkeypatch.delenv("PALIMPSEST_FORGETTING_PASS_ENABLED", raising=False)
-    assert main(["forgetting-pass", "--url", "http://127.0.0.1:1"]) == 0
-    assert "the pass is off" in capsys.readouterr().err
+    monkeypatch.setenv("PALIMPSEST_TOKEN", tenant.admin.token)
+    with live_server(create_app(ApiSettings(), runtime)) as base:
+        assert main(["forgetting-pass", "--url", base]) == 0
+    assert "PALIMPSEST_FORGETTING_PASS_ENABLED" in capsys.readouterr().err
 
 
 def test_a_deployment_without_a_pass_answers_409_and_judges_nothing(

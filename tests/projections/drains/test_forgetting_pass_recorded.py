@@ -165,7 +165,11 @@ def run(client: TestClient, runtime: Runtime) -> Iterator[Run]:
         def one_pass(number: int, now: datetime) -> None:
             model_id = runtime.embedder.model_id
             found = select_candidates(
-                runtime.log, tenant.id, now=now, settings=PassSettings(), model_id=model_id
+                runtime.log,
+                tenant.id,
+                now=now,
+                settings=PassSettings(pair_floor=None),
+                model_id=model_id,
             )
             result.items[number] = judge_items(runtime.log, tenant.id, found)
             result.versions[number] = _versions(client, tenant, ids)

@@ -86,6 +86,7 @@ def _failing(runtime: Runtime, table: str, when: str = "true") -> Iterator[None]
             conn.execute(f"DROP FUNCTION {schema}.injected_failure()".encode())
 
 
+@pytest.mark.slow
 def test_a_pass_killed_mid_run_is_run_again_once_its_lease_is_over(
     client: TestClient, tenant: Tenant, runtime: Runtime, judge: RefusingEndpoint
 ) -> None:
@@ -145,6 +146,7 @@ def test_a_database_error_at_the_claim_leaves_the_day_to_the_next_run(
     assert scheduled(at + timedelta(minutes=2)) is None
 
 
+@pytest.mark.slow
 def test_a_database_error_during_the_pass_leaves_the_day_unfinished(
     client: TestClient, tenant: Tenant, runtime: Runtime, judge: RefusingEndpoint, caplog: Any
 ) -> None:

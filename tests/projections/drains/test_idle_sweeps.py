@@ -127,6 +127,7 @@ def _public_sweep(runtime: Runtime) -> None:
     drain_revisions(runtime.log)
 
 
+@pytest.mark.slow
 def test_an_idle_sweep_costs_the_same_with_few_tenants_and_many(
     store: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -61,6 +61,7 @@ def _version_of(runtime: Runtime, tenant_id: UUID, memory_id: UUID) -> str | Non
     return str(belief.belief["current_version_id"])
 
 
+@pytest.mark.slow
 def test_a_crash_after_a_publish_loses_no_acknowledged_write_and_serves_nothing_stale(
     own_runtime: Runtime,
 ) -> None:

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -323,6 +324,7 @@ class WatermarkMachine(RuleBasedStateMachine):
         return int(row[0]) if row and row[0] is not None else 0
 
 
+@pytest.mark.slow
 def test_current_reads_always_equal_the_projection_of_the_log(runtime: Runtime) -> None:
     WatermarkMachine.runtime = runtime
     WatermarkMachine.reached = Counter()

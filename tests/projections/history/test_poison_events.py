@@ -47,6 +47,7 @@ def _read(client: TestClient, tenant: Tenant, memory_id: str, **params: Any) -> 
     return response.json()
 
 
+@pytest.mark.slow
 def test_a_nul_in_a_logged_reason_is_replaced_and_the_memory_becomes_current(
     client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:
@@ -83,6 +84,7 @@ def test_a_nul_in_a_logged_reason_is_replaced_and_the_memory_becomes_current(
     assert line["belief"]["labels"]["archived"]["reason"] == f"ok{REPLACEMENT}x"
 
 
+@pytest.mark.slow
 def test_a_nul_in_a_logged_scope_and_model_id_is_stored_replaced(
     client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:
@@ -179,6 +181,7 @@ def test_an_unprojectable_memory_is_quarantined_and_everything_else_drains(
     assert _read(client, tenant, poisoned["id"])["status"] == "unprojectable"
 
 
+@pytest.mark.slow
 def test_verify_reports_an_unprojectable_memory_and_rebuild_quarantines_it(
     client: TestClient,
     tenant: Tenant,

@@ -124,6 +124,7 @@ def _reflection(client: TestClient, tenant: Tenant) -> str:
     return str(sources[0]["id"])
 
 
+@pytest.mark.slow
 def test_verify_finds_nothing_on_a_store_built_by_live_writes(
     client: TestClient, tenant: Tenant, other_tenant: Tenant, runtime: Runtime
 ) -> None:
@@ -255,6 +256,7 @@ def _mutate_once(
     )
 
 
+@pytest.mark.slow
 def test_verify_catches_every_single_row_or_field_mutation(
     client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:
@@ -292,6 +294,7 @@ def test_verify_catches_every_single_row_or_field_mutation(
     assert set(caught) == {t.name for t in TABLES}  # every table was mutated
 
 
+@pytest.mark.slow
 def test_verify_and_rebuild_from_the_command_line(
     client: TestClient,
     tenant: Tenant,
@@ -381,6 +384,7 @@ def _read_until(
                 failures.append(f"stale: {m} served {current}, knew {versions[m][known - 1]}")
 
 
+@pytest.mark.slow
 def test_rebuild_under_load_serves_no_error_and_no_stale_content(
     client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:
@@ -435,6 +439,7 @@ def test_rebuild_under_load_serves_no_error_and_no_stale_content(
     assert verify(runtime.database).divergences == []
 
 
+@pytest.mark.slow
 def test_an_interrupted_rebuild_leaves_the_live_read_models_and_no_shadows(
     client: TestClient,
     tenant: Tenant,
@@ -511,6 +516,7 @@ def _schema_shape(runtime: Runtime) -> dict[str, Any]:
         }
 
 
+@pytest.mark.slow
 def test_rebuild_leaves_the_schema_exactly_as_it_was(
     client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:

@@ -110,6 +110,7 @@ def own_store(
         own.close()
 
 
+@pytest.mark.slow
 def test_a_model_change_reindexes_while_recall_keeps_answering(
     own_store: tuple[Runtime, RunDatabase],
     model_server: tuple[str, list[dict[str, Any]]],

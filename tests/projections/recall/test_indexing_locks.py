@@ -11,6 +11,7 @@ import random
 import threading
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from palimpsest.projections.recall.indexing import _contents, _due, _write
@@ -30,6 +31,7 @@ def _make_due_again(runtime: Runtime, tenant: Tenant) -> None:
         )
 
 
+@pytest.mark.slow
 def test_parallel_index_writes_of_the_same_memories_never_deadlock(
     client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:

@@ -205,7 +205,7 @@ def test_a_newer_neighbour_refreshes_a_memory_and_travels_with_it(
     near = _memory(client, tenant, TEA_NOW, days_ago=90)
     far = _memory(client, tenant, CAR, days_ago=100)
     # Then it is as fresh as the newest of them, and carries them, most similar first
-    found = _select(runtime, tenant)
+    found = _select(runtime, tenant, pair_floor=None)  # the far one too
     single = next(s for s in found.singles if s.memory_id == old)
     assert single.freshness == NOW - timedelta(days=90)
     assert single.memory_time == NOW - timedelta(days=200)
@@ -334,7 +334,9 @@ def test_each_memory_pairs_with_its_nearest_only(
     for fusion in ("rrf", "cosine"):
         nearest = _pairs(_select(runtime, tenant, pair_k=1, pair_fusion=fusion))
         assert nearest == {(tea_now, tea), (car_now, car)}
-    assert len(_pairs(_select(runtime, tenant, pair_k=3))) == 6
+    # Without a floor each pairs with all three; the default floor keeps tea from cars
+    assert len(_pairs(_select(runtime, tenant, pair_k=3, pair_floor=None))) == 6
+    assert _pairs(_select(runtime, tenant, pair_k=3)) == {(tea_now, tea), (car_now, car)}
     # A floor leaves out the nearest that are not near enough
     assert _select(runtime, tenant, pair_k=3, pair_floor=0.99).pairs == []
 

@@ -132,6 +132,7 @@ _text = _words(0, 40)
 _query = _words(1, 5)
 
 
+@pytest.mark.slow
 def test_the_score_from_the_lexeme_rows_equals_the_score_from_the_documents(
     runtime: Runtime, crowded: Tenant
 ) -> None:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 from uuid import UUID, uuid4
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, multiple, rule
@@ -216,6 +217,7 @@ class MarkingMachine(RuleBasedStateMachine):
         self._write("erase a memory", EraseSpec((), (memory,), "asked"))
 
 
+@pytest.mark.slow
 def test_every_changed_belief_was_marked(runtime: Runtime) -> None:
     MarkingMachine.runtime = runtime
     MarkingMachine.reached.clear()

@@ -352,6 +352,7 @@ def test_revision_0019_counts_the_positions_of_each_word_a_store_already_held(
     assert occurrences["train"] == 1 and occurrences["friday"] == 1
 
 
+@pytest.mark.slow
 def test_revision_0021_drops_counts_of_zero_and_names_each_proposals_memories(
     schemas: Any,
 ) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
+import pytest
+
 from palimpsest.domain.belief import project_belief
 from palimpsest.projections.commands.tokens import authenticate
 from palimpsest.projections.commands.writer import (
@@ -36,6 +38,7 @@ def _snapshot_versions(runtime: Runtime, memory_id: UUID) -> list[int]:
     return [r[0] for r in rows]
 
 
+@pytest.mark.slow
 def test_a_long_memory_is_snapshotted_and_as_of_reads_agree_with_the_log(
     runtime: Runtime, tenant: Tenant, other_tenant: Tenant
 ) -> None:

@@ -108,8 +108,9 @@ def test_the_service_role_owns_nothing_and_cannot_delete_canonical_rows(runtime:
         # Only content may be deleted (raw expiry, erasure), and recall's index of it
         # (a derived cache, not a read model of the log: its words' counts go with the
         # last word, and its possible supersessions, rewritten from the vectors), and a
-        # revoked token's lookup row (its TokenRevoked event stays); never the log or
-        # read models.
+        # revoked token's lookup row (its TokenRevoked event stays), and a review
+        # page's sign-in (signed out, or expired: no event, it is no belief); never
+        # the log or read models.
         derived = {
             "memory_embeddings",
             "memory_texts",
@@ -117,7 +118,7 @@ def test_the_service_role_owns_nothing_and_cannot_delete_canonical_rows(runtime:
             "lexeme_counts",
             "conflict_marks",
         }
-        assert can_delete == (name in {"payloads", "tokens", *derived}), name
+        assert can_delete == (name in {"payloads", "tokens", "review_sessions", *derived}), name
 
 
 _WORK_DUE = {
@@ -133,10 +134,12 @@ _WORK_DUE = {
     "index_tenants": ["tenant_id", "marked", "indexed", "published_at"],
     "forgetting_runs": ["day", "started_at", "finished_at", "held_until"],
     "decay_cycle_claims": ["tenant_id", "slot", "claimed_at"],
+    "drain_heartbeats": ["drain", "worker", "beat_at"],
 }
 """The tables without row-level security: which tenants have work due (store/work_due.py),
-which days the scheduled forgetting pass started (no tenant at all), and which (tenant,
-slot) of the decay cycle's schedule was claimed."""
+which days the scheduled forgetting pass started (no tenant at all), which (tenant,
+slot) of the decay cycle's schedule was claimed, and when each drain last beat (no
+tenant either)."""
 
 
 def test_the_only_tables_without_row_level_security_hold_tenant_ids_and_nothing_else(

@@ -30,7 +30,7 @@ from palimpsest.projections.store.pipelined import pipelined_transaction
 from palimpsest.projections.store.queued import send_queued
 from palimpsest.projections.store.schema import EVENTS_TABLE
 from palimpsest.projections.store.unknown_commits import transaction_ended
-from tests.conftest import Tenant, count_events, library_writer, logged_position
+from tests.conftest import Tenant, count_events, library_writer, logged_position, wait_until
 
 
 @pytest.fixture
@@ -59,15 +59,16 @@ def _events_table_held(runtime: Runtime) -> Iterator[psycopg.Connection[Any]]:
         yield conn
 
 
-def _waiting_writer(runtime: Runtime, timeout_s: float = 30) -> int:
-    """Return the backend of the write waiting for the events table's lock."""
+def _waiting_writer(runtime: Runtime, timeout_s: float = 30, *, other_than: int = 0) -> int:
+    """Return the backend of the write waiting for the events table's lock (one other
+    than backend ``other_than``)."""
     deadline = time.monotonic() + timeout_s
     with runtime.database.owner_connection(autocommit=True) as conn:
         while time.monotonic() < deadline:
             row = conn.execute(
                 "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                " AND usename = %s AND query LIKE 'LOCK TABLE%%'",
-                (runtime.database.app_user,),
+                " AND usename = %s AND query LIKE 'LOCK TABLE%%' AND pid <> %s",
+                (runtime.database.app_user, other_than),
             ).fetchone()
             if row:
                 return int(row[0])
@@ -118,7 +119,9 @@ def _no_more(orphan: int) -> None:
 def _terminate(runtime: Runtime, orphan: int) -> None:
     with runtime.database.owner_connection(autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (orphan,))
-    time.sleep(0.5)  # the writer's retry now waits for the lock in its turn
+    # The writer, seeing its transaction end uncommitted, retries on a new backend
+    # that waits for the lock in its turn.
+    _waiting_writer(runtime, other_than=orphan)
 
 
 @pytest.mark.parametrize("outcome", ["committed", "ended-uncommitted"])
@@ -183,17 +186,18 @@ def test_a_group_whose_connection_fails_after_commit_was_sent_is_recorded_once(
         threads = [write("first", tenant)]
         _waiting_writer(runtime)
         threads += [write(f"group {i}", other_tenant) for i in range(3)]
-        time.sleep(1.0)  # built and queued behind the first
+        wait_until(lambda: runtime.log.group.queued == 3, 30, "the three queue behind the first")
         # The group will wait for the other tenant's row, its whole transaction sent.
         row.execute(
             f'SELECT 1 FROM "{schema}".revision_tenants WHERE tenant_id = %s FOR UPDATE',
             (other_tenant.id,),
         )
         table.commit()
-        deadline = time.monotonic() + 30
-        while not ("first" in answers and len(sending) >= 2 and _waits_on_row(runtime)):
-            assert time.monotonic() < deadline, "the group never waited for the row"
-            time.sleep(0.05)
+        wait_until(
+            lambda: "first" in answers and len(sending) >= 2 and _waits_on_row(runtime),
+            30,
+            "the group, sent whole, waits for the row",
+        )
         end = socket.socket(fileno=sending[-1].fileno())
         end.shutdown(socket.SHUT_RDWR)
         end.detach()

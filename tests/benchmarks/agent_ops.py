@@ -1,0 +1,380 @@
+"""What an agent feels, beside its floors: issue 48's table, measured in one run.
+
+Usage: python tests/benchmarks/agent_ops.py [--memories N] [--rounds R] [--ops N]
+                                            [--mix-seconds S] [--no-recall]
+
+One ``palimpsest serve --workers 1`` (its drains in their own process, the local
+embedding model) over a tenant of ``--memories`` memories (loaded through the
+library's writer in batches, drained and embedded before serving). One
+keep-alive client runs each operation in a block, then its floor in a block,
+``--rounds`` times (the machine's speed moves within minutes; alternated blocks
+meet its fast and slow moments alike), and the run prints, per row, p50 and p99
+of every round's operation and floor, the ratio of the p50s overall and its
+spread over the rounds:
+
+- read by id (``GET /v1/memories/{id}``) vs ``/healthz`` and a raw primary-key
+  select (psycopg, the runtime role, one ``beliefs`` row);
+- a batch of 20 (``GET /v1/memories/batch``) vs ``/healthz``;
+- create (``POST /v1/memories``) vs ``/healthz`` + a raw insert (the append
+  benchmark's raw rows of one memory);
+- revise (``POST /v1/memories/{id}/versions``) vs the same;
+- recall hybrid, k=10 vs ``/healthz``; the server's own split (``Server-Timing``:
+  the query's embedding and the search step), and the model embedding one query
+  in this plain process as the embedding's floor;
+- 8 clients, 90% reads by id and 10% creates vs 8 clients on ``/healthz``
+  (throughput, and the reads' p99).
+
+It measures and prints; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from palimpsest.projections.commands.tokens import authenticate, create_tenant
+from palimpsest.projections.commands.writer import MemorySpec
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.settings import DatabaseSettings
+from tests.api.cli.serving import stop_serve
+from tests.benchmarks.append import (
+    drained,
+    percentile,
+    raw_insert,
+    raw_setup,
+    start_benchmark_serve,
+)
+from tests.benchmarks.lean_http import KeepAliveClient
+from tests.benchmarks.sentences import sentences
+from tests.conftest import drain_until_caught_up, index_until_caught_up, library_writer
+
+Op = Callable[[int], object]
+QUERIES = [
+    "what does Alice prefer for breakfast",
+    "when is the release",
+    "which database did the team choose",
+    "where does Bob live",
+    "the deadline of the migration project",
+    "who owns the billing service",
+    "favourite programming language",
+    "the office wifi password",
+]
+
+
+def _load(runtime: Runtime, memories: int, recall: bool) -> tuple[str, uuid.UUID]:
+    """A tenant of ``memories`` varied notes, drained (and embedded when ``recall``);
+    its token and id."""
+    issued = create_tenant(runtime.log, "agent-ops")
+    caller = authenticate(runtime.log, issued.token)
+    writer = library_writer(runtime)
+    texts = sentences(memories)
+    started = time.perf_counter()
+    for start in range(0, memories, 1000):
+        specs = [
+            MemorySpec("fact", "user", None, None, text, (), None, 1.0)
+            for text in texts[start : start + 1000]
+        ]
+        writer.write(caller, specs, batch=True)
+    print(f"loaded {memories:,} memories in {time.perf_counter() - started:.0f} s", flush=True)
+    started = time.perf_counter()
+    if recall:
+        index_until_caught_up(runtime, issued.tenant_id)
+    else:
+        drain_until_caught_up(runtime)
+    print(f"drained{' and embedded' if recall else ''} in {time.perf_counter() - started:.0f} s")
+    return issued.token, issued.tenant_id
+
+
+def _memory_ids(runtime: Runtime, tenant: uuid.UUID) -> list[uuid.UUID]:
+    schema = runtime.database.schema
+    with runtime.database.owner_connection() as conn:
+        rows = conn.execute(
+            f'SELECT memory_id FROM "{schema}".beliefs WHERE tenant_id = %s', (tenant,)
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def _block(op: Op, count: int, offset: int) -> list[float]:
+    """Run ``op`` ``count`` times; return each call's milliseconds."""
+    out = []
+    for i in range(count):
+        started = time.perf_counter()
+        op(offset + i)
+        out.append(1000 * (time.perf_counter() - started))
+    return out
+
+
+def _alternated(pairs: dict[str, tuple[Op, Op]], rounds: int, ops: int) -> None:
+    """For each row, ``rounds`` times: a block of the operation, then one of its floor
+    (the order of the rows alternating); print p50/p99 and the p50 ratio's spread."""
+    took: dict[str, tuple[list[list[float]], list[list[float]]]] = {row: ([], []) for row in pairs}
+    for r in range(rounds):
+        for row in list(pairs) if r % 2 == 0 else list(reversed(pairs)):
+            op, floor = pairs[row]
+            took[row][0].append(_block(op, ops, r * ops))
+            took[row][1].append(_block(floor, ops, r * ops))
+        print(f"  round {r} done", flush=True)
+    print(
+        f"\n{'row':<34} {'op p50/p99 ms':>15} {'floor p50/p99 ms':>17}  ratio p50 (rounds)",
+        flush=True,
+    )
+    for row, (op_rounds, floor_rounds) in took.items():
+        every_op = [x for r in op_rounds for x in r]
+        every_floor = [x for r in floor_rounds for x in r]
+        ratios = [
+            statistics.median(o) / statistics.median(f)
+            for o, f in zip(op_rounds, floor_rounds, strict=True)
+        ]
+        print(
+            f"{row:<34} {statistics.median(every_op):7.2f}/{percentile(every_op, 0.99):<7.2f}"
+            f" {statistics.median(every_floor):8.3f}/{percentile(every_floor, 0.99):<8.3f}"
+            f"  {statistics.median(every_op) / statistics.median(every_floor):5.2f}x"
+            f" ({min(ratios):.2f}-{max(ratios):.2f})",
+            flush=True,
+        )
+
+
+def _plain_embedding(count: int) -> list[float]:
+    """The model embedding one query in this plain process (no server), ms."""
+    from palimpsest.projections.recall.settings import EmbeddingSettings
+
+    embedder = EmbeddingSettings().make_embedder()
+    embedder.embed(["warm up"])
+    return _block(lambda i: embedder.embed([QUERIES[i % len(QUERIES)]]), count, 0)
+
+
+def _clients(
+    base: str, headers: dict[str, str], seconds: float, one: Callable[[KeepAliveClient, int], str]
+) -> tuple[float, list[float]]:
+    """8 client threads running ``one`` (which names the kind it ran) for ``seconds``;
+    return operations a second and the reads' milliseconds."""
+    reads: list[float] = []
+    done = [0]
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def run(n: int) -> None:
+        client = KeepAliveClient(base, headers)
+        mine: list[float] = []
+        count = 0
+        try:
+            while time.monotonic() < stop:
+                started = time.perf_counter()
+                kind = one(client, n * 1_000_000 + count)
+                if kind == "read":
+                    mine.append(1000 * (time.perf_counter() - started))
+                count += 1
+        finally:
+            client.close()
+            with lock:
+                reads.extend(mine)
+                done[0] += count
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(8)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return done[0] / (time.perf_counter() - started), reads
+
+
+def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to bottom)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memories", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--ops", type=int, default=200, help="operations per block")
+    parser.add_argument("--mix-seconds", type=float, default=5.0)
+    parser.add_argument("--no-recall", action="store_true", help="skip embedding and recall")
+    args = parser.parse_args()
+    recall = not args.no_recall
+    runtime = start_runtime(DatabaseSettings(data_dir=Path(tempfile.mkdtemp(prefix="pal-ops-"))))
+    served = None
+    clients: list[KeepAliveClient] = []
+    raw: psycopg.Connection[tuple[object, ...]] | None = None
+    try:
+        raw_setup(runtime)
+        token, tenant_id = _load(runtime, args.memories, recall)
+        ids = _memory_ids(runtime, tenant_id)
+        schema, tenant = runtime.database.schema, str(tenant_id)
+        conninfo = make_conninfo(
+            "",
+            **{
+                **runtime.database.owner_conninfo(),
+                "user": runtime.database.app_user,
+                "password": runtime.database.app_password,
+            },
+        )
+        raw = psycopg.connect(conninfo)
+        settings = {"PALIMPSEST_DRAIN_PROCESS": "1"}
+        if recall:  # serve_env points the embedder nowhere; recall needs the model
+            settings |= {"PALIMPSEST_EMBEDDER": "local"}
+        served, base = start_benchmark_serve(runtime, 1, settings)
+        drained(runtime)  # before the client connects: uvicorn closes a connection idle 5 s
+        headers = {"Authorization": f"Bearer {token}"}
+        client = KeepAliveClient(base, headers)
+        clients.append(client)
+        rng = random.Random(5)
+        revised = ids[: args.ops * args.rounds]
+        connection = raw
+
+        def pk_select(i: int) -> object:
+            with connection.transaction():
+                connection.execute("SELECT set_config('palimpsest.tenant_id', %s, true)", (tenant,))
+                return connection.execute(
+                    f'SELECT belief FROM "{schema}".beliefs WHERE memory_id = %s',
+                    (ids[i % len(ids)],),
+                ).fetchone()
+
+        def healthz(i: int) -> object:
+            return client.request("GET", "/healthz")
+
+        def healthz_and_insert(i: int) -> object:
+            client.request("GET", "/healthz")
+            raw_insert(connection, schema, tenant, 1)
+            return None
+
+        batch_query = [
+            "&".join(f"ids={m}" for m in rng.sample(ids, min(20, len(ids)))) for _ in range(50)
+        ]
+        pairs: dict[str, tuple[Op, Op]] = {
+            "read by id / healthz": (
+                lambda i: client.json("GET", f"/v1/memories/{ids[rng.randrange(len(ids))]}"),
+                healthz,
+            ),
+            "read by id / raw PK select": (
+                lambda i: client.json("GET", f"/v1/memories/{ids[rng.randrange(len(ids))]}"),
+                pk_select,
+            ),
+            "batch of 20 / healthz": (
+                lambda i: client.json("GET", f"/v1/memories/batch?{batch_query[i % 50]}"),
+                healthz,
+            ),
+            "create / healthz + raw insert": (
+                lambda i: client.json(
+                    "POST",
+                    "/v1/memories",
+                    {"type": "fact", "scope": "user", "content": f"new {i} {uuid.uuid4()}"},
+                ),
+                healthz_and_insert,
+            ),
+            "revise / healthz + raw insert": (
+                lambda i: client.json(
+                    "POST",
+                    f"/v1/memories/{revised[i % len(revised)]}/versions",
+                    {"content": f"revised {i} {uuid.uuid4()}"},
+                ),
+                healthz_and_insert,
+            ),
+        }
+        if recall:
+            pairs["recall hybrid k=10 / healthz"] = (
+                lambda i: client.json(
+                    "POST",
+                    "/v1/recall",
+                    {"query": QUERIES[i % len(QUERIES)], "k": 10, "mode": "hybrid"},
+                ),
+                healthz,
+            )
+        for op, floor in pairs.values():  # statements prepared, caches warm
+            _block(op, 30, 10_000_000)
+            _block(floor, 30, 10_000_000)
+        print(
+            f"\nagent ops: {args.memories:,} memories, {args.rounds} rounds of {args.ops}"
+            " a block, one keep-alive client, blocks alternated with their floors",
+            flush=True,
+        )
+        _alternated(pairs, args.rounds, args.ops)
+        if recall:
+            _recall_timing(base, headers, args.ops)
+        _mix(base, headers, ids, args.mix_seconds, args.rounds)
+    finally:
+        for one in clients:
+            one.close()
+        if served is not None:
+            stop_serve(served)
+        if raw is not None:
+            raw.close()
+        runtime.close()
+
+
+def _recall_timing(base: str, headers: dict[str, str], count: int) -> None:
+    """Print the server's split of a hybrid recall (``Server-Timing``) beside the model
+    embedding one query in this plain process."""
+    import httpx2
+
+    embed: list[float] = []
+    search: list[float] = []
+    with httpx2.Client(base_url=base, headers=headers) as client:
+        for i in range(count):
+            response = client.post(
+                "/v1/recall", json={"query": QUERIES[i % len(QUERIES)], "k": 10, "mode": "hybrid"}
+            )
+            timing = dict(re.findall(r"(\w+);dur=([\d.]+)", response.headers["Server-Timing"]))
+            embed.append(float(timing["embed"]))
+            search.append(float(timing["search"]))
+    plain = _plain_embedding(count)
+    print(
+        f"recall's split (server-timing): embedding p50 {statistics.median(embed):.2f} ms,"
+        f" search p50 {statistics.median(search):.2f} ms; the model in a plain process"
+        f" p50 {statistics.median(plain):.2f} ms"
+        f" ({statistics.median(embed) / statistics.median(plain):.2f}x)",
+        flush=True,
+    )
+
+
+def _mix(
+    base: str, headers: dict[str, str], ids: list[uuid.UUID], seconds: float, rounds: int
+) -> None:
+    """8 clients on the 90/10 mix, alternated with 8 clients on ``/healthz``."""
+
+    def mixed(client: KeepAliveClient, i: int) -> str:
+        if i % 10 == 9:
+            client.json(
+                "POST",
+                "/v1/memories",
+                {"type": "fact", "scope": "user", "content": f"mix {i} {uuid.uuid4()}"},
+            )
+            return "write"
+        client.json("GET", f"/v1/memories/{ids[(i * 7919) % len(ids)]}")
+        return "read"
+
+    def health(client: KeepAliveClient, i: int) -> str:
+        client.request("GET", "/healthz")
+        return "health"
+
+    mix_rates: list[float] = []
+    health_rates: list[float] = []
+    read_ms: list[float] = []
+    for _ in range(max(2, rounds // 2)):
+        rate, reads = _clients(base, headers, seconds, mixed)
+        mix_rates.append(rate)
+        read_ms.extend(reads)
+        health_rates.append(_clients(base, headers, seconds, health)[0])
+    ratios = [m / h for m, h in zip(mix_rates, health_rates, strict=True)]
+    print(
+        f"8 clients 90/10: {statistics.median(mix_rates):,.0f} ops/s (read p50"
+        f" {statistics.median(read_ms):.2f} ms, p99 {percentile(read_ms, 0.99):.1f} ms);"
+        f" 8 clients on /healthz {statistics.median(health_rates):,.0f} req/s;"
+        f" {statistics.median(mix_rates) / statistics.median(health_rates):.2f}x"
+        f" ({min(ratios):.2f}-{max(ratios):.2f})",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

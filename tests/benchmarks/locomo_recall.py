@@ -1,0 +1,324 @@
+"""Recall on conversations: LoCoMo's development questions, per category and mode.
+
+Usage: python tests/benchmarks/locomo_recall.py [--k 10] [--modes hybrid,vector,text]
+           [--distractors 100000 [--data-dir D]] [--dump PATH]
+
+Loads LoCoMo's development split (``../shared/datasets/locomo/``, its README): every
+dialogue turn of the five conversations as a ``note`` memory (``Speaker: text``, with
+the shared photo's caption), one scope per conversation, in one tenant of a fresh
+embedded PostgreSQL, through the write path, the revision drain and the indexing
+drain with the configured model (all-MiniLM-L6-v2). The memory's id is the turn's
+citation: the benchmark keeps which turn (``dia_id``) each memory holds. Then asks
+every question with evidence through the real ``recall`` (k 10; the API's code path
+without HTTP) in each mode, and prints, per category and in all:
+
+- hit@k: at least one evidence turn among the results;
+- all@k: every evidence turn among them;
+- latency: ``recall``'s own search time (search, ranking and access stamping: the
+  ``search`` part of the route's ``Server-Timing``, without the query's embedding),
+  p50 and p99, beside the same nearest-neighbour query through raw psycopg as the
+  owner (LIMIT k, the scope as its filter) in the same run; the query embedding's
+  p50 and p99.
+
+With ``--distractors N`` the conversations sit among N generated memories of the same
+tenant (``tests/benchmarks/recall.py``'s corpus: the knowledge-updates statements split
+into sentences, then templated sentences, ``tests/benchmarks/sentences.py``), and the
+questions are asked across the tenant, without a scope; the knowledge-updates
+questions (``recall_hybrid.py``'s) are asked among them too, per label and mode
+(recall@10: a sentence of the answering statement in the first ten). ``--data-dir``
+keeps the store for the next run (loading 100,000 and embedding them takes minutes).
+
+``--dump PATH`` also writes, per question, the candidates of each list (the vector
+search's 40 nearest in its scope, exact, and the text search's 40 best) as JSON lines,
+for replaying ranking choices offline.
+
+It measures and prints; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from palimpsest.projections.commands.caller import Caller
+from palimpsest.projections.commands.tokens import authenticate, create_tenant, issue_token
+from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer
+from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.recall.indexing import index_pending
+from palimpsest.projections.recall.recalled import RecallMode
+from palimpsest.projections.recall.search import RecallQuery, recall, search
+from palimpsest.projections.runtime import Runtime, start_runtime
+from palimpsest.projections.store.settings import DatabaseSettings
+from tests.benchmarks.recall import _questions_among
+from tests.benchmarks.sentences import dataset_sentences, sentences
+
+LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo"
+CONVERSATIONS = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+TENANT = "locomo-recall"
+POOL = 40
+"""Candidates per list in the dump: what recall asks for at k 10 (4 x k)."""
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _turn_text(row: dict[str, Any]) -> str:
+    text = f"{row['speaker']}: {row['text']}"
+    if row.get("caption"):
+        text += f" [shares a photo: {row['caption']}]"
+    return text
+
+
+def _writer(runtime: Runtime) -> Writer:
+    return Writer(
+        runtime.log,
+        CapturePolicy(timedelta(days=36500), timedelta(hours=24)),
+        lambda: datetime.now(UTC),
+    )
+
+
+def _write(runtime: Runtime, caller: Caller, memories: list[tuple[str, str]]) -> list[UUID]:
+    """Write ``memories`` (scope, text) as notes; return their ids, in order."""
+    writer = _writer(runtime)
+    ids: list[UUID] = []
+    for start in range(0, len(memories), 1000):
+        specs = [
+            MemorySpec("note", scope, None, None, text, (), None, 1.0)
+            for scope, text in memories[start : start + 1000]
+        ]
+        ids += [UUID(r["id"]) for r in writer.write(caller, specs, batch=True).body["results"]]
+        print(f"\rloading: {len(ids):,}/{len(memories):,}", end="", flush=True)
+    print(flush=True)
+    return ids
+
+
+def _catch_up(runtime: Runtime) -> None:
+    started = time.perf_counter()
+    while drain_revisions(runtime.log, limit=2000).claimed:
+        pass
+    done = 0
+    while (report := index_pending(runtime.log, runtime.embedder, limit=256)).embedded:
+        done += report.embedded
+        rate = done / (time.perf_counter() - started)
+        print(f"\rindexing drain: {done:,} embedded, {rate:,.0f}/s", end="", flush=True)
+    print(f"\ncaught up in {time.perf_counter() - started:.0f} s", flush=True)
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        conn.execute("ANALYZE")  # what autovacuum would have done by now
+
+
+def _store(runtime: Runtime, distractors: int) -> tuple[Caller, dict[UUID, str]]:
+    """Return the benchmark tenant's caller and the turn (``conversation/dia_id``) each
+    memory holds: loaded now into a fresh store, or found in a kept one."""
+    turns = _rows(LOCOMO / "turns.jsonl")
+    with runtime.database.owner_connection() as conn:
+        row = conn.execute(
+            f'SELECT tenant_id FROM "{runtime.database.schema}".memory_index LIMIT 1'
+        ).fetchone()
+    if row is None:
+        caller = authenticate(runtime.log, create_tenant(runtime.log, TENANT).token)
+        if distractors:
+            corpus = (list(dataset_sentences()) + sentences(distractors, seed=11))[:distractors]
+            _write(runtime, caller, [(("user", "team")[i % 2], t) for i, t in enumerate(corpus)])
+        _write(runtime, caller, [(t["conversation"], _turn_text(t)) for t in turns])
+    else:
+        caller = authenticate(runtime.log, issue_token(runtime.log, row[0], "bench", "admin").token)
+    _catch_up(runtime)
+    scopes = tuple(CONVERSATIONS)
+    with runtime.database.owner_connection() as conn:
+        found = conn.execute(
+            "SELECT m.memory_id, m.scope, convert_from(p.content, 'UTF8')"
+            f' FROM "{runtime.database.schema}".memory_embeddings m'
+            f' JOIN "{runtime.database.schema}".payloads p ON p.digest = m.content_digest'
+            " WHERE m.scope = ANY(%s)",
+            (list(scopes),),
+        ).fetchall()
+    by_text = {(t["conversation"], _turn_text(t)): t["dia_id"] for t in turns}
+    turn_of = {
+        memory_id: f"{scope}/{by_text[(scope, content)]}" for memory_id, scope, content in found
+    }
+    return caller, turn_of
+
+
+def _raw_latency(runtime: Runtime, vector: list[float], scope: str | None, k: int) -> float:
+    """The nearest-neighbour query through raw psycopg as the owner (no RLS), in ms: in a
+    scope exact (as recall searches a selection that small), else on the index."""
+    schema = runtime.database.schema
+    literal = "[" + ",".join(map(repr, vector)) + "]"
+    distance = "(embedding::vector(384) <=> %s::vector(384))"
+    statement = (
+        f'SELECT memory_id FROM "{schema}".memory_embeddings WHERE dimension = 384'
+        + (f" AND scope = %s ORDER BY {distance} + 0" if scope else f" ORDER BY {distance}")
+        + f" LIMIT {k}"
+    )
+    params = (scope, literal) if scope else (literal,)
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        conn.execute("SET hnsw.ef_search = 100")
+        started = time.perf_counter()
+        conn.execute(statement, params).fetchall()
+        return (time.perf_counter() - started) * 1000
+
+
+def _dump(
+    runtime: Runtime, caller: Caller, question: dict[str, Any], scope: str | None, out: Any
+) -> None:
+    embedder = runtime.embedder
+    [vector] = embedder.embed([question["question"]])
+    common: dict[str, Any] = {
+        "vector": vector,
+        "model_id": embedder.model_id,
+        "dimension": embedder.dimension,
+        "where": RecallQuery(question["question"], 10, scope=scope),
+        "now": datetime.now(UTC),
+        "exact": scope is not None,
+        "limit": POOL,
+    }
+    by_vector = search(runtime.log, caller.tenant_id, **common)
+    by_text = search(runtime.log, caller.tenant_id, words=True, **common)
+    out.write(
+        json.dumps(
+            {
+                "conversation": question["conversation"],
+                "qa_index": question["qa_index"],
+                "vector": [[str(r["memory_id"]), r["similarity"]] for r in by_vector],
+                "text": [
+                    [str(r["memory_id"]), r["text_score"], r["word_share"], r["similarity"]]
+                    for r in by_text
+                ],
+            }
+        )
+        + "\n"
+    )
+
+
+def _locomo(
+    runtime: Runtime,
+    caller: Caller,
+    turn_of: dict[UUID, str],
+    modes: tuple[RecallMode, ...],
+    k: int,
+    scoped: bool,
+    dump: Path | None,
+) -> None:
+    questions = [
+        q
+        for q in _rows(LOCOMO / "qa.jsonl")
+        if q["conversation"] in CONVERSATIONS and q["evidence"]
+    ]
+    hits: dict[RecallMode, dict[int, list[int]]] = {m: defaultdict(list) for m in modes}
+    alls: dict[RecallMode, dict[int, list[int]]] = {m: defaultdict(list) for m in modes}
+    search_ms: dict[RecallMode, list[float]] = {m: [] for m in modes}
+    embed_ms: list[float] = []
+    raw_ms: list[float] = []
+    out = dump.open("w") if dump else None
+    for question in questions:
+        own = question["conversation"]
+        scope = own if scoped else None
+        evidence = {f"{own}/{e}" for e in question["evidence"]}
+        # The modes in turn per question, so that a slower minute weighs on each alike.
+        for mode in modes:
+            found = recall(
+                runtime.log,
+                runtime.embedder,
+                caller.tenant_id,
+                RecallQuery(question["question"], k, scope=scope, mode=mode),
+                now=datetime.now(UTC),
+            )
+            got = {turn_of.get(item.id) for item in found.items}
+            hits[mode][question["category"]].append(bool(evidence & got))
+            alls[mode][question["category"]].append(evidence <= got)
+            search_ms[mode].append(found.search_ms)
+            if mode != "text":
+                embed_ms.append(found.embed_ms)
+        [vector] = runtime.embedder.embed([question["question"]])
+        raw_ms.append(_raw_latency(runtime, vector, scope, k))
+        if out:
+            _dump(runtime, caller, question, scope, out)
+    if out:
+        out.close()
+    where = "own conversation's scope" if scoped else "across the tenant, no scope"
+    print(f"\nLoCoMo dev, {len(questions)} questions with evidence, {where}, k {k}")
+    names = [f"{CATEGORIES[c]} ({len(hits[modes[0]][c])})" for c in sorted(CATEGORIES)]
+    print("mode | hit@k | all@k | " + " | ".join(f"{n} hit / all" for n in names))
+    for mode in modes:
+        every_hit = [h for c in hits[mode].values() for h in c]
+        every_all = [h for c in alls[mode].values() for h in c]
+        cells = [
+            f"{statistics.mean(hits[mode][c]):.3f} / {statistics.mean(alls[mode][c]):.3f}"
+            for c in sorted(CATEGORIES)
+        ]
+        print(
+            f"{mode} | {statistics.mean(every_hit):.3f} | {statistics.mean(every_all):.3f} | "
+            + " | ".join(cells)
+        )
+    print("\nlatency (ms) | p50 | p99")
+    for mode in modes:
+        print(
+            f"recall search, {mode} | {statistics.median(search_ms[mode]):.1f}"
+            f" | {_pct(search_ms[mode], 0.99):.1f}"
+        )
+    print(
+        f"raw psycopg nearest-neighbour baseline | {statistics.median(raw_ms):.1f}"
+        f" | {_pct(raw_ms, 0.99):.1f}"
+    )
+    if embed_ms:
+        print(
+            f"query embedding | {statistics.median(embed_ms):.1f} | {_pct(embed_ms, 0.99):.1f}",
+            flush=True,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--modes", default="hybrid,vector,text")
+    parser.add_argument("--distractors", type=int, default=0)
+    parser.add_argument("--data-dir", type=Path)
+    parser.add_argument("--dump", type=Path)
+    parser.add_argument("--no-knowledge-updates", action="store_true")
+    args = parser.parse_args()
+    modes: tuple[RecallMode, ...] = tuple(args.modes.split(","))
+    keep = args.data_dir is not None
+    temporary = None if keep else tempfile.TemporaryDirectory(prefix="palimpsest-locomo-")
+    data_dir = args.data_dir or Path(temporary.name)  # type: ignore[union-attr]
+    runtime = start_runtime(DatabaseSettings(data_dir=data_dir))
+    runtime.load_embedder()
+    try:
+        caller, turn_of = _store(runtime, args.distractors)
+        with runtime.database.owner_connection() as conn:
+            count = conn.execute(
+                f'SELECT count(*) FROM "{runtime.database.schema}".memory_embeddings'
+            ).fetchone()
+        print(f"memories embedded: {count[0] if count else 0:,}", flush=True)
+        gc.freeze()  # as `palimpsest serve` does once started
+        _locomo(runtime, caller, turn_of, modes, args.k, not args.distractors, args.dump)
+        if args.distractors and not args.no_knowledge_updates:
+            _questions_among(runtime, caller)
+    finally:
+        runtime.close()
+        if temporary:
+            temporary.cleanup()
+        else:
+            print(f"data directory: {data_dir}")
+
+
+if __name__ == "__main__":
+    main()

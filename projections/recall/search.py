@@ -40,7 +40,7 @@ from typing_extensions import TypedDict
 from palimpsest.projections.recall.conflict_marks import conflicts_first, superseding
 from palimpsest.projections.recall.embedders import Embedder
 from palimpsest.projections.recall.filters import filter_conditions, filters_of
-from palimpsest.projections.recall.fusion import Fused, fuse
+from palimpsest.projections.recall.fusion import Fused, fuse, text_weight
 from palimpsest.projections.recall.recalled import (
     DecidedBy,
     RecalledCurrent,
@@ -56,7 +56,7 @@ from palimpsest.projections.recall.relevance import (
     relevance,
     text_match,
 )
-from palimpsest.projections.recall.words import text_candidates
+from palimpsest.projections.recall.words import EVERY_WORD, text_candidates
 from palimpsest.projections.store.sql import tables_in
 from palimpsest.projections.store.tenancy import run_unread, tenant_transaction
 from palimpsest.projections.views.access_buffer import flush_accesses
@@ -106,11 +106,11 @@ HNSW_OVERFETCH = 4
 
 TEXT_OVERFETCH = 2
 """Text candidates asked per memory wanted in hybrid mode (text mode asks
-:data:`HNSW_OVERFETCH`). A text candidate past twice k seldom reaches the top k:
-under the rank fusion that :mod:`~palimpsest.projections.recall.fusion` replaced,
-asking 2k instead of 4k left recall@5/@10 of every label unchanged, on the
-knowledge-updates questions alone and among 100,000 memories, and spares the text
-search the state of 2k more candidates (docs/recall.md); not measured again since."""
+:data:`HNSW_OVERFETCH`). Fusion gives a text rank past twice k little weight
+(``weight / (RRF_K + rank)``), so it seldom reaches the top k: asking 2k instead
+of 4k left recall@5/@10 of every label unchanged, on the knowledge-updates
+questions alone and among 100,000 memories, and spares the text search the state
+of 2k more candidates (docs/recall.md)."""
 
 EXACT_BELOW = 2000
 """Searched exactly, without trying the index, when the tenant and filters select
@@ -178,8 +178,6 @@ class SearchRow(TypedDict):
     text_score: float | None
     word_share: float | None
     """The share of the query's words it holds (None: not found by words)."""
-    word_weight: float | None
-    """The share of the query's word weight it holds (None: not found by words)."""
     requested: int
     published: int
     belief: BeliefDocument | None
@@ -211,7 +209,6 @@ def search_statement(
     topic: bool = False,
     words: bool = False,
     under: bool = False,
-    weighted: bool = False,
 ) -> Select[Any]:
     """Return the candidates' query of :func:`search` (SQLAlchemy Core), for vectors
     of ``dimension`` and the filters on the columns ``filtered`` (and on ``%(topic)s``
@@ -230,14 +227,13 @@ def search_statement(
 
     With ``words`` the candidates are those of the text search instead
     (:func:`palimpsest.projections.recall.words.text_candidates`, parameter ``words``; with
-    their similarity to ``q`` unless ``dimension`` is None), in the same query; the
-    best by word weight when ``weighted`` (hybrid recall's), else by text score.
+    their similarity to ``q`` unless ``dimension`` is None), in the same query.
     """
     tables = tables_in(schema)
     if words or dimension is None:
         t = tables["memory_texts"].alias("e")
         conditions = filter_conditions(tables, t, filtered, topic, under)
-        near: Any = text_candidates(t, tables, conditions, dimension, weighted)
+        near: Any = text_candidates(t, tables, conditions, dimension)
     else:
         near = _vector_candidates(tables, dimension, exact, filtered, topic, under)
     return select(*near.c)
@@ -267,7 +263,6 @@ def _vector_candidates(
             (inline(1) - distance).label("similarity"),
             cast(null(), Float).label("text_score"),
             cast(null(), Float).label("word_share"),
-            cast(null(), Float).label("word_weight"),
         )
         .where(
             e.c.model_id == param("model", e.c.model_id.type),
@@ -398,7 +393,6 @@ class _Search:
             topic,
             words,
             under,
-            words and where.mode == "hybrid",
         )
         params = {**filters.params, "model": self.model_id, "limit": self.limit}
         if self.vector is not None:
@@ -628,21 +622,14 @@ def recall(
     searched = time.perf_counter()
     # The statement's join does not keep the candidates' order: each list is sorted.
     by_vector.sort(key=lambda r: (-(r["similarity"] or 0.0), str(r["memory_id"])))
-    # Hybrid's words rank by their weight (what its text search kept), text mode's by
-    # the text score.
-    hybrid = query.mode == "hybrid"
-    by_text.sort(
-        key=lambda r: (
-            -((r["word_weight"] if hybrid else r["text_score"]) or 0.0),
-            str(r["memory_id"]),
-        )
-    )
-    closest = Nearest.of([r["similarity"] or 0.0 for r in by_vector])
+    by_text.sort(key=lambda r: (-(r["text_score"] or 0.0), str(r["memory_id"])))
     places = fuse(
         [(r["memory_id"], round(r["similarity"] or 0.0, SIMILARITY_DECIMALS)) for r in by_vector],
-        [(r["memory_id"], r["word_weight"] or 0.0) for r in by_text],
-        background=closest.background,
+        [(r["memory_id"], round(r["text_score"] or 0.0, SIMILARITY_DECIMALS)) for r in by_text],
+        complete={r["memory_id"] for r in by_text if (r["text_score"] or 0.0) >= EVERY_WORD},
+        text_weight=text_weight(query.text),
     )
+    closest = Nearest.of([r["similarity"] or 0.0 for r in by_vector])
     worded = {r["memory_id"]: r for r in by_text}
     rows = worded | {r["memory_id"]: _with_words(r, worded.get(r["memory_id"])) for r in by_vector}
     candidates = [
@@ -714,7 +701,6 @@ def _with_words(row: SearchRow, worded: SearchRow | None) -> SearchRow:
             **row,
             "text_score": worded["text_score"] if worded else None,
             "word_share": worded["word_share"] if worded else None,
-            "word_weight": worded["word_weight"] if worded else None,
         }
     )
 

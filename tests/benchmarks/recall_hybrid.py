@@ -1,6 +1,6 @@
 """Hybrid recall on real questions: recall@5/@10 for vector, text and hybrid modes.
 
-Usage: python tests/benchmarks/recall_hybrid.py [--dataset PATH]
+Usage: python tests/benchmarks/recall_hybrid.py [--dataset PATH] [--grid]
 
 Loads every distinct statement of ``knowledge-updates/dev.jsonl`` (real
 LongMemEval user turns and MemFail preferences) as a memory of one tenant,
@@ -13,9 +13,10 @@ checks whether the statement that answers it is among the first 5 and 10:
   (category, statement) is asked once);
 - ``unrelated`` pairs carry no question: their statements are distractors.
 
-Each mode is a real ``recall`` (the API's code path, without HTTP). (Its
-``--grid`` of fixed fusion weights went with them: the fusion now weighs each
-list by its confidence for the query, ``projections/recall/fusion.py``.)
+Each mode is a real ``recall`` (the API's code path, without HTTP). With
+``--grid`` it also prints the fusion's recall@5/@10 for other ``RRF_K`` and
+text weights, computed from the same two candidate lists: how the defaults in
+``projections/recall/fusion.py`` were chosen (on this development split).
 
 It measures and prints; it asserts nothing.
 """
@@ -36,14 +37,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from palimpsest.projections.commands.tokens import authenticate, create_tenant
 from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer
 from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.recall.fusion import (
+    IDENTIFIER_TEXT_WEIGHT,
+    PARTIAL_TEXT_WEIGHT,
+    RRF_K,
+    TEXT_WEIGHT,
+    VECTOR_WEIGHT,
+    fuse,
+)
 from palimpsest.projections.recall.indexing import index_pending
 from palimpsest.projections.recall.recalled import RecallMode
-from palimpsest.projections.recall.search import RecallQuery, recall
+from palimpsest.projections.recall.search import RecallQuery, recall, search
+from palimpsest.projections.recall.words import EVERY_WORD
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.settings import DatabaseSettings
 
 DATASET = Path(__file__).resolve().parents[3] / "shared/datasets/knowledge-updates/dev.jsonl"
 MODES: tuple[RecallMode, ...] = ("vector", "text", "hybrid")
+POOL = 40
+"""Candidates per list in the grid: what recall asks for at k = 10 (4 x k)."""
 
 
 def answered_questions(pairs: list[dict[str, Any]]) -> dict[str, list[tuple[str, str]]]:
@@ -82,9 +94,84 @@ def _hits(ranked: list[UUID], wanted: UUID) -> tuple[int, int]:
     return int(wanted in ranked[:5]), int(wanted in ranked[:10])
 
 
+def _grid(
+    runtime: Runtime, caller: Any, ids: dict[str, UUID], asked: dict[str, list[tuple[str, str]]]
+) -> None:
+    """Recall@5/@10 of the fusion for other parameters, from the same candidate lists."""
+    embedder = runtime.embedder
+    now = datetime.now(UTC)
+    lists: dict[str, list[tuple[UUID, list[tuple[UUID, float]], list[tuple[UUID, float]]]]] = {}
+    for label, questions in asked.items():
+        for question, answer in questions:
+            [vector] = embedder.embed([question])
+            common: dict[str, Any] = {
+                "vector": vector,
+                "model_id": embedder.model_id,
+                "dimension": embedder.dimension,
+                "where": RecallQuery(question, 10),
+                "now": now,
+                "exact": True,
+                "limit": POOL,
+            }
+            by_vector = sorted(
+                search(runtime.log, caller.tenant_id, **common),
+                key=lambda r: (-(r["similarity"] or 0.0), str(r["memory_id"])),
+            )
+            by_text = sorted(
+                search(runtime.log, caller.tenant_id, words=True, **common),
+                key=lambda r: (-(r["text_score"] or 0.0), str(r["memory_id"])),
+            )
+            lists.setdefault(label, []).append(
+                (
+                    ids[answer],
+                    [(r["memory_id"], round(r["similarity"] or 0.0, 3)) for r in by_vector],
+                    [(r["memory_id"], round(r["text_score"] or 0.0, 3)) for r in by_text],
+                )
+            )
+    print("\nfusion grid (recall@5 / recall@10 per label)")
+    print("k | text weight (every word) | (some words) | " + " | ".join(sorted(lists)))
+    grid = [
+        (k, w, p)
+        for k in (5, 10, 20, 60)
+        for w in (0.1, 0.2, 0.3, 0.5, 1.0)
+        for p in (0.0, 0.05, 0.1, 0.2, 0.25)
+        if p <= w
+    ]
+    for k, weight, partial in grid:
+        if True:
+            cells = []
+            for label in sorted(lists):
+                at5 = at10 = 0
+                for wanted, vector_list, text_list in lists[label]:
+                    fused = fuse(
+                        vector_list,
+                        text_list,
+                        k=k,
+                        vector_weight=1.0,
+                        text_weight=weight,
+                        partial_weight=partial,
+                        complete={m for m, score in text_list if score >= EVERY_WORD},
+                    )
+                    order = sorted(
+                        fused,
+                        key=lambda m: (
+                            -round(fused[m].score, 3),
+                            fused[m].vector_rank or 10**6,
+                            str(m),
+                        ),
+                    )
+                    five, ten = _hits(order, wanted)
+                    at5, at10 = at5 + five, at10 + ten
+                n = len(lists[label])
+                cells.append(f"{at5 / n:.3f} / {at10 / n:.3f}")
+            print(f"{k} | {weight} | {partial} | " + " | ".join(cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
+    parser.add_argument("--grid", action="store_true", help="also print the fusion grid")
+    parser.add_argument("--grid-only", action="store_true", help="print the fusion grid only")
     args = parser.parse_args()
     pairs = [json.loads(line) for line in args.dataset.read_text().splitlines() if line.strip()]
     texts = sorted({p["older"] for p in pairs} | {p["newer"] for p in pairs})
@@ -92,14 +179,16 @@ def main() -> None:
     print(
         f"{len(pairs)} pairs, {len(texts)} distinct statements as memories; questions: "
         + ", ".join(f"{label} {len(q)}" for label, q in sorted(asked.items()))
-        + "; fusion weighted by each list's confidence",
+        + f"; fusion RRF_K {RRF_K}, weights vector {VECTOR_WEIGHT}, text {TEXT_WEIGHT}"
+        f" ({IDENTIFIER_TEXT_WEIGHT} with a digit in the query; some words"
+        f" {PARTIAL_TEXT_WEIGHT})",
         flush=True,
     )
     with tempfile.TemporaryDirectory() as data_dir:
         runtime = start_runtime(DatabaseSettings(data_dir=Path(data_dir)))
         caller, ids = _load(runtime, texts)
         print("label | questions | " + " | ".join(f"{m} @5 / @10" for m in MODES))
-        for label, questions in sorted(asked.items()):
+        for label, questions in sorted(asked.items()) if not args.grid_only else ():
             cells = []
             for mode in MODES:
                 at5 = at10 = 0
@@ -115,6 +204,8 @@ def main() -> None:
                     at5, at10 = at5 + five, at10 + ten
                 cells.append(f"{at5 / len(questions):.3f} / {at10 / len(questions):.3f}")
             print(f"{label} | {len(questions)} | " + " | ".join(cells), flush=True)
+        if args.grid or args.grid_only:
+            _grid(runtime, caller, ids, asked)
         runtime.close()
 
 

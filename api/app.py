@@ -10,39 +10,76 @@ from typing import Any
 from fastapi import Depends, FastAPI
 
 import palimpsest
-from palimpsest.api.admission import Admission, Caps
-from palimpsest.api.candidate_budget import CandidateBudget
-from palimpsest.api.headers import NoSniff
-from palimpsest.api.json_bodies import StrictJson
-from palimpsest.api.mcp.http import mount_mcp
-from palimpsest.api.metrics import Metrics, ObserveRequests
-from palimpsest.api.problems import install_problem_handlers
-from palimpsest.api.query_params import refuse_unknown_query
+from palimpsest.api._admission import Admission, Caps
+from palimpsest.api._candidate_budget import CandidateBudget
+from palimpsest.api._headers import NoSniff
+from palimpsest.api._json_bodies import StrictJson
+from palimpsest.api._metrics import Metrics, ObserveRequests
+from palimpsest.api._problems import install_problem_handlers
+from palimpsest.api._query_params import refuse_unknown_query
+from palimpsest.api._sessions import Sessions
+from palimpsest.api._settings import ApiSettings
+from palimpsest.api._waiting import AnnounceWrites
+from palimpsest.api.mcp._http import mount_mcp
 from palimpsest.api.routers import (
-    admin,
-    batch,
-    contributions,
-    cycles,
-    decisions,
-    edges,
-    erasures,
-    events,
-    forgetting,
-    health,
-    landing,
-    memories,
-    observations,
-    proposals,
-    proposers,
-    recall,
-    review,
-    revision,
-    tenant,
+    _admin as admin,
 )
-from palimpsest.api.sessions import Sessions
-from palimpsest.api.settings import ApiSettings
-from palimpsest.api.waiting import AnnounceWrites
+from palimpsest.api.routers import (
+    _batch as batch,
+)
+from palimpsest.api.routers import (
+    _contributions as contributions,
+)
+from palimpsest.api.routers import (
+    _cycles as cycles,
+)
+from palimpsest.api.routers import (
+    _decisions as decisions,
+)
+from palimpsest.api.routers import (
+    _edges as edges,
+)
+from palimpsest.api.routers import (
+    _erasures as erasures,
+)
+from palimpsest.api.routers import (
+    _events as events,
+)
+from palimpsest.api.routers import (
+    _forgetting as forgetting,
+)
+from palimpsest.api.routers import (
+    _health as health,
+)
+from palimpsest.api.routers import (
+    _landing as landing,
+)
+from palimpsest.api.routers import (
+    _memories as memories,
+)
+from palimpsest.api.routers import (
+    _observations as observations,
+)
+from palimpsest.api.routers import (
+    _proposals as proposals,
+)
+from palimpsest.api.routers import (
+    _proposers as proposers,
+)
+from palimpsest.api.routers import (
+    _recall as recall,
+)
+from palimpsest.api.routers import (
+    _review as review,
+)
+from palimpsest.api.routers import (
+    _revision as revision,
+)
+from palimpsest.api.routers import (
+    _tenant as tenant,
+)
 from palimpsest.projections.commands.writer import CapturePolicy, Writer
+from palimpsest.projections.recall.query_vectors import query_vectors
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.views.publications import TenantWakers
 from palimpsest.projections.views.revision_status import revision_totals
@@ -111,6 +148,7 @@ def create_app(
     runtime.version_cache.resize(settings.cache_entries)
     runtime.publications.start()  # reads that wait for revision await its notices
     app.state.metrics.watch_cache(lambda: asdict(runtime.version_cache.stats()))
+    app.state.metrics.watch_query_vectors(lambda: query_vectors(runtime.embedder).figures())
     app.state.writes = TenantWakers()  # event streams await this process's writes, too
     app.state.admission = Admission(
         Caps(
@@ -121,7 +159,7 @@ def create_app(
         )
     )
     app.state.metrics.watch_admission(app.state.admission.open, app.state.admission.refused)
-    app.state.review_sessions = Sessions()  # the review page's sign-ins (api/sessions.py)
+    app.state.review_sessions = Sessions()  # the review page's sign-ins (api/_sessions.py)
     install_problem_handlers(app)
     _publish_parameters_without_null(app)
     _publish_retention_maxima(app, settings)
@@ -148,7 +186,7 @@ def create_app(
     ):
         app.include_router(module.router)
     mount_mcp(app, settings.host)  # /mcp: the MCP tools, authenticated by bearer token
-    app.add_middleware(StrictJson)  # every JSON body, one strict parser (api/strict_json.py)
+    app.add_middleware(StrictJson)  # every JSON body, one strict parser (api/_strict_json.py)
     app.add_middleware(AnnounceWrites, writes=app.state.writes)
     app.add_middleware(
         ObserveRequests, metrics=app.state.metrics, max_request_bytes=settings.max_request_bytes

@@ -10,6 +10,8 @@ Modules:
   memories merge, and whose text is kept.
 - :mod:`palimpsest.domain.cycle`: The ``Cycle`` aggregate: one decay cycle over a tenant,
   recorded (``CycleCompleted``).
+- :mod:`palimpsest.domain.cycle_rows`: The decay cycles read model's rows, and the rules
+  that make them from events.
 - :mod:`palimpsest.domain.decision`: The ``Decision`` aggregate: one recorded judgment
   that changed labels.
 - :mod:`palimpsest.domain.dependency`: What a write's events make other memories depend
@@ -26,6 +28,8 @@ Modules:
   decay cycle scores, buckets and evicts.
 - :mod:`palimpsest.domain.importance`: Importance: how much a memory matters, whatever its
   age. One factor of retention.
+- :mod:`palimpsest.domain.index_rows`: The memory and decision indexes' rows, and the
+  rules that make them from events.
 - :mod:`palimpsest.domain.judge_state`: What the forgetting pass shows a judge: the items,
   their rendered state, and its batches.
 - :mod:`palimpsest.domain.limits`: Documented input limits, and the pure checks that
@@ -38,9 +42,17 @@ Modules:
   bytes live in the payload store.
 - :mod:`palimpsest.domain.proposal`: The ``Proposal`` aggregate: a judge's verdict about a
   memory, waiting for a person.
+- :mod:`palimpsest.domain.proposal_rows`: The proposals read model's rows, and the rules
+  that make them from events.
 - :mod:`palimpsest.domain.reflection`: The ``Reflection`` aggregate: an insight a model drew
   from several memories, kept apart.
+- :mod:`palimpsest.domain.reflection_rows`: The reflections read model's rows, and the
+  rules that make them from events.
+- :mod:`palimpsest.domain.removal_rows`: The rows of what a write keeps or removes
+  (deadlines, held content, erasures, retention, tenant deletion), and their rules.
 - :mod:`palimpsest.domain.retention`: Retention deadlines, fixed once at capture.
+- :mod:`palimpsest.domain.retry_after`: How long a ``Retry-After`` header asks a client
+  to wait (standard library only: the Python client reads it too).
 - :mod:`palimpsest.domain.retention_score`: The retention score: whether a memory stays,
   fades or leaves (seed 004).
 - :mod:`palimpsest.domain.role`: Roles a principal's token grants within a tenant.
@@ -61,6 +73,7 @@ __all__ = [
     "candidate_budget",
     "consolidation",
     "cycle",
+    "cycle_rows",
     "decision",
     "dependency",
     "digest",
@@ -70,15 +83,20 @@ __all__ = [
     "evidence",
     "forgetting_policy",
     "importance",
+    "index_rows",
     "judge_state",
     "limits",
     "memory",
     "memory_time",
     "observation",
     "proposal",
+    "proposal_rows",
     "reflection",
+    "reflection_rows",
+    "removal_rows",
     "retention",
     "retention_score",
+    "retry_after",
     "role",
     "salience",
     "schedule",

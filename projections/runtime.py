@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from eventsourcing.persistence import PersistenceError
 
 from palimpsest.projections.recall.embedders import Embedder
+from palimpsest.projections.recall.index_erasure import IndexErasure
 from palimpsest.projections.recall.settings import EmbeddingSettings
 from palimpsest.projections.store.database import Database, open_database
 from palimpsest.projections.store.errors import DatabaseUnavailableError, EmbedderUnavailableError
@@ -17,17 +18,30 @@ from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.migrations import migrate
 from palimpsest.projections.store.schema import vector_index_ddl
 from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.projections.store.table_writers import TableWriter
 from palimpsest.projections.views.access_buffer import close_access_buffer
 from palimpsest.projections.views.publications import PublicationWatch
+from palimpsest.projections.views.table_writers import VIEW_WRITERS
 from palimpsest.projections.views.version_cache import VersionCache, cache_for
 
 __all__ = [
     "Runtime",
     "ensure_vector_index",
     "start_runtime",
+    "table_writers",
 ]
 
 _log = logging.getLogger(__name__)
+
+_RECALL_WRITERS: tuple[TableWriter, ...] = (IndexErasure(),)
+
+
+def table_writers() -> tuple[TableWriter, ...]:
+    """Return the tables every event log keeps in step with the log, in the order a
+    write runs them: the views room's read models, then recall's indexes of erased
+    content. Every ``EventLog`` of the service is made with these (it takes them as
+    a required argument), so no process writes fewer."""
+    return (*VIEW_WRITERS, *_RECALL_WRITERS)
 
 
 @dataclass
@@ -139,7 +153,7 @@ def start_runtime(
     database = open_database(settings)
     migrate(database, progress)
     try:
-        log = EventLog(env=database.event_store_env(settings))
+        log = EventLog(env=database.event_store_env(settings), writers=table_writers())
     except PersistenceError as e:
         msg = f"cannot open the event log as role {database.app_user}: {e}"
         raise DatabaseUnavailableError(msg) from e

@@ -25,8 +25,8 @@ import pytest
 from fastapi.testclient import TestClient
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.domain.errors import PalimpsestError
 from palimpsest.projections.commands.tokens import IssuedToken, create_tenant, issue_token
 from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer

@@ -28,7 +28,7 @@ UNRENDERED: dict[tuple[str, str], str] = {
         "the shadow-table rebuild names its tables at run time (one per read model) and is"
         " mostly DDL on them; tests/projections/history run it"
     ),
-    ("store/migrations/ddl.py", ""): (
+    ("store/migrations/_ddl.py", ""): (
         "row-level security DDL the revisions run per table, against their own revision's schema"
     ),
     ("store/schema.py", "CREATE INDEX IF NOT EXISTS {name}"): (
@@ -37,16 +37,16 @@ UNRENDERED: dict[tuple[str, str], str] = {
     ("store/database.py", "CREATE DATABASE {}"): "DDL: the embedded server's database",
     ("drains/loop.py", "LISTEN {}"): "utility statement on a channel named per schema",
     ("views/publications.py", "LISTEN {}"): "utility statement on a channel named per schema",
-    ("history/replay_workers.py", "SET TRANSACTION SNAPSHOT {}"): (
+    ("history/_replay_workers.py", "SET TRANSACTION SNAPSHOT {}"): (
         "utility statement naming a snapshot exported at run time"
     ),
     ("history/verify.py", "SELECT {} FROM {}.{} WHERE tenant_id"): (
         "reads each read model's columns as its table spec lists them"
     ),
-    ("recall/conflict_marks.py", "SELECT a.memory_id AS a_id"): (
+    ("recall/_conflict_marks.py", "SELECT a.memory_id AS a_id"): (
         "the vector dimension and the exact plan are composed in per call"
     ),
-    ("store/eventlog.py", "SELECT set_config('palimpsest.tenant_id', %s, true),"): (
+    ("store/_recorder.py", "SELECT set_config('palimpsest.tenant_id', %s, true),"): (
         "the lock timeout and the recorder's channel are literals composed in per recorder"
     ),
     ("store/sql.py", "WITH"): "Chain joins statements written (and checked) elsewhere",
@@ -54,14 +54,12 @@ UNRENDERED: dict[tuple[str, str], str] = {
         "set_config calls chosen per transaction's flags, each written (and checked) beside it"
     ),
 }
-"""Statements the walk cannot render, by (module path without leading underscores, the
+"""Statements the walk cannot render, by (module path under the rooms, the
 statement's first literal text; "" for every such statement of the module), with why."""
-
-_NO_UNDERSCORE = re.compile(r"(^|/)_")
 
 
 def _listed(statement: Statement) -> tuple[str, str] | None:
-    path = _NO_UNDERSCORE.sub(r"\1", statement.path).removeprefix("projections/")
+    path = statement.path.removeprefix("projections/")
     for module, head in UNRENDERED:
         if path == module and statement.head.startswith(head):
             return module, head

@@ -29,9 +29,9 @@ import pytest
 from fastapi.testclient import TestClient
 from psycopg import sql
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.cli.exit_code import EXIT_OK
-from palimpsest.api.settings import ApiSettings
+from palimpsest.api.cli._exit_code import EXIT_OK
 from palimpsest.projections.runtime import start_runtime
 from palimpsest.projections.store.database import Database, open_database
 from palimpsest.projections.store.settings import DatabaseSettings

@@ -26,15 +26,16 @@ from palimpsest.projections.drains.settings import DrainSettings, ForgettingPass
 from palimpsest.projections.judgment.importance import configured_importance
 from palimpsest.projections.judgment.settings import JudgeSettings, judge_from
 from palimpsest.projections.recall.settings import EmbeddingSettings
+from palimpsest.projections.runtime import table_writers
 from palimpsest.projections.store.database import open_database
 from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.settings import DatabaseSettings
-from palimpsest.workers.cycles import register_cycle_actor
-from palimpsest.workers.erasure import register_erasure_actor
-from palimpsest.workers.expiry import register_expiry_actor
-from palimpsest.workers.forgetting import register_forgetting_actor
-from palimpsest.workers.indexing import register_index_actor
-from palimpsest.workers.revision import register_drain_actor
+from palimpsest.workers._cycles import register_cycle_actor
+from palimpsest.workers._erasure import register_erasure_actor
+from palimpsest.workers._expiry import register_expiry_actor
+from palimpsest.workers._forgetting import register_forgetting_actor
+from palimpsest.workers._indexing import register_index_actor
+from palimpsest.workers._revision import register_drain_actor
 
 _log = logging.getLogger(__name__)
 _settings = DrainSettings()
@@ -42,7 +43,7 @@ if _settings.broker_url is None:
     raise SystemExit("palimpsest: error: BROKER_URL must be set for distributed workers")
 _database_settings = DatabaseSettings()
 _database = open_database(_database_settings)
-_log_store = EventLog(env=_database.event_store_env(_database_settings))
+_log_store = EventLog(env=_database.event_store_env(_database_settings), writers=table_writers())
 broker = broker_for(_settings.broker_url.get_secret_value())
 dramatiq.set_broker(broker)
 drain = register_drain_actor(

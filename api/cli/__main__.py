@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from palimpsest.api.cli.entry import main
+from palimpsest.api.cli._entry import main
 
 __all__: list[str] = []
 

@@ -7,21 +7,21 @@
         belief = client.read_memory(created.id, wait=5)
 
 It needs httpx2 and pydantic only, none of the server: answers are the client's
-own models (:mod:`palimpsest.api.client.models`, :mod:`palimpsest.api.client.beliefs`,
-:mod:`palimpsest.api.client.records`), held to the server's OpenAPI document by a
+own models (:mod:`palimpsest.api.client.models`, :mod:`palimpsest.api.client._beliefs`,
+:mod:`palimpsest.api.client._records`), held to the server's OpenAPI document by a
 test; errors raise one exception class per problem type, in the tree of the
 server's error classes (:mod:`palimpsest.api.client.errors`), all exported here.
 See docs/client.md.
 
 Modules:
 
-- :mod:`palimpsest.api.client.aio`: ``AsyncClient``: the HTTP API from asyncio, method for
+- :mod:`palimpsest.api.client._aio`: ``AsyncClient``: the HTTP API from asyncio, method for
   method as ``Client``.
-- :mod:`palimpsest.api.client.base`: What the synchronous and asynchronous clients share:
+- :mod:`palimpsest.api.client._base`: What the synchronous and asynchronous clients share:
   settings, requests, answers.
-- :mod:`palimpsest.api.client.beliefs`: What the service believes about memories: one
+- :mod:`palimpsest.api.client._beliefs`: What the service believes about memories: one
   memory's belief, listings, reads by id, and recall.
-- :mod:`palimpsest.api.client.calls`: Every endpoint of the HTTP API as a typed ``Call``,
+- :mod:`palimpsest.api.client._calls`: Every endpoint of the HTTP API as a typed ``Call``,
   written once.
 - :mod:`palimpsest.api.client.errors`: What the client raises: one exception class per RFC
   9457 problem ``type``, in the tree of the service's error classes.
@@ -29,18 +29,20 @@ Modules:
   (the ``palimpsest-memory[langgraph]`` extra; not imported here).
 - :mod:`palimpsest.api.client.models`: The answers of writes, of the tenant's settings and
   of the forgetting pass, and what every answer model shares.
-- :mod:`palimpsest.api.client.records`: What the log records: observations, versions,
+- :mod:`palimpsest.api.client._records`: What the log records: observations, versions,
   histories, the event feed, decisions, erasure receipts.
-- :mod:`palimpsest.api.client.retries`: When a request is tried again, and after how long.
-- :mod:`palimpsest.api.client.sse`: Reading Server-Sent Events, one line at a time.
-- :mod:`palimpsest.api.client.sync`: ``Client``: the HTTP API from synchronous Python.
+- :mod:`palimpsest.api.client._retries`: When a request is tried again, and after how long.
+- :mod:`palimpsest.api.client._sse`: Reading Server-Sent Events, one line at a time.
+- :mod:`palimpsest.api.client._sync`: ``Client``: the HTTP API from synchronous Python.
 """
 
 from __future__ import annotations
 
-from palimpsest.api.client.aio import AsyncClient
-from palimpsest.api.client.base import ObservationContent
-from palimpsest.api.client.calls import Call, Evidence, Verdict
+from palimpsest.api.client._aio import AsyncClient
+from palimpsest.api.client._base import ObservationContent
+from palimpsest.api.client._calls import Call, Evidence, Verdict
+from palimpsest.api.client._retries import RetryPolicy
+from palimpsest.api.client._sync import Client
 from palimpsest.api.client.errors import (
     PROBLEM_CLASSES,
     AlreadySettledError,
@@ -96,8 +98,6 @@ from palimpsest.api.client.errors import (
     UnsupportedMediaTypeError,
     ValidationError,
 )
-from palimpsest.api.client.retries import RetryPolicy
-from palimpsest.api.client.sync import Client
 
 __all__ = [
     "APIConnectionError",

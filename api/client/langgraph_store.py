@@ -46,15 +46,15 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from palimpsest.api.client.beliefs import (
+from palimpsest.api.client._beliefs import (
     CurrentBelief,
     ListedCurrentBelief,
     ListedPendingBelief,
     RecalledCurrent,
     RecallMode,
 )
+from palimpsest.api.client._sync import Client
 from palimpsest.api.client.models import MemoryType
-from palimpsest.api.client.sync import Client
 
 __all__ = ["PalimpsestStore"]
 

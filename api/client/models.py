@@ -314,6 +314,7 @@ class CacheEvicted(Answer):
     entries: int
     max_entries: int
     aggregates_evicted: int = 0
+    query_vectors_evicted: int = 0
 
 
 # The forgetting pass

@@ -6,43 +6,43 @@ recall's), declared there once; request bodies are declared here.
 
 from __future__ import annotations
 
-from palimpsest.api.schemas.admin import (
+from palimpsest.api.schemas._admin import (
     CacheEvicted,
 )
-from palimpsest.api.schemas.batch import (
+from palimpsest.api.schemas._batch import (
     BatchCreate,
     BatchItem,
     BatchPublic,
 )
-from palimpsest.api.schemas.common import (
+from palimpsest.api.schemas._common import (
     BatchRef,
     Label,
     MediaType,
     Reason,
     RequestBody,
 )
-from palimpsest.api.schemas.contributions import (
+from palimpsest.api.schemas._contributions import (
     ContributionAdded,
     ContributionsCreate,
     ContributionsCreated,
 )
-from palimpsest.api.schemas.decisions import (
+from palimpsest.api.schemas._decisions import (
     DecisionOutcome,
     DecisionPublic,
 )
-from palimpsest.api.schemas.edges import (
+from palimpsest.api.schemas._edges import (
     EdgeRetract,
 )
-from palimpsest.api.schemas.erasures import (
+from palimpsest.api.schemas._erasures import (
     ErasureCreate,
     ErasureReceipt,
     ErasureRemoved,
 )
-from palimpsest.api.schemas.events import (
+from palimpsest.api.schemas._events import (
     EventPagePublic,
     EventPublic,
 )
-from palimpsest.api.schemas.forgetting import (
+from palimpsest.api.schemas._forgetting import (
     JudgeItemsPublic,
     OperatorVerdict,
     PassRunCreate,
@@ -51,7 +51,7 @@ from palimpsest.api.schemas.forgetting import (
     VerdictsCreate,
     VerdictsRecorded,
 )
-from palimpsest.api.schemas.memories import (
+from palimpsest.api.schemas._memories import (
     BeliefPublic,
     CandidatePublic,
     CandidatesPublic,
@@ -75,7 +75,7 @@ from palimpsest.api.schemas.memories import (
     VersionCreated,
     VersionPublic,
 )
-from palimpsest.api.schemas.observations import (
+from palimpsest.api.schemas._observations import (
     Milestone,
     Milestones,
     ObservationCreate,
@@ -83,26 +83,26 @@ from palimpsest.api.schemas.observations import (
     ObservationPublic,
     RetractCreate,
 )
-from palimpsest.api.schemas.proposals import (
+from palimpsest.api.schemas._proposals import (
     ProposalApply,
     ProposalPagePublic,
     ProposalPublic,
     ProposalReject,
     ProposedMemoryPublic,
 )
-from palimpsest.api.schemas.proposers import (
+from palimpsest.api.schemas._proposers import (
     WithdrawCreate,
 )
-from palimpsest.api.schemas.recall import (
+from palimpsest.api.schemas._recall import (
     RecallCreate,
     RecalledMemory,
     RecallPublic,
     RecallRank,
 )
-from palimpsest.api.schemas.revision import (
+from palimpsest.api.schemas._revision import (
     RevisionStatusPublic,
 )
-from palimpsest.api.schemas.tenant import (
+from palimpsest.api.schemas._tenant import (
     JudgmentPublic,
     JudgmentUpdate,
     RetentionPublic,

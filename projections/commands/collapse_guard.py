@@ -30,7 +30,7 @@ from palimpsest.projections.store.archival_allowance import ArchivalClaim
 from palimpsest.projections.store.archival_allowance import archivals_left as _left
 
 if TYPE_CHECKING:
-    from palimpsest.projections.commands.spec import Batch
+    from palimpsest.projections.commands._spec import Batch
     from palimpsest.projections.store.eventlog import EventLog
 
 __all__ = [

@@ -29,6 +29,7 @@ from palimpsest.domain.limits import MAX_VERSION_BYTES, encode_content
 from palimpsest.domain.memory import Memory
 from palimpsest.domain.proposal import Proposal
 from palimpsest.domain.reflection import Reflection
+from palimpsest.projections.commands._spec import Batch, WriteSpec
 from palimpsest.projections.commands.collapse_guard import CollapseGuardSettings, claim_archivals
 from palimpsest.projections.commands.decisions import (
     Operations,
@@ -36,7 +37,6 @@ from palimpsest.projections.commands.decisions import (
     seen_version,
     superseding_edges,
 )
-from palimpsest.projections.commands.spec import Batch, WriteSpec
 from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
 from palimpsest.projections.store.aggregates import aggregates_of
 from palimpsest.projections.store.eventlog import EventLog

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from palimpsest.domain.memory import Memory
+from palimpsest.projections.commands._spec import Batch, WriteSpec
 from palimpsest.projections.commands.memory import EvidenceSpec, cite_evidence
-from palimpsest.projections.commands.spec import Batch, WriteSpec
 from palimpsest.projections.commands.unit_of_work import Item
 
 __all__ = ["ContributionSpec"]

@@ -44,10 +44,10 @@ from palimpsest.domain.forgetting_policy import FACTORS
 from palimpsest.domain.memory import Memory
 from palimpsest.domain.proposal import Proposal
 from palimpsest.domain.retention_score import Factors
+from palimpsest.projections.commands._spec import Batch, WriteSpec
 from palimpsest.projections.commands.collapse_guard import CollapseGuardSettings, claim_archivals
 from palimpsest.projections.commands.decisions import LabelSpec, decide_label, seen_version
 from palimpsest.projections.commands.proposals import open_proposal_ids
-from palimpsest.projections.commands.spec import Batch, WriteSpec
 from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
 from palimpsest.projections.store.sql import schema_sql
 from palimpsest.projections.store.tenancy import tenant_transaction

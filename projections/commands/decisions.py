@@ -31,7 +31,7 @@ from palimpsest.domain.errors import (
 )
 from palimpsest.domain.memory import Memory
 from palimpsest.domain.observation import Observation
-from palimpsest.projections.commands.spec import Batch, WriteSpec
+from palimpsest.projections.commands._spec import Batch, WriteSpec
 from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
 from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.sql import schema_sql

@@ -41,13 +41,13 @@ from palimpsest.domain.limits import MAX_BATCH_ITEMS, MAX_REASON_CHARS
 from palimpsest.domain.memory import Memory
 from palimpsest.domain.observation import Observation
 from palimpsest.domain.proposal import Proposal
+from palimpsest.projections.commands._spec import Batch, WriteSpec
 from palimpsest.projections.commands.consolidation import redact_reflections
 from palimpsest.projections.commands.decisions import (
     Operations,
     record_decision,
     seen_version,
 )
-from palimpsest.projections.commands.spec import Batch, WriteSpec
 from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
 from palimpsest.projections.store.aggregates import stranded_memories
 from palimpsest.projections.store.sql import schema_sql

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from palimpsest.domain.forgetting_policy import ForgettingPolicy
 from palimpsest.domain.tenant import Tenant
-from palimpsest.projections.commands.spec import Batch, WriteSpec
+from palimpsest.projections.commands._spec import Batch, WriteSpec
 from palimpsest.projections.commands.unit_of_work import Item
 from palimpsest.projections.store.aggregates import load_aggregate
 

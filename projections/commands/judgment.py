@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from palimpsest.domain.tenant import Tenant
-from palimpsest.projections.commands.spec import Batch, WriteSpec
+from palimpsest.projections.commands._spec import Batch, WriteSpec
 from palimpsest.projections.commands.unit_of_work import Item
 from palimpsest.projections.store.aggregates import load_aggregate
 

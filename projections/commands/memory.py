@@ -20,6 +20,7 @@ from palimpsest.domain.evidence import Excerpt, cut_excerpt
 from palimpsest.domain.limits import MAX_VERSION_BYTES, encode_content
 from palimpsest.domain.memory import Memory
 from palimpsest.domain.observation import Observation
+from palimpsest.projections.commands._spec import Batch, Id, WriteSpec
 from palimpsest.projections.commands.decisions import (
     LabelSpec,
     Operations,
@@ -28,7 +29,6 @@ from palimpsest.projections.commands.decisions import (
     seen_version,
     superseding_edges,
 )
-from palimpsest.projections.commands.spec import Batch, Id, WriteSpec
 from palimpsest.projections.commands.unit_of_work import Item
 
 __all__ = [
@@ -39,6 +39,8 @@ __all__ = [
     "MemorySpec",
     "VersionSpec",
     "cite_evidence",
+    "new_memory",
+    "new_version",
     "refuse_unless_current",
 ]
 
@@ -82,44 +84,8 @@ class MemorySpec(WriteSpec):
     ``add_edge`` decision, in the same write."""
 
     def apply(self, batch: Batch) -> Item:
-        """Create the memory, record its first version, and add its ``supersedes``
-        edges (as the edges API adds them).
-
-        Raises:
-            NotFoundError: a memory it supersedes is unknown.
-            EdgeNotAllowedError: one of them cannot be superseded by it (an event).
-        """
-        uow = batch.uow
-        memory = Memory.create(
-            tenant_id=uow.caller.tenant_id,
-            memory_type=self.memory_type,
-            scope=self.scope,
-            project=self.project,
-            topic=self.topic,
-            principal_id=uow.caller.principal_id,
-            importance=self.importance,
-        )
-        version_id = _record_version(
-            batch, memory, self.content, self.evidence, self.model_id, self.trust
-        )
-        uow.add(memory)
-        fields: dict[str, object] = {"id": str(memory.id), "version_id": str(version_id)}
-        last_event: tuple[UUID, int] | None = (memory.id, memory.version)
-        superseded = []
-        for target_id in dict.fromkeys(self.supersedes):
-            edge = EdgeSpec(memory.id, "supersedes", target_id).apply(batch)
-            # The decision is recorded after the memory: its event ends the write.
-            last_event = edge.last_event or last_event
-            superseded.append(
-                {
-                    "edge_id": edge.fields["id"],
-                    "target_id": edge.fields["target_id"],
-                    "decision_id": edge.fields["decision_id"],
-                }
-            )
-        if superseded:
-            fields["supersedes"] = superseded
-        return Item(memory.id, last_event, fields)
+        """Create the memory in ``batch`` (:func:`new_memory`)."""
+        return new_memory(batch, self)
 
 
 @dataclass(frozen=True)
@@ -139,36 +105,8 @@ class VersionSpec(WriteSpec):
     ``refuse`` or ``restore``; never a silent revision of an archived memory)."""
 
     def apply(self, batch: Batch) -> Item:
-        """Record the version on the memory (found, or made earlier in the batch);
-        first restore it, in the same write, when it is archived and ``if_archived``
-        says ``restore``.
-
-        Raises:
-            MemoryForgottenError, MemorySupersededError: it is archived and
-                ``if_archived`` says ``refuse``.
-        """
-        memory = batch.uow.load(batch.resolve(self.memory_id), Memory, "memory")
-        if self.if_archived == "refuse":
-            refuse_unless_current(
-                batch,
-                memory,
-                if_forgotten="revise it with restore: true to restore it and record the "
-                f"version in one write, or restore it first (POST /v1/memories/{memory.id}"
-                "/restore)",
-                if_superseded="revise the newer memory if it holds the claim now, or revise "
-                "this one with restore: true to retract the superseding edge and record "
-                "the version in one write",
-            )
-        elif self.if_archived == "restore":
-            _restore(batch, memory)
-        version_id = _record_version(
-            batch, memory, self.content, self.evidence, self.model_id, self.trust
-        )
-        return Item(
-            memory.id,
-            (memory.id, memory.version),
-            {"memory_id": str(memory.id), "version_id": str(version_id)},
-        )
+        """Record the version in ``batch`` (:func:`new_version`)."""
+        return new_version(batch, self)
 
 
 @dataclass(frozen=True)
@@ -298,6 +236,87 @@ class EdgeRetractSpec(WriteSpec):
             nothing_to_do=None,
             reason=self.reason,
         )
+
+
+def new_memory(batch: Batch, spec: MemorySpec) -> Item:
+    """Create the memory ``spec`` asks for in ``batch``'s unit of work: the
+    :class:`~palimpsest.domain.memory.Memory` with its first version, and its
+    ``supersedes`` edges (as the edges API adds them). Nothing is recorded until the
+    unit of work is.
+
+    Raises:
+        NotFoundError: a cited observation, or a memory it supersedes, is unknown.
+        EdgeNotAllowedError: a memory it supersedes cannot be superseded by it.
+        InvalidInputError, EvidenceErasedError, EvidenceRetractedError,
+            EvidenceOutOfRangeError: its content or evidence is refused.
+    """
+    uow = batch.uow
+    memory = Memory.create(
+        tenant_id=uow.caller.tenant_id,
+        memory_type=spec.memory_type,
+        scope=spec.scope,
+        project=spec.project,
+        topic=spec.topic,
+        principal_id=uow.caller.principal_id,
+        importance=spec.importance,
+    )
+    version_id = _record_version(
+        batch, memory, spec.content, spec.evidence, spec.model_id, spec.trust
+    )
+    uow.add(memory)
+    fields: dict[str, object] = {"id": str(memory.id), "version_id": str(version_id)}
+    last_event: tuple[UUID, int] | None = (memory.id, memory.version)
+    superseded = []
+    for target_id in dict.fromkeys(spec.supersedes):
+        edge = EdgeSpec(memory.id, "supersedes", target_id).apply(batch)
+        # The decision is recorded after the memory: its event ends the write.
+        last_event = edge.last_event or last_event
+        superseded.append(
+            {
+                "edge_id": edge.fields["id"],
+                "target_id": edge.fields["target_id"],
+                "decision_id": edge.fields["decision_id"],
+            }
+        )
+    if superseded:
+        fields["supersedes"] = superseded
+    return Item(memory.id, last_event, fields)
+
+
+def new_version(batch: Batch, spec: VersionSpec) -> Item:
+    """Record the version ``spec`` asks for on its memory (loaded, or made earlier in
+    the batch) in ``batch``'s unit of work; first restore the memory, in the same
+    write, when it is archived and ``spec.if_archived`` says ``restore``.
+
+    Raises:
+        NotFoundError: the memory, or a cited observation, is unknown.
+        MemoryForgottenError, MemorySupersededError: it is archived and
+            ``spec.if_archived`` says ``refuse``.
+        InvalidInputError, EvidenceErasedError, EvidenceRetractedError,
+            EvidenceOutOfRangeError: its content or evidence is refused.
+    """
+    memory = batch.uow.load(batch.resolve(spec.memory_id), Memory, "memory")
+    if spec.if_archived == "refuse":
+        refuse_unless_current(
+            batch,
+            memory,
+            if_forgotten="revise it with restore: true to restore it and record the "
+            f"version in one write, or restore it first (POST /v1/memories/{memory.id}"
+            "/restore)",
+            if_superseded="revise the newer memory if it holds the claim now, or revise "
+            "this one with restore: true to retract the superseding edge and record "
+            "the version in one write",
+        )
+    elif spec.if_archived == "restore":
+        _restore(batch, memory)
+    version_id = _record_version(
+        batch, memory, spec.content, spec.evidence, spec.model_id, spec.trust
+    )
+    return Item(
+        memory.id,
+        (memory.id, memory.version),
+        {"memory_id": str(memory.id), "version_id": str(version_id)},
+    )
 
 
 def refuse_unless_current(

@@ -44,6 +44,7 @@ from palimpsest.domain.errors import (
 )
 from palimpsest.domain.memory import Memory
 from palimpsest.domain.proposal import DEFAULT_THRESHOLDS, Proposal
+from palimpsest.projections.commands._spec import Batch, WriteSpec
 from palimpsest.projections.commands.collapse_guard import (
     CollapseGuardSettings,
     claim_archivals,
@@ -56,7 +57,6 @@ from palimpsest.projections.commands.decisions import (
     seen_version,
     superseding_edges,
 )
-from palimpsest.projections.commands.spec import Batch, WriteSpec
 from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
 from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.sql import schema_sql

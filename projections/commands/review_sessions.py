@@ -3,7 +3,7 @@
 A row is stored under its tenant (row-level security, as tokens are) and found
 by the SHA-256 digest of the cookie's secret; it holds the token sealed under
 that secret, so the table alone opens nothing. Sealing, cookies and the clock
-are the caller's (:mod:`palimpsest.api.sessions`); this module stores, finds and
+are the caller's (:mod:`palimpsest.api._sessions`); this module stores, finds and
 ends rows. Not state the log explains: a sign-in is no fact about memories, and
 rebuild neither reads nor writes it.
 """

@@ -21,8 +21,8 @@ from psycopg import sql
 
 from palimpsest.domain.errors import ConflictError
 from palimpsest.domain.tenant import Tenant
+from palimpsest.projections.commands._spec import Batch, WriteSpec
 from palimpsest.projections.commands.decisions import Operations, record_decision
-from palimpsest.projections.commands.spec import Batch, WriteSpec
 from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
 from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.schema import EVENTS_TABLE

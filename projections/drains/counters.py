@@ -1,5 +1,4 @@
-"""Process-wide counts of what went wrong in the background, and of where writes ran,
-for ``/metrics``.
+"""Process-wide counts of what went wrong in the background, for ``/metrics``.
 
 Drains and hints run beside the HTTP app (the in-process loop, the broker
 sender) and outlive any one app instance, so their failures are counted
@@ -16,7 +15,6 @@ __all__ = [
     "HINTS_UNSENT",
     "JUDGE_REFUSED",
     "JUDGE_USAGE",
-    "WRITES_ON_LOOP",
     "count",
     "counts",
 ]
@@ -33,11 +31,6 @@ JUDGE_USAGE = "judge_usage"
 
 JUDGE_REFUSED = "judge_budget_refusals"
 """Judge calls a tenant's daily budget refused (labelled by operation)."""
-
-WRITES_ON_LOOP = "writes_on_event_loop"
-"""A lone connection's write run on the event loop (``ran``: answered or refused there),
-or begun there and handed to a thread because it would have waited for a lock or met
-a database error (``handed_to_thread``)."""
 
 _lock = threading.Lock()
 _counts: Counter[tuple[str, str]] = Counter()

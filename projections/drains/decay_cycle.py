@@ -10,7 +10,7 @@ every score of the run:
    similarity at least the policy's ``duplicate_floor``, never ``event``) are
    found before bucketing; the older side of each is forced into the prune
    path (as the older side of a supersession by the newer one).
-3. *Score and bucket* each memory (:mod:`palimpsest.projections.drains.decay_scoring`,
+3. *Score and bucket* each memory (:mod:`palimpsest.projections.drains._decay_scoring`,
    by :mod:`palimpsest.domain.retention_score`'s rules): keep,
    fade or prune. Pinned memories, and those at or above the importance
    floor, are never pruned. Scores whose importance fell back to the
@@ -55,7 +55,7 @@ from palimpsest.projections.commands.collapse_guard import (
 from palimpsest.projections.commands.cycle import CycleConsolidatedSpec, CycleSpec, Prune
 from palimpsest.projections.commands.forgetting_policy import forgetting_for
 from palimpsest.projections.commands.writer import WriteOutcome, Writer
-from palimpsest.projections.drains.decay_scoring import (
+from palimpsest.projections.drains._decay_scoring import (
     bucket_counts,
     forced_duplicates,
     plan_prunes,
@@ -279,11 +279,11 @@ def _consolidate(
     model_id: str,
     guard: CollapseGuardSettings,
 ) -> dict[str, Any]:
-    """The seam to consolidation (:mod:`palimpsest.projections.drains.consolidation`): called
+    """The seam to consolidation (:mod:`palimpsest.projections.drains._consolidation`): called
     after eviction is recorded, over the survivors. A failure there is logged and
     reported; it never undoes the eviction."""
     try:
-        from palimpsest.projections.drains import consolidation  # type: ignore[attr-defined,unused-ignore]
+        from palimpsest.projections.drains import _consolidation as consolidation  # type: ignore[attr-defined,unused-ignore]
     except ImportError:
         return {"skipped": "consolidation not installed"}
     try:

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from palimpsest.projections.drains.expiry import expire_tenant
+from palimpsest.projections.drains._expiry import expire_tenant
+from palimpsest.projections.drains._retention import apply_tenant_retention
+from palimpsest.projections.drains._tenant_erasure import erase_tenant
 from palimpsest.projections.drains.isolation import Backoff, run_stage
-from palimpsest.projections.drains.retention import apply_tenant_retention
 from palimpsest.projections.drains.revision import LEASE_SECONDS, DrainReport, drain_tenant
-from palimpsest.projections.drains.tenant_erasure import erase_tenant
 from palimpsest.projections.recall.embedders import Embedder
 from palimpsest.projections.recall.indexing import index_pending
 from palimpsest.projections.store.eventlog import EventLog

@@ -9,7 +9,7 @@ Modules:
   while the service keeps serving.
 - :mod:`palimpsest.projections.history.replay`: Replay: what every memory was believed to
   be at a log position or a time.
-- :mod:`palimpsest.projections.history.replay_workers`: Replaying tenants in parallel, all
+- :mod:`palimpsest.projections.history._replay_workers`: Replaying tenants in parallel, all
   at one pinned log position.
 - :mod:`palimpsest.projections.history.verify`: Verify: recompute every read model at one
   pinned log position and compare.
@@ -21,6 +21,5 @@ __all__ = [
     "log_scan",
     "rebuild",
     "replay",
-    "replay_workers",
     "verify",
 ]

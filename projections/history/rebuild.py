@@ -37,13 +37,13 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from palimpsest.domain.memory import Memory
-from palimpsest.projections.history.log_scan import Progress, log_head, replay_tenant, tenant_ids
-from palimpsest.projections.history.replay_workers import (
+from palimpsest.projections.history._replay_workers import (
     WorkerPlan,
     WorkerPool,
     default_workers,
     split_tenants,
 )
+from palimpsest.projections.history.log_scan import Progress, log_head, replay_tenant, tenant_ids
 from palimpsest.projections.store.database import Database
 from palimpsest.projections.store.eventlog import event_mapper
 from palimpsest.projections.store.schema import EVENTS_TABLE, SNAPSHOTS_TABLE

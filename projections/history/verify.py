@@ -24,14 +24,14 @@ from uuid import UUID
 from eventsourcing.persistence import Mapper, StoredEvent
 from psycopg import sql
 
-from palimpsest.projections.history.log_scan import Progress, log_head
-from palimpsest.projections.history.rebuild import tenant_sizes
-from palimpsest.projections.history.replay_workers import (
+from palimpsest.projections.history._replay_workers import (
     WorkerPlan,
     WorkerPool,
     default_workers,
     split_tenants,
 )
+from palimpsest.projections.history.log_scan import Progress, log_head
+from palimpsest.projections.history.rebuild import tenant_sizes
 from palimpsest.projections.store.database import Database
 from palimpsest.projections.store.schema import SNAPSHOTS_TABLE
 from palimpsest.projections.store.sql import schema_sql

@@ -4,17 +4,17 @@ here; what a verdict and the judged state are lives in :mod:`palimpsest.domain.v
 
 Modules:
 
-- :mod:`palimpsest.projections.judgment.answers`: Reading a judge's answer: each item's line,
+- :mod:`palimpsest.projections.judgment._answers`: Reading a judge's answer: each item's line,
   its verdict, and the distribution at its letter.
 - :mod:`palimpsest.projections.judgment.importance`: Importance from a chat model: how much a
   memory matters, asked of an OpenAI-compatible model.
 - :mod:`palimpsest.projections.judgment.judge`: The judge interface: items in, one verdict (or
   one item's failure) out per item.
-- :mod:`palimpsest.projections.judgment.openai_compatible`: A judge behind any
+- :mod:`palimpsest.projections.judgment._openai_compatible`: A judge behind any
   OpenAI-compatible ``/v1/chat/completions`` endpoint.
-- :mod:`palimpsest.projections.judgment.prompt`: The chat request a judge sends for one batch:
+- :mod:`palimpsest.projections.judgment._prompt`: The chat request a judge sends for one batch:
   instructions, the state, the answer format.
-- :mod:`palimpsest.projections.judgment.recorded`: Recorded judge: real responses of a real
+- :mod:`palimpsest.projections.judgment._recorded`: Recorded judge: real responses of a real
   model server, replayed over loopback HTTP.
 - :mod:`palimpsest.projections.judgment.settings`: Settings of the judge: which kind, where it
   is, and how to talk to it.
@@ -25,12 +25,8 @@ Modules:
 from __future__ import annotations
 
 __all__ = [
-    "answers",
     "importance",
     "judge",
-    "openai_compatible",
-    "prompt",
-    "recorded",
     "settings",
     "summariser",
 ]

@@ -5,7 +5,7 @@ With ``PALIMPSEST_IMPORTANCE=openai`` (and ``PALIMPSEST_IMPORTANCE_URL``,
 the decay cycle asks a chat model to rate each memory (its type, grade and
 text) from 1 (small talk) to 5 (a decision, a blocker or a key fact), one request per memory,
 over the judge's HTTP client, retries and failure rules
-(:mod:`palimpsest.projections.judgment.openai_compatible`). The rating read is the
+(:mod:`palimpsest.projections.judgment._openai_compatible`). The rating read is the
 expected value of the model's distribution over the five digits at the
 answer token (from ``top_logprobs``), else the digit it wrote; it maps to
 ``(rating - 1) / 4`` in [0, 1]. Without one (``heuristic``, the default) the
@@ -45,10 +45,10 @@ from palimpsest.domain.importance import (
     ImportanceInput,
     ImportanceScorer,
 )
-from palimpsest.projections.judgment.answers import AnswerToken
+from palimpsest.projections.judgment._answers import AnswerToken
+from palimpsest.projections.judgment._openai_compatible import OpenAICompatibleJudge, _tokens
+from palimpsest.projections.judgment._prompt import TOP_LOGPROBS, Constraint
 from palimpsest.projections.judgment.judge import JudgeUnavailableError
-from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge, _tokens
-from palimpsest.projections.judgment.prompt import TOP_LOGPROBS, Constraint
 
 __all__ = [
     "CACHE_SIZE",

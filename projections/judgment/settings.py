@@ -9,8 +9,8 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from palimpsest.domain.judge_state import MAX_BATCH_CHARS, MAX_BATCH_ITEMS
-from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
-from palimpsest.projections.judgment.recorded import RecordedJudge
+from palimpsest.projections.judgment._openai_compatible import OpenAICompatibleJudge
+from palimpsest.projections.judgment._recorded import RecordedJudge
 
 if TYPE_CHECKING:
     from palimpsest.projections.judgment.judge import Judge

@@ -4,7 +4,7 @@ With ``PALIMPSEST_SUMMARISER=openai`` (and ``PALIMPSEST_SUMMARISER_URL``,
 ``PALIMPSEST_SUMMARISER_MODEL``, optionally ``PALIMPSEST_SUMMARISER_API_KEY``),
 an OpenAI-compatible chat model writes a merge's text and the reflections
 of consolidation's second pass, over the same HTTP client, retries and
-failure rules as the judge (:mod:`palimpsest.projections.judgment.openai_compatible`).
+failure rules as the judge (:mod:`palimpsest.projections.judgment._openai_compatible`).
 Without one (``none``, the default) :func:`summariser_from` answers None:
 merges are extractive (the centre's text, verbatim, chosen in
 :mod:`palimpsest.domain.consolidation`) and there are no reflections (no fallback).
@@ -19,8 +19,8 @@ from typing import Any, Literal, Protocol
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from palimpsest.projections.judgment._openai_compatible import OpenAICompatibleJudge
 from palimpsest.projections.judgment.judge import JudgeUnavailableError
-from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
 
 __all__ = [
     "MAX_REFLECTIONS",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from palimpsest.projections.store.sql import schema_query
-from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.store.tenancy import queued_transaction
 
 if TYPE_CHECKING:
     from palimpsest.projections.store.eventlog import EventLog
@@ -28,7 +28,7 @@ then it answers with what is indexed (``caught_up: false``)."""
 _CREATED_BY_AFTER = (
     "EXISTS (SELECT 1 FROM {schema}.{events} e"
     " WHERE e.originator_id = m.memory_id AND e.originator_version = 1"
-    " AND e.notification_id <= %(after)s)"
+    " AND e.notification_id <= %s)"
 )
 """The memory's first event is at ``after`` or before (found by the events' key). Not
 ``memory_index.position``: writes that share a group commit's transaction record its
@@ -38,7 +38,7 @@ last position there, while each answers its own last event's, which may be lower
 _CAUGHT_UP = (
     "SELECT NOT EXISTS (SELECT 1 FROM {schema}.revisions r"
     " JOIN {schema}.memory_index m USING (tenant_id, memory_id)"
-    " WHERE r.published < r.requested AND r.published < %(after)s"
+    " WHERE r.published < r.requested AND r.published < %s"
     " AND " + _CREATED_BY_AFTER +
     # A quarantined memory is not waited for: it stays so until a later write.
     " AND r.unprojectable_at IS DISTINCT FROM r.requested)"
@@ -46,7 +46,7 @@ _CAUGHT_UP = (
     " JOIN {schema}.memory_index m USING (tenant_id, memory_id)"
     " JOIN {schema}.beliefs b USING (tenant_id, memory_id)"
     " LEFT JOIN {schema}.memory_texts t USING (tenant_id, memory_id)"
-    " WHERE r.indexed < r.published AND r.indexed < %(after)s"
+    " WHERE r.indexed < r.published AND r.indexed < %s"
     " AND " + _CREATED_BY_AFTER + " AND m.erased_position IS NULL"
     " AND b.current_version_id IS NOT NULL"
     " AND t.version_id IS DISTINCT FROM b.current_version_id) AS caught_up"
@@ -69,7 +69,9 @@ def caught_up(log: EventLog, tenant_id: UUID, after: int) -> bool:
     not caught up until its newer write is published too (recall would answer it
     ``pending`` meanwhile).
     """
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(schema_query(_CAUGHT_UP, log.datastore.schema), {"after": after})
-        row = cur.fetchone()
-    return bool(row and row["caught_up"])
+    # Sent whole, with its BEGIN and COMMIT, in one round trip: a recall that passes
+    # ``after`` asks this first, every time.
+    with queued_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(schema_query(_CAUGHT_UP, log.datastore.schema), [after] * 4)
+        answer = cur.answer()
+    return bool(answer.rows and answer.rows[0][0])

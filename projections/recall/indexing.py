@@ -20,7 +20,7 @@ in ``memory_lexemes``), written for each due memory whose current version has
 none yet, with no model call.
 
 The same write finds the pairs recall marks as possible supersessions
-(:mod:`palimpsest.projections.recall.conflict_marks`) for each due memory of a
+(:mod:`palimpsest.projections.recall._conflict_marks`) for each due memory of a
 paired type, last, under the tenant's pairing lock.
 
 A model change: when a tenant has embeddings of another model, its
@@ -40,10 +40,10 @@ from typing import Any
 from uuid import UUID
 
 from palimpsest.domain.memory import Memory
-from palimpsest.projections.recall.conflict_marks import write_marks
+from palimpsest.projections.recall._conflict_marks import write_marks
+from palimpsest.projections.recall._vectors import VectorValue, binary_vectors
 from palimpsest.projections.recall.embedders import Embedder
 from palimpsest.projections.recall.settings import DEFAULT_CONFLICT_FLOOR, EmbeddingSettings
-from palimpsest.projections.recall.vectors import VectorValue, binary_vectors
 from palimpsest.projections.store.aggregates import aggregates_of
 from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.lexeme_counts import counting

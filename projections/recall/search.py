@@ -13,9 +13,9 @@ Either way the answer holds k memories when k exist.
 Ranking: similarity rounded to :data:`SIMILARITY_DECIMALS` decimals, then
 salience, then recency (the newest write that touched the memory), then id;
 then a memory possibly superseded by a newer one found with it moves right
-below it (:mod:`palimpsest.projections.recall.conflict_marks`). What matches
+below it (:mod:`palimpsest.projections.recall._conflict_marks`). What matches
 neither by meaning nor by words is left out unless ``min_similarity`` says
-otherwise (:mod:`palimpsest.projections.recall.relevance`). A memory whose
+otherwise (:mod:`palimpsest.projections.recall._relevance`). A memory whose
 revision or index has not caught up is returned as ``pending``, without
 content; an archived one only with ``include_archived``, flagged.
 """
@@ -31,16 +31,27 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
-from pgvector.sqlalchemy import Vector
-from sqlalchemy import Float, Integer, Text, cast, func, null, select
-from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from typing_extensions import TypedDict
 
-from palimpsest.projections.recall.conflict_marks import conflicts_first, superseding
+from palimpsest.projections.recall._conflict_marks import conflicts_first, superseding
+from palimpsest.projections.recall._filters import filters_of
+from palimpsest.projections.recall._fusion import Fused, fuse, text_weight
+from palimpsest.projections.recall._relevance import (
+    BACKGROUND_RANK,
+    Nearest,
+    matches,
+    relevance,
+    text_match,
+)
+from palimpsest.projections.recall._statements import (
+    search_statement,
+    selected_count,
+    state_statement,
+    vector_literal,
+)
+from palimpsest.projections.recall._words import EVERY_WORD
 from palimpsest.projections.recall.embedders import Embedder
-from palimpsest.projections.recall.filters import filter_conditions, filters_of
-from palimpsest.projections.recall.fusion import Fused, fuse, text_weight
+from palimpsest.projections.recall.query_vectors import query_vectors
 from palimpsest.projections.recall.recalled import (
     DecidedBy,
     RecalledCurrent,
@@ -49,31 +60,18 @@ from palimpsest.projections.recall.recalled import (
     RecallRank,
     RequestedRevision,
 )
-from palimpsest.projections.recall.relevance import (
-    BACKGROUND_RANK,
-    Nearest,
-    matches,
-    relevance,
-    text_match,
-)
-from palimpsest.projections.recall.words import EVERY_WORD, text_candidates
-from palimpsest.projections.store.sql import tables_in
 from palimpsest.projections.store.tenancy import run_unread, tenant_transaction
-from palimpsest.projections.views.access_buffer import flush_accesses
+from palimpsest.projections.views.access_buffer import merged_accesses
 from palimpsest.projections.views.access_stamps import (
-    salience_columns,
     salience_from,
     score_from,
     stamp_accesses,
 )
 from palimpsest.projections.views.belief_facts import BeliefDocument
-from palimpsest.projections.views.current_beliefs import due_deadlines
-from palimpsest.projections.views.decay_inputs import faded
-from palimpsest.projections.views.statement import events_table, inline, param, shaped_sql
+from palimpsest.projections.views.statement import shaped_sql
 
 if TYPE_CHECKING:
     from psycopg import Cursor
-    from sqlalchemy import Select
 
     from palimpsest.projections.store.eventlog import EventLog
 
@@ -90,8 +88,6 @@ __all__ = [
     "rank_key",
     "recall",
     "search",
-    "search_statement",
-    "state_statement",
 ]
 
 SIMILARITY_DECIMALS = 3
@@ -140,16 +136,16 @@ class RecallQuery:
     """Leave out memories less similar than this (in text mode, the query is then
     embedded to know); 0 leaves nothing out. None: the default floor, which leaves out
     what matches neither by meaning nor by words
-    (:func:`palimpsest.projections.recall.relevance.matches`)."""
+    (:func:`palimpsest.projections.recall._relevance.matches`)."""
     offset: int = 0
     """How many of the best to skip: the page after the first ``offset``."""
     possible_supersessions: bool = True
     """Mark a memory possibly superseded by a newer one and rank it below
-    (:mod:`palimpsest.projections.recall.conflict_marks`); False: neither (what recall
+    (:mod:`palimpsest.projections.recall._conflict_marks`); False: neither (what recall
     did before)."""
     project_under: str | None = None
     """Only this project and the projects below it (``a``: ``a`` and ``a/b``), as a
-    LangGraph namespace prefix asks (:mod:`palimpsest.projections.recall.filters`)."""
+    LangGraph namespace prefix asks (:mod:`palimpsest.projections.recall._filters`)."""
 
 
 @dataclass(frozen=True)
@@ -190,133 +186,15 @@ class SearchRow(TypedDict):
     due: int
     faded: bool
     """Faded by the decay cycle (:func:`palimpsest.projections.views.decay_inputs.faded`)."""
+    newer: list[UUID]
+    """The newer memories that may supersede it, unsettled, newest first
+    (:func:`palimpsest.projections.recall._conflict_marks.superseding`); none read when
+    the query asks for no possible supersessions."""
 
 
 def rank_key(similarity: float, salience: float, recency: int, memory_id: str) -> tuple[Any, ...]:
     """Return the sort key of a recalled memory (ascending sorts best first)."""
     return (-round(similarity, SIMILARITY_DECIMALS), -salience, -recency, memory_id)
-
-
-def _vector(values: list[float]) -> str:
-    return "[" + ",".join(map(repr, values)) + "]"
-
-
-def search_statement(
-    schema: str,
-    dimension: int | None,
-    exact: bool,
-    filtered: tuple[str, ...],
-    topic: bool = False,
-    words: bool = False,
-    under: bool = False,
-) -> Select[Any]:
-    """Return the candidates' query of :func:`search` (SQLAlchemy Core), for vectors
-    of ``dimension`` and the filters on the columns ``filtered`` (and on ``%(topic)s``
-    when ``topic``, on ``%(under)s`` when ``under``:
-    :func:`palimpsest.projections.recall.filters.filter_conditions`): each candidate's
-    memory, indexed version, ``similarity`` and ``text_score``. Their state is read
-    by :func:`state_statement`.
-
-    The nearest embeddings are ordered by cosine distance on
-    ``embedding::vector(dimension)`` with ``dimension = N`` in the text: the
-    expression and the predicate of the dimension's partial HNSW index, which
-    serves the order unless ``exact`` adds ``+ 0`` (an expression no index
-    serves). The tenant and the filters are in the same query. Parameters:
-    ``q`` (the query vector, as text), ``model``, each filter by its column, and
-    ``limit``.
-
-    With ``words`` the candidates are those of the text search instead
-    (:func:`palimpsest.projections.recall.words.text_candidates`, parameter ``words``; with
-    their similarity to ``q`` unless ``dimension`` is None), in the same query.
-    """
-    tables = tables_in(schema)
-    if words or dimension is None:
-        t = tables["memory_texts"].alias("e")
-        conditions = filter_conditions(tables, t, filtered, topic, under)
-        near: Any = text_candidates(t, tables, conditions, dimension)
-    else:
-        near = _vector_candidates(tables, dimension, exact, filtered, topic, under)
-    return select(*near.c)
-
-
-def _vector_candidates(
-    tables: dict[str, Any],
-    dimension: int,
-    exact: bool,
-    filtered: tuple[str, ...],
-    topic: bool,
-    under: bool,
-) -> Any:
-    e = tables["memory_embeddings"].alias("e")
-    vector_type = Vector(dimension)
-    query = cast(param("q", vector_type), vector_type)
-    distance = cast(e.c.embedding, vector_type).cosine_distance(query)
-    return (
-        select(
-            e.c.memory_id,
-            e.c.version_id,
-            e.c.content_digest,
-            e.c.revision,
-            e.c.memory_type,
-            e.c.scope,
-            e.c.project,
-            (inline(1) - distance).label("similarity"),
-            cast(null(), Float).label("text_score"),
-            cast(null(), Float).label("word_share"),
-        )
-        .where(
-            e.c.model_id == param("model", e.c.model_id.type),
-            e.c.dimension == inline(dimension),
-            *filter_conditions(tables, e, filtered, topic, under),
-        )
-        # An expression the index cannot serve forces the exact plan.
-        .order_by(distance + inline(0) if exact else distance)
-        .limit(param("limit", Integer))
-        .subquery("vector")
-    )
-
-
-def state_statement(schema: str) -> Select[Any]:
-    """Return the state recall ranks and answers by, of the candidates ``%(ids)s``
-    whose indexed versions' contents are ``%(digests)s`` (two arrays, in step), as
-    of ``%(now)s``: watermark, belief, topic, salience inputs, content, due
-    deadlines and the fade label. A candidate without revision row or index row
-    (not yet projected) is left out."""
-    tables = tables_in(schema)
-    n = (
-        func.unnest(param("ids", ARRAY(PG_UUID(as_uuid=True))), param("digests", ARRAY(Text)))
-        .table_valued("memory_id", "content_digest")
-        .render_derived("n")
-    )
-    r = tables["revisions"].alias("r")
-    b = tables["beliefs"].alias("b")
-    m = tables["memory_index"].alias("m")
-    first = events_table(schema).alias("first")
-    a = tables["memory_access"].alias("a")
-    c = tables["payloads"].alias("c")
-    f = tables["memory_fades"].alias("f")
-    due = due_deadlines(tables, n.c.memory_id).with_only_columns(func.count())
-    return select(
-        n.c.memory_id,
-        n.c.content_digest,
-        m.c.topic,
-        r.c.requested,
-        r.c.published,
-        b.c.belief,
-        b.c.current_version_id,
-        *salience_columns(m, first, a),
-        c.c.content,
-        due.scalar_subquery().label("due"),
-        faded(f, b, a).label("faded"),
-    ).select_from(
-        n.join(r, r.c.memory_id == n.c.memory_id)
-        .outerjoin(b, b.c.memory_id == n.c.memory_id)
-        .join(m, m.c.memory_id == n.c.memory_id)
-        .join(first, first.c.notification_id == m.c.position)
-        .outerjoin(a, a.c.memory_id == n.c.memory_id)
-        .outerjoin(c, c.c.digest == n.c.content_digest)
-        .outerjoin(f, f.c.memory_id == n.c.memory_id)
-    )
 
 
 def search(
@@ -348,7 +226,6 @@ def _searched(
 ) -> list[SearchRow]:
     """Return one search's memories with their state, in one transaction (pipelined:
     ``BEGIN``, the tenant and the search's settings go out with the search itself)."""
-    flush_accesses(log, tenant_id)  # the fade label reads accesses in SQL: none buffered
     with tenant_transaction(log.datastore, tenant_id, commit=False, pipelined=True) as cur:
         found = search.candidates(cur, exact=exact, words=words)
         return _joined(found, search.state(cur, found, now))
@@ -372,7 +249,7 @@ class _Search:
         that the vector search is exact from the start."""
         filters = filters_of(self.where)
         cur.execute(
-            shaped_sql(_selected_count, self.schema, *filters.shape),
+            shaped_sql(selected_count, self.schema, *filters.shape),
             {**filters.params, "model": self.model_id, "upto": EXACT_BELOW + 1},
         )
         row = cur.fetchone()
@@ -396,7 +273,7 @@ class _Search:
         )
         params = {**filters.params, "model": self.model_id, "limit": self.limit}
         if self.vector is not None:
-            params["q"] = _vector(self.vector)
+            params["q"] = vector_literal(self.vector)
         if words:
             params["words"] = where.text
         # One round trip for the settings. The tenant's btree index plus a sort is
@@ -433,22 +310,44 @@ class _Search:
         self, cur: Cursor[Any], found: list[dict[str, Any]], now: datetime
     ) -> dict[tuple[UUID, str], dict[str, Any]]:
         """Return the state of the candidates ``found`` (:func:`state_statement`), by
-        memory and content digest; a candidate not yet projected has none."""
+        memory and content digest, each with the newer memories that may supersede it
+        (``newer``, read in the same round trip); a candidate not yet projected has none."""
         if not found:
             return {}
+        ids = [row["memory_id"] for row in found]
         with cur.connection.pipeline():
             # The same plan suits any candidates (each row found by primary key).
             run_unread(cur, "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
             cur.execute(
                 shaped_sql(state_statement, self.schema),
                 {
-                    "ids": [row["memory_id"] for row in found],
+                    "ids": ids,
                     "digests": [row["content_digest"] for row in found],
                     "now": now,
                 },
                 prepare=True,
             )
-        return {(row["memory_id"], row["content_digest"]): row for row in cur.fetchall()}
+            state = {(row["memory_id"], row["content_digest"]): row for row in cur.fetchall()}
+            # Every candidate's pairs, not only the first k's: ranking places a newer
+            # one above an older one found with it, whichever list found either, and
+            # reading them here costs no round trip of its own.
+            pairs = superseding(cur, self.schema, ids) if self.where.possible_supersessions else {}
+        for (memory_id, _), row in state.items():
+            row["newer"] = pairs.get(memory_id, [])
+            _with_unwritten_accesses(row)
+        return state
+
+
+def _with_unwritten_accesses(row: dict[str, Any]) -> None:
+    """Count in ``row`` the access stamps this process holds but has not written yet
+    (:mod:`palimpsest.projections.views.access_buffer`): its salience reads them, and an
+    access after its fade lifts the fade label. Merged here rather than flushed before
+    the search, which cost a recall a write transaction whenever stamps waited."""
+    accesses, last = merged_accesses(row["memory_id"], row["accesses"], row["last_access"])
+    faded_at = row.pop("faded_at")
+    row["accesses"], row["last_access"] = accesses, last
+    if row["faded"] and last is not None and faded_at is not None and last > faded_at:
+        row["faded"] = False
 
 
 def _joined(
@@ -465,24 +364,6 @@ def _joined(
 def _archived(row: SearchRow) -> bool:
     belief = row["belief"]
     return belief is not None and belief["labels"].get("archived") is not None
-
-
-def _selected_count(
-    schema: str, filtered: tuple[str, ...], topic: bool, under: bool
-) -> Select[Any]:
-    """How many embeddings of ``%(model)s`` the filters select, up to ``%(upto)s``."""
-    tables = tables_in(schema)
-    e = tables["memory_embeddings"].alias("e")
-    selected = (
-        select(inline(1))
-        .where(
-            e.c.model_id == param("model", e.c.model_id.type),
-            *filter_conditions(tables, e, filtered, topic, under),
-        )
-        .limit(param("upto", Integer))
-        .subquery("s")
-    )
-    return select(func.count().label("n")).select_from(selected)
 
 
 def _kept(rows: list[SearchRow], query: RecallQuery) -> list[SearchRow]:
@@ -571,10 +452,10 @@ def recall(
 
     ``vector`` ranks by similarity, ``text`` by the text score (the query is not
     embedded unless ``min_similarity`` is above 0), ``hybrid`` by the two rankings
-    fused (:mod:`palimpsest.projections.recall.fusion`). With ``min_similarity``, less
+    fused (:mod:`palimpsest.projections.recall._fusion`). With ``min_similarity``, less
     similar memories (and memories matched by words that have no embedding yet) are
     left out, none when it is 0; without it, what matches neither by meaning nor by
-    words (:func:`palimpsest.projections.recall.relevance.matches`). A memory possibly
+    words (:func:`palimpsest.projections.recall._relevance.matches`). A memory possibly
     superseded by a newer one found with it ranks right below it, unless
     ``possible_supersessions`` is false.
 
@@ -584,7 +465,8 @@ def recall(
     started = time.perf_counter()
     want = query.offset + query.k
     embed = query.mode != "text" or bool(query.min_similarity)
-    vector = embedder.embed([query.text])[0] if embed else None
+    # A repeated query is not embedded again (:mod:`palimpsest.projections.recall.query_vectors`).
+    vector = query_vectors(embedder).vector(embedder, tenant_id, query.text) if embed else None
     embedded = time.perf_counter()
     find = partial(
         search,
@@ -655,34 +537,15 @@ def recall(
 
 
 def _conflicts_first(
-    log: EventLog,
-    tenant_id: UUID,
-    ordered: list[SearchRow],
-    wanted: int,
-    newer: dict[UUID, list[UUID]],
+    ordered: list[SearchRow], wanted: int, newer: dict[UUID, list[UUID]]
 ) -> list[SearchRow]:
     """Return ``ordered`` with each memory possibly superseded by a newer one found with
-    it placed right below it (:mod:`palimpsest.projections.recall.conflict_marks`), and
-    fill ``newer`` with the newer ones of the first ``wanted``.
-
-    Only the memories that reach the first ``wanted`` need their pairs, not every
-    candidate: they are read for those, and again for any that a move brings into
-    them (a newer memory taking an older one's place may have a newer one of its own).
-    """
-    looked: set[UUID] = set()
-    # The first read takes twice as many, so a second is rarely needed.
-    reach = 2 * wanted
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        while True:
-            top = [r["memory_id"] for r in ordered[:reach] if r["memory_id"] not in looked]
-            reach = wanted
-            if not top:
-                return ordered
-            looked.update(top)
-            newer.update(superseding(cur, log.datastore.schema, top))
-            ordered = conflicts_first(
-                ordered, lambda r: r["memory_id"], lambda r: newer.get(r["memory_id"], ()), _yields
-            )
+    it placed right below it (:mod:`palimpsest.projections.recall._conflict_marks`), and
+    fill ``newer`` with the newer ones of the first ``wanted``. Each candidate's pairs
+    came with its state (:meth:`_Search.state`)."""
+    ordered = conflicts_first(ordered, lambda r: r["memory_id"], lambda r: r["newer"], _yields)
+    newer.update((r["memory_id"], r["newer"]) for r in ordered[:wanted] if r["newer"])
+    return ordered
 
 
 def _yields(older: SearchRow, newer: SearchRow) -> bool:
@@ -755,7 +618,7 @@ def _rank(
     ordered = sorted(rows, key=key_of)
     newer: dict[UUID, list[UUID]] = {}
     if query.possible_supersessions:
-        ordered = _conflicts_first(log, tenant_id, ordered, query.offset + query.k, newer)
+        ordered = _conflicts_first(ordered, query.offset + query.k, newer)
     ordered = ordered[: query.offset + query.k]
     items: list[RecalledCurrent | RecalledPending] = []
     previous = key_of(ordered[query.offset - 1]) if 0 < query.offset <= len(ordered) else None

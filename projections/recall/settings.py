@@ -37,6 +37,13 @@ class EmbeddingSettings(BaseSettings):
     embedding_dimension: int = Field(default=384, ge=2, le=2000)
     embedding_api_key: SecretStr | None = None
     embedding_batch: int = Field(default=64, ge=1, le=2048)
+    embedding_threads: int = Field(default=1, ge=1, le=256)
+    """CPU threads the local model uses (torch's intra-op threads, for the process).
+    One by default: the model shares the machine with PostgreSQL and the HTTP
+    server, and a second thread that must wait for a busy core made a query's
+    embedding several times slower, where one thread slowed it little
+    (docs/recall.md, "Embedders"). More speeds a bulk ``palimpsest reindex`` on an
+    idle machine."""
     conflict_floor: float = Field(default=DEFAULT_CONFLICT_FLOOR, ge=0.0, le=1.0)
     candidate_wait_s: float = Field(default=1.0, ge=0.0, le=30.0)
     """How long a write waits for its version's embedding before answering that
@@ -69,4 +76,4 @@ class EmbeddingSettings(BaseSettings):
             )
         if (missing := missing_local_model()) is not None:
             raise ConfigurationError(missing)
-        return LocalMiniLM(batch_size=self.embedding_batch)
+        return LocalMiniLM(batch_size=self.embedding_batch, threads=self.embedding_threads)

@@ -12,8 +12,6 @@ Modules:
   how many memories a tenant's day may see archived.
 - :mod:`palimpsest.projections.store.arrays`: Arrays of a known element type, sent to
   PostgreSQL in binary in one step.
-- :mod:`palimpsest.projections.store.brief_waits`: Writes that would rather not happen than
-  wait: for a caller that must not block long.
 - :mod:`palimpsest.projections.store.database`: Connection targets: the owner (migrations,
   admin) and the runtime role.
 - :mod:`palimpsest.projections.store.embedded`: The embedded PostgreSQL (pgserver:
@@ -22,7 +20,7 @@ Modules:
   driver and library exceptions.
 - :mod:`palimpsest.projections.store.eventlog`: The event log: the eventsourcing
   application and its tenant-scoped recorder.
-- :mod:`palimpsest.projections.store.group_conflicts`: Which writes of a group commit cannot
+- :mod:`palimpsest.projections.store._group_conflicts`: Which writes of a group commit cannot
   share its transaction, decided before it.
 - :mod:`palimpsest.projections.store.http_client`: The process's one HTTP client: to
   model servers and, from the CLI, to the service.
@@ -32,7 +30,7 @@ Modules:
   that keeps ``lexeme_counts`` true.
 - :mod:`palimpsest.projections.store.migrations`: Schema migrations: Alembic revisions,
   applied by the owner role before anything connects.
-- :mod:`palimpsest.projections.store.pipelined`: A transaction sent to PostgreSQL in one
+- :mod:`palimpsest.projections.store._pipelined`: A transaction sent to PostgreSQL in one
   round trip, ``COMMIT`` included.
 - :mod:`palimpsest.projections.store.queued`: A transaction queued in Python, then sent
   through libpq's pipeline in one round trip.
@@ -49,11 +47,13 @@ Modules:
   service's own psycopg connections.
 - :mod:`palimpsest.projections.store.storable`: Text PostgreSQL can store, made from text
   the log may hold (U+0000 and lone surrogates become U+FFFD).
+- :mod:`palimpsest.projections.store.table_writers`: Tables a feature keeps in step with
+  the log, written in each write's transaction by a writer the log is made with.
 - :mod:`palimpsest.projections.store.tenancy`: The tenant a unit of work runs for, and the
   transactions that enforce it.
-- :mod:`palimpsest.projections.store.transcodings`: How snapshot state that is not plain
+- :mod:`palimpsest.projections.store._transcodings`: How snapshot state that is not plain
   JSON is stored.
-- :mod:`palimpsest.projections.store.unknown_commits`: What became of a write whose
+- :mod:`palimpsest.projections.store._unknown_commits`: What became of a write whose
   connection failed after its ``COMMIT`` was sent.
 - :mod:`palimpsest.projections.store.unreadable`: Events of the log this release cannot
   read, told apart from the ones it can.
@@ -68,17 +68,14 @@ __all__ = [
     "aggregates",
     "archival_allowance",
     "arrays",
-    "brief_waits",
     "database",
     "embedded",
     "errors",
     "eventlog",
-    "group_conflicts",
     "http_client",
     "ids",
     "lexeme_counts",
     "migrations",
-    "pipelined",
     "queued",
     "resident",
     "rollbacks",
@@ -86,9 +83,8 @@ __all__ = [
     "settings",
     "sql",
     "storable",
+    "table_writers",
     "tenancy",
-    "transcodings",
-    "unknown_commits",
     "unreadable",
     "work_due",
 ]

@@ -14,10 +14,9 @@ Retrying is the caller's business (the judge retries with backoff; the embedder
 leaves it to the indexing drain's next pass).
 
 This lives in ``store/`` because it is the one room every caller of a model may
-import (recall, judgment, the CLI); it knows no feature. The Python client
-(``api/client/retries.py``) keeps its own ``Retry-After`` parser because the base
-install imports nothing of the server; ``tests/projections/store/test_http_client.py``
-holds the two to the same answers.
+import (recall, judgment, the CLI); it knows no feature. It reads
+``Retry-After`` with the rule the Python client reads it with
+(:mod:`palimpsest.domain.retry_after`).
 """
 
 from __future__ import annotations
@@ -27,12 +26,13 @@ import json
 import os
 import threading
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx2
 
-__all__ = ["HTTPCallError", "close_client", "get_json", "post_json", "retry_after_seconds"]
+from palimpsest.domain.retry_after import retry_after_seconds
+
+__all__ = ["HTTPCallError", "close_client", "get_json", "post_json"]
 
 _RETRYABLE = frozenset({408, 429})
 _EXCERPT = 300
@@ -60,25 +60,6 @@ class HTTPCallError(Exception):
         """How long the server asked to wait before another (``Retry-After``)."""
         self.body = body
         """The refusal's body (a problem document, say), as sent."""
-
-
-def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
-    """Return the seconds a ``Retry-After`` value asks to wait: delta-seconds or an
-    HTTP date (RFC 9110 §10.2.3), never negative; None when absent or unreadable."""
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 class _Pool:
@@ -172,7 +153,9 @@ def _send(
             f"HTTP {status} {text}".strip(),
             status=status,
             transient=status in _RETRYABLE or status >= 500,
-            retry_after_s=retry_after_seconds(response.headers.get("Retry-After")),
+            retry_after_s=retry_after_seconds(
+                response.headers.get("Retry-After"), datetime.now(UTC)
+            ),
             body=response.content,
         )
     try:

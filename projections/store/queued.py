@@ -1,6 +1,6 @@
 """A transaction queued in Python, then sent through libpq's pipeline in one round trip.
 
-:func:`~palimpsest.projections.store.pipelined.pipelined_transaction` sends a transaction
+:func:`~palimpsest.projections.store._pipelined.pipelined_transaction` sends a transaction
 through psycopg's cursors in pipeline mode, and psycopg's Python cost a write
 more per statement (about 33 microseconds here) than PostgreSQL takes to run a
 small one. Here the statements are first composed on :class:`QueuingCursor`\\ s
@@ -26,13 +26,20 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
 import psycopg
-from psycopg.adapt import PyFormat, Transformer
+from psycopg.adapt import PyFormat
 from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
 
-from palimpsest.projections.store.pipelined import CommitUnknownError, connection_lost
+from palimpsest.projections.store._pipelined import CommitUnknownError, connection_lost
+from palimpsest.projections.store._psycopg_internals import (
+    Dumped,
+    error_of,
+    libpq_of,
+    params_dumper,
+    rows_loader,
+)
 
 if TYPE_CHECKING:
-    from psycopg import Connection, abc
+    from psycopg import Connection
     from psycopg.abc import Buffer, Params, Query
     from psycopg.pq.abc import PGconn, PGresult
 
@@ -221,11 +228,10 @@ def send_queued(
             ``COMMIT`` was being sent.
     """
     assert conn.autocommit, "a queued transaction sends its own BEGIN"
-    sends = _dumped(Transformer(conn), queued)
+    sends = _dumped(params_dumper(conn), queued)
     prepared = _prepared.get(conn) or _prepared.setdefault(conn, _Prepared())
-    pgconn = conn.pgconn
-    backend_pid = pgconn.backend_pid  # (libpq forgets it once the connection fails)
-    with conn.lock:
+    backend_pid = conn.info.backend_pid  # (libpq forgets it once the connection fails)
+    with libpq_of(conn) as pgconn:
         pgconn.enter_pipeline_mode()
         try:
             answer_at, preparing = _send(pgconn, prepared, begin, sends)
@@ -244,7 +250,7 @@ def send_queued(
             _leave_pipeline(pgconn)
     if refused is None:
         return [results[at] for at in answer_at]
-    error = psycopg.errors.error_from_result(refused, encoding=conn.info.encoding)
+    error = error_of(conn, refused)
     if connection_lost(conn, error):
         # Its backend was ended (an administrator, a shutdown): COMMIT, sent with the
         # rest, may have run before it, its answer lost with the connection.
@@ -263,16 +269,16 @@ def fill_answers(queuing: QueuingCursor, results: Sequence[PGresult]) -> None:
     returned for its queue)."""
     if not queuing.answers:
         return
-    tx = Transformer(queuing.connection)
+    load = rows_loader(queuing.connection)
     for at, answer in queuing.answers:
-        result = results[at]
-        tx.set_pgresult(result)
-        answer._rows = tx.load_rows(0, result.ntuples, tuple)
+        answer._rows = load(results[at])
 
 
-def _dumped(tx: abc.Transformer, queued: Sequence[Queued]) -> list[_Send]:
+def _dumped(
+    dump: Callable[[Sequence[Any], Sequence[PyFormat]], Dumped], queued: Sequence[Queued]
+) -> list[_Send]:
     """Return ``queued`` as libpq takes it: placeholders numbered, parameters dumped
-    by ``tx`` (a statement without parameters as it is, as psycopg sends it)."""
+    by ``dump`` (a statement without parameters as it is, as psycopg sends it)."""
     sends: list[_Send] = []
     for query, params in queued:
         if params is None:
@@ -280,8 +286,7 @@ def _dumped(tx: abc.Transformer, queued: Sequence[Queued]) -> list[_Send]:
             continue
         command, formats = _converted(query)
         if formats:
-            values = tx.dump_sequence(params, formats)
-            sends.append((command, values, tx.types, list(tx.formats or ())))
+            sends.append((command, *dump(params, formats)))
         else:
             sends.append((command, None, None, None))
     return sends

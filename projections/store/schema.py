@@ -150,7 +150,7 @@ review_sessions = Table(
     PrimaryKeyConstraint("tenant_id", "session_digest"),
 )
 """The review page's sign-ins, by the digest of their cookie's secret; the token is
-sealed under that secret (``api/sessions.py``)."""
+sealed under that secret (``api/_sessions.py``)."""
 
 idempotency_keys = Table(
     "idempotency_keys",
@@ -686,7 +686,7 @@ memory_lexemes = Table(
 how many positions the document holds it at (``occurrences``). Text equality is
 leakproof, so this btree serves text search under row-level security, where the GIN
 index cannot (``@@`` is not leakproof); the occurrences let a search score a memory
-without reading its document (:mod:`palimpsest.projections.recall.words`). Kept and erased with
+without reading its document (:mod:`palimpsest.projections.recall._words`). Kept and erased with
 ``memory_texts``."""
 
 
@@ -706,7 +706,7 @@ conflict_marks = Table(
 their rare words they hold in common, ``overlap``), oriented by which version was indexed
 later. Derived, like the vectors it is computed from: the indexing drain rewrites a
 memory's pairs whenever it handles the memory, and recall reads them
-(:mod:`palimpsest.projections.recall.conflict_marks`)."""
+(:mod:`palimpsest.projections.recall._conflict_marks`)."""
 
 lexeme_counts = Table(
     "lexeme_counts",

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from palimpsest.projections.store.pipelined import pipelined_transaction
+from palimpsest.projections.store._pipelined import pipelined_transaction
 from palimpsest.projections.store.queued import Queued, QueuingCursor, fill_answers, send_queued
 from palimpsest.projections.store.sql import schema_query
 
@@ -179,7 +179,7 @@ def queued_transaction(
             connections, with psycopg's error as its cause: PostgreSQL refused a
             statement (the transaction was rolled back), a parameter could not be
             dumped (nothing was sent), or the connection failed
-            (:class:`~palimpsest.projections.store.pipelined.CommitUnknownError` once ``COMMIT``
+            (:class:`~palimpsest.projections.store._pipelined.CommitUnknownError` once ``COMMIT``
             was being sent, a read's too).
     """
     tenant = "" if tenant_id is None else str(tenant_id)

@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from eventsourcing.postgres import PostgresDatastore
     from psycopg import Cursor
 
-    from palimpsest.domain.dependency import Dependencies
-
 __all__ = [
     "Kind",
     "PassKind",
@@ -89,28 +87,29 @@ _MARK_WRITTEN = (
 )
 
 
-def mark_written(curs: Cursor[Any], schema: str, found: Dependencies) -> None:
+def mark_written(
+    curs: Cursor[Any],
+    schema: str,
+    *,
+    earliest_deadline: datetime | None,
+    retention: bool,
+    captured: bool,
+    deletion: bool,
+) -> None:
     """Mark the write's tenant for the work its events make, in the write's transaction.
 
-    Captures and shortened deadlines lower the tenant's earliest deadline; a
-    retention change, or a capture in a tenant that set a retention (it may
-    have read the policy before the change committed), marks retention; a
-    tenant deletion request marks deletion. Other writes mark nothing here.
+    Captures and shortened deadlines lower the tenant's earliest deadline
+    (``earliest_deadline``, the earliest of theirs); a retention change
+    (``retention``), or a capture (``captured``) in a tenant that set a retention
+    (it may have read the policy before the change committed), marks retention; a
+    tenant deletion request (``deletion``) marks deletion. With none of these,
+    nothing is marked.
     """
-    deadlines = [deadline for _, _, deadline, _ in found.captured]
-    deadlines += [deadline for _, deadline in found.shortened]
-    retention = found.retention is not None
-    deletion = found.deletion_requested is not None
-    if not (deadlines or retention or deletion):
+    if not (earliest_deadline is not None or retention or deletion):
         return
     curs.execute(
         schema_query(_MARK_WRITTEN, schema),
-        (
-            min(deadlines) if deadlines else None,
-            retention,
-            bool(found.captured),
-            deletion,
-        ),
+        (earliest_deadline, retention, captured, deletion),
     )
 
 

@@ -27,9 +27,9 @@ Modules:
   ``GET /v1/decisions/{id}`` explains it.
 - :mod:`palimpsest.projections.views.erasures`: Erasure as reads show it: a placeholder
   naming the erasure, in place of content.
-- :mod:`palimpsest.projections.views.escaped`: Logged text made servable: lone surrogates
+- :mod:`palimpsest.projections.views._escaped`: Logged text made servable: lone surrogates
   escaped on the way out.
-- :mod:`palimpsest.projections.views.evidence_excerpts`: What a person reads beside a
+- :mod:`palimpsest.projections.views._evidence_excerpts`: What a person reads beside a
   memory: its current version's cited excerpts, with source.
 - :mod:`palimpsest.projections.views.export`: Tenant export: everything a tenant owns, as
   JSON lines, from one snapshot.
@@ -42,7 +42,7 @@ Modules:
   page by page.
 - :mod:`palimpsest.projections.views.operator_items`: What a person judges: the pass's
   items with ids, scope, times and evidence.
-- :mod:`palimpsest.projections.views.payloads`: Content from the payload store:
+- :mod:`palimpsest.projections.views._payloads`: Content from the payload store:
   observation bytes and version texts, by digest.
 - :mod:`palimpsest.projections.views.proposals`: Proposals for review: open (or decided)
   verdicts with both memories side by side.
@@ -60,6 +60,8 @@ Modules:
   per tenant, and over all tenants for metrics.
 - :mod:`palimpsest.projections.views.statement`: Pieces the reads' SQLAlchemy Core
   statements share, and their compiled text.
+- :mod:`palimpsest.projections.views.table_writers`: The read models the views room keeps
+  in step with the log, written in each write's transaction.
 - :mod:`palimpsest.projections.views.timeline`: History reads: a memory's whole record,
   and the tenant's event feed.
 - :mod:`palimpsest.projections.views.version_cache`: The one resident cache: decoded
@@ -68,7 +70,7 @@ Modules:
   reads that serve a belief with its content.
 - :mod:`palimpsest.projections.views.versions`: Version reads: a memory's recorded
   attributes and every version, with its content.
-- :mod:`palimpsest.projections.views.write_times`: When each write became visible: the end
+- :mod:`palimpsest.projections.views._write_times`: When each write became visible: the end
   of the write a log position falls in.
 """
 
@@ -86,14 +88,11 @@ __all__ = [
     "decay_inputs",
     "decision_records",
     "erasures",
-    "escaped",
-    "evidence_excerpts",
     "export",
     "listing",
     "memory_times",
     "observations",
     "operator_items",
-    "payloads",
     "proposals",
     "publications",
     "read_models",
@@ -102,9 +101,9 @@ __all__ = [
     "reflections",
     "revision_status",
     "statement",
+    "table_writers",
     "timeline",
     "version_cache",
     "version_texts",
     "versions",
-    "write_times",
 ]

@@ -17,6 +17,7 @@ from palimpsest.domain.belief import project_belief
 from palimpsest.domain.errors import NotFoundError
 from palimpsest.projections.store.sql import schema_sql, tables_in
 from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views._write_times import write_ends
 from palimpsest.projections.views.belief_facts import (
     BeliefJson,
     belief_document,
@@ -41,7 +42,6 @@ from palimpsest.projections.views.listing import (
 )
 from palimpsest.projections.views.record import Record
 from palimpsest.projections.views.statement import param, shaped_sql
-from palimpsest.projections.views.write_times import write_ends
 
 if TYPE_CHECKING:
     from sqlalchemy import Select

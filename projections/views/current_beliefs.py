@@ -274,7 +274,7 @@ def current_belief(
     without having expired yet; otherwise the answer is ``pending`` with both
     numbers, the due deadlines, and no belief content. It never waits: a
     caller that waits for revision awaits publication notices between calls
-    (``api/waiting.py``).
+    (``api/_waiting.py``).
 
     Raises:
         NotFoundError: no such memory in the tenant.

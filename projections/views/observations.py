@@ -19,9 +19,9 @@ from palimpsest.domain.observation import Observation
 from palimpsest.projections.store.aggregates import aggregates_at, event_positions, load_aggregate
 from palimpsest.projections.store.sql import schema_sql
 from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.views._payloads import payload_contents
 from palimpsest.projections.views.erasures import ErasurePlaceholder, erasure_placeholder
 from palimpsest.projections.views.listing import ListingCursor
-from palimpsest.projections.views.payloads import payload_contents
 from palimpsest.projections.views.record import Record
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from palimpsest.domain.judge_state import PairItem, SingleItem, neighbour_ref
 from palimpsest.domain.memory import Memory
 from palimpsest.projections.store.aggregates import aggregates_of
-from palimpsest.projections.views.evidence_excerpts import evidence_excerpts
+from palimpsest.projections.views._evidence_excerpts import evidence_excerpts
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from palimpsest.domain.judge_state import JudgeItem, MemoryView
     from palimpsest.projections.store.eventlog import EventLog
-    from palimpsest.projections.views.evidence_excerpts import EvidenceExcerpt
+    from palimpsest.projections.views._evidence_excerpts import EvidenceExcerpt
 
 __all__ = ["items_digest", "operator_items"]
 

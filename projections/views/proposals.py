@@ -21,7 +21,7 @@ from palimpsest.domain.proposal import Proposal
 from palimpsest.projections.store.aggregates import aggregates_of
 from palimpsest.projections.store.sql import schema_sql
 from palimpsest.projections.store.tenancy import tenant_transaction
-from palimpsest.projections.views.evidence_excerpts import EvidenceExcerpt, evidence_excerpts
+from palimpsest.projections.views._evidence_excerpts import EvidenceExcerpt, evidence_excerpts
 from palimpsest.projections.views.listing import ListingCursor, MemoryAttributes
 from palimpsest.projections.views.record import Record
 from palimpsest.projections.views.version_texts import version_texts

@@ -6,10 +6,12 @@ revision of each memory, the decision index, and each memory's belief
 computed by the projection function. Rebuild writes these rows; verify
 compares them with the live tables; replay prints the beliefs.
 
-It takes the same domain events and the same ``dependencies_of`` as the
-write path, and re-implements in Python only what the recorder's marking
-SQL does with them (insert-if-absent rows, the marks). That makes verify
-a check of two implementations against each other, not of one with itself.
+It takes the same domain events, the same ``dependencies_of`` and the same
+table writers as the write path (:data:`~palimpsest.projections.views.table_writers.VIEW_WRITERS`),
+and re-implements in Python only what the recorder's marking SQL and each
+writer's SQL do with them (insert-if-absent rows, the marks: each writer's
+``replay``). That makes verify a check of two implementations against each
+other, not of one with itself.
 
 A memory whose belief cannot be computed (the projection raises on its
 events) has no ``beliefs`` row and is not published: its ``revisions`` row
@@ -31,16 +33,25 @@ from uuid import UUID
 from eventsourcing.domain import CanMutateAggregate, Snapshot
 
 from palimpsest.domain.belief import EdgeFact, project_belief
-from palimpsest.domain.dependency import Dependencies, dependencies_of
+from palimpsest.domain.dependency import (
+    Citation,
+    Dependencies,
+    Link,
+    Rules,
+    Support,
+    dependencies_of,
+)
 from palimpsest.domain.memory import Memory
 from palimpsest.projections.store.eventlog import SNAPSHOT_INTERVAL
 from palimpsest.projections.store.storable import storable
+from palimpsest.projections.store.table_writers import storable_rows
 from palimpsest.projections.store.unreadable import (
     UnreadableEvent,
     UnreadableEventError,
     reason_of,
 )
 from palimpsest.projections.views.belief_facts import belief_document, facts_from, projection_error
+from palimpsest.projections.views.table_writers import VIEW_WRITERS
 
 __all__ = [
     "TABLES",
@@ -149,6 +160,9 @@ holds, and are neither rebuilt from nor compared with it."""
 
 Row = tuple[Any, ...]
 
+_RULES = Rules(rule for writer in VIEW_WRITERS for rule in writer.rules)
+"""The rules of the rows the views' writers read, as the event log's writers use them."""
+
 
 @dataclass
 class TenantReadModels:
@@ -216,7 +230,7 @@ class TenantReadModels:
                 # A deep copy: the memory's lists keep growing as the replay goes on.
                 state = deepcopy(Snapshot.take(self.memories[key]).state)
                 self.snapshots[(key, version)] = state
-        found = storable(dependencies_of(readable))
+        found = storable_rows(dependencies_of(readable, _RULES))
         self._record_rows(found, position)
         closure = self._closure(found) | {key for key in poisoned if key in self.memories}
         for memory_id in closure:
@@ -246,9 +260,10 @@ class TenantReadModels:
         return True
 
     def _record_rows(self, found: Dependencies, position: int) -> None:
-        """Insert the write's dependency rows as the recorder does (first one wins)."""
+        """Insert the write's links, citations and support as the recorder does (first
+        one wins), then replay each table writer's rows."""
         rows = self.rows
-        for link in found.links:
+        for link in found.of(Link):
             if (link.memory_id, link.edge_id) not in rows["memory_links"]:
                 rows["memory_links"][(link.memory_id, link.edge_id)] = (
                     link.linked_id,
@@ -264,128 +279,13 @@ class TenantReadModels:
                 self.edges.setdefault(link.memory_id, []).append(
                     EdgeFact(link.edge_id, link.kind, source, target, position)
                 )
-        for observation_id, memory_id in found.evidence:
-            rows["evidence_links"].setdefault((observation_id, memory_id), (position,))
-        for proposer_id, model_id, memory_id in found.proposers:
-            rows["proposer_links"].setdefault((proposer_id, model_id, memory_id), (position,))
-        for memory_id, memory_type, scope, project, topic in found.created:
-            rows["memory_index"][(memory_id,)] = (
-                memory_type,
-                scope,
-                project,
-                topic,
-                position,
-                None,
-            )
-        for observation_id, digest, deadline, transient in found.captured:
-            rows["observation_deadlines"][(observation_id,)] = (
-                digest,
-                deadline,
-                None,
-                transient,
-                None,
-            )
-        for digest, memory_id in found.version_digests:
-            rows["version_digests"][(digest, memory_id)] = (None,)
-        for decision_id, kind, logical_key, part_of in found.decisions:
-            rows["decision_index"][(decision_id,)] = (kind, logical_key, position, part_of)
-        if found.retention is not None:
-            rows["tenant_retention"][()] = (*found.retention, position)
-        proposals = rows["retention_proposals"]
-        for p in found.proposals:
-            proposals[(p.proposal_id,)] = (
-                p.memory_id,
-                p.related_memory_id,
-                p.action,
-                p.status,
-                p.probability,
-                p.model,
-                p.run_id,
-                p.created_at,
-                position,
-                None,
-                None,
-                None,
-                None,
-                list(p.source_ids),
-            )
-        for proposal_id, status, decision_id, decided_at, effect in found.proposals_decided:
-            held = proposals[(proposal_id,)]
-            proposals[(proposal_id,)] = (
-                *held[:3],
-                status,
-                *held[4:9],
-                decision_id,
-                decided_at,
-                position,
-                effect,
-                *held[13:],
-            )
-        self._record_reflections(found, position)
-        self._record_cycles(found, position)
-        self._record_removals(found, position)
-
-    def _record_reflections(self, found: Dependencies, position: int) -> None:
-        """Insert the write's reflections and mark its redactions, as the recorder does."""
-        reflections = self.rows["reflections"]
-        for r in found.reflections:
-            reflections[(r.reflection_id,)] = (
-                r.scope,
-                r.project,
-                r.model,
-                r.content_digest,
-                list(r.source_ids),
-                r.created_at,
-                position,
-                None,
-            )
-        for reflection_id, _ in found.reflections_redacted:
-            reflections[(reflection_id,)] = (*reflections[(reflection_id,)][:7], position)
-
-    def _record_cycles(self, found: Dependencies, position: int) -> None:
-        """Insert the write's decay cycles, set the fades they decided and record their
-        consolidations, as the recorder does."""
-        for c in found.cycles:
-            self.rows["decay_cycles"][(c.cycle_id,)] = (
-                c.snapshot_at,
-                c.policy_version,
-                c.report,
-                position,
-                None,
-            )
-            for memory_id in c.faded:
-                self.rows["memory_fades"][(memory_id,)] = (c.cycle_id, c.snapshot_at, position)
-            for memory_id in c.unfaded:
-                self.rows["memory_fades"][(memory_id,)] = (c.cycle_id, None, position)
-        cycles = self.rows["decay_cycles"]
-        for cycle_id, summary in found.cycles_consolidated:
-            cycles[(cycle_id,)] = (*cycles[(cycle_id,)][:4], summary)
-
-    def _record_removals(self, found: Dependencies, position: int) -> None:
-        """Apply deadline changes, expiries, erasures and tenant deletions as the
-        recorder does."""
-        rows = self.rows
-        for memory_id in found.memories_erased:
-            rows["memory_index"][(memory_id,)] = (*rows["memory_index"][(memory_id,)][:5], position)
-        for digest, memory_id in found.released:
-            rows["version_digests"][(digest, memory_id)] = (position,)
-        if found.deletion_requested is not None:
-            rows["tenant_deletions"][()] = (found.deletion_requested, position, None)
-        if found.deletion_completed is not None:
-            decision_id, requested, _ = rows["tenant_deletions"][()]
-            rows["tenant_deletions"][()] = (decision_id, requested, position)
-        deadlines = rows["observation_deadlines"]
-        for observation_id, deadline in found.shortened:
-            digest, _, expired, transient, erased = deadlines[(observation_id,)]
-            deadlines[(observation_id,)] = (digest, deadline, expired, transient, erased)
-        for observation_id in found.expired:
-            if (observation_id,) in deadlines:
-                digest, deadline, _, transient, erased = deadlines[(observation_id,)]
-                deadlines[(observation_id,)] = (digest, deadline, position, transient, erased)
-        for observation_id in found.erased:
-            if (observation_id,) in deadlines:
-                digest, deadline, expired, transient, _ = deadlines[(observation_id,)]
-                deadlines[(observation_id,)] = (digest, deadline, expired, transient, position)
+        for c in found.of(Citation):
+            rows["evidence_links"].setdefault((c.observation_id, c.memory_id), (position,))
+        for s in found.of(Support):
+            rows["proposer_links"].setdefault((s.proposer_id, s.model_id, s.memory_id), (position,))
+        for writer in VIEW_WRITERS:
+            if not writer.reads.isdisjoint(found.rows):
+                writer.replay(rows, found, position)
 
     def _closure(self, found: Dependencies) -> set[UUID]:
         """Return the memories a write marks: those it touches (the recorder's rule)."""

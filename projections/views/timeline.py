@@ -25,10 +25,10 @@ from palimpsest.projections.store.errors import MemoryUnprojectableError
 from palimpsest.projections.store.sql import schema_sql
 from palimpsest.projections.store.tenancy import tenant_transaction
 from palimpsest.projections.store.unreadable import UnreadableEvent, decode_event, unreadable
-from palimpsest.projections.views.escaped import escape_surrogates, escaped
+from palimpsest.projections.views._escaped import escape_surrogates, escaped
+from palimpsest.projections.views._write_times import WriteEnd, write_ends
 from palimpsest.projections.views.record import Record
 from palimpsest.projections.views.versions import RecordedMemory, RecordedVersion, version_contents
-from palimpsest.projections.views.write_times import WriteEnd, write_ends
 
 if TYPE_CHECKING:
     from palimpsest.projections.store.eventlog import EventLog
@@ -317,7 +317,7 @@ def memory_history(log: EventLog, tenant_id: UUID, memory_id: UUID) -> MemoryHis
     directions, and every event that touched it, each with position, time and principal.
 
     Logged text is served with lone surrogates escaped
-    (:mod:`palimpsest.projections.views.escaped`).
+    (:mod:`palimpsest.projections.views._escaped`).
 
     Raises:
         NotFoundError: no such memory in the tenant.

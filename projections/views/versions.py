@@ -17,11 +17,11 @@ from palimpsest.domain.evidence import Excerpt
 from palimpsest.domain.memory import Memory, VersionRecord
 from palimpsest.projections.store.aggregates import event_positions, load_aggregate
 from palimpsest.projections.store.tenancy import tenant_scope, tenant_transaction
+from palimpsest.projections.views._payloads import payload_contents
+from palimpsest.projections.views._write_times import write_ends
 from palimpsest.projections.views.erasures import ErasurePlaceholder, erasure_placeholder
 from palimpsest.projections.views.listing import MemoryAttributes
-from palimpsest.projections.views.payloads import payload_contents
 from palimpsest.projections.views.record import Record
-from palimpsest.projections.views.write_times import write_ends
 
 if TYPE_CHECKING:
     from palimpsest.projections.store.eventlog import EventLog

@@ -20,17 +20,17 @@ from uuid import UUID, uuid4
 import requests
 import schemathesis
 
+from palimpsest.api._cursor import decode_cursor
+from palimpsest.api._settings import ApiSettings
+from palimpsest.api._specs import memory_spec
 from palimpsest.api.app import create_app
-from palimpsest.api.cursor import decode_cursor
 from palimpsest.api.schemas import MemoryCreate
-from palimpsest.api.settings import ApiSettings
-from palimpsest.api.specs import memory_spec
 from palimpsest.domain.errors import InvalidInputError
 from palimpsest.domain.memory import Memory
+from palimpsest.projections.commands._policy import CapturePolicy
+from palimpsest.projections.commands._spec import WriteSpec
 from palimpsest.projections.commands.consolidation import ProposeMergeSpec
-from palimpsest.projections.commands.policy import CapturePolicy
 from palimpsest.projections.commands.proposals import ProposeSpec
-from palimpsest.projections.commands.spec import WriteSpec
 from palimpsest.projections.commands.tokens import authenticate, create_tenant
 from palimpsest.projections.commands.writer import Writer
 from palimpsest.projections.drains.loop import DrainLoop

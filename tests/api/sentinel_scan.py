@@ -21,9 +21,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from psycopg import sql
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
 from palimpsest.api.cli import main
-from palimpsest.api.settings import ApiSettings
 from tests.api.live_server import live_server
 from tests.api.test_review_page import _sign_in
 

@@ -8,6 +8,7 @@ from uuid import uuid4
 from fastapi.testclient import TestClient
 
 from palimpsest.domain.belief import MemoryFacts
+from palimpsest.projections.recall.query_vectors import query_vectors
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.views.version_cache import VersionCache
 from tests.api.helpers import post, problem_slug, remember
@@ -47,6 +48,10 @@ def test_eviction_changes_no_row_and_no_answer(
     assert answers() == cold  # warm: served from the cache, the same
     assert cache.stats().hits >= hits + len(positions)
 
+    # Both tenants ask the same question: each has its own remembered query vector.
+    for asker in (tenant, other_tenant):
+        asked = {"query": "which theme does the user prefer?"}
+        assert post(client, "/v1/recall", asked, asker.headers()).status_code == 200
     before = snapshot()
     response = post(client, "/v1/admin/cache/evict", {}, headers)
     assert response.status_code == 200, response.text
@@ -54,9 +59,11 @@ def test_eviction_changes_no_row_and_no_answer(
     assert response.json()["aggregates_evicted"] >= 1  # the memory writes started from
     assert snapshot() == before  # nothing durable changed
     assert answers() == cold  # and no answer did
+    assert response.json()["query_vectors_evicted"] == 1
     # Only this tenant's entries went.
     left = cache.evict(other_tenant.id)
     assert left >= 1
+    assert query_vectors(runtime.embedder).evict(other_tenant.id) == 1
 
     reader = post(client, "/v1/admin/cache/evict", {}, tenant.headers("reader"))
     assert reader.status_code == 403 and problem_slug(reader) == "forbidden"

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.commands.tokens import create_tenant
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.eventlog import WRITE_ATTEMPTS

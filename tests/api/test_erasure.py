@@ -24,19 +24,19 @@ from uuid import UUID
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
 from palimpsest.api.cli import main
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.commands import erasure as erasure_command
+from palimpsest.projections.commands._policy import CapturePolicy
 from palimpsest.projections.commands.caller import Caller
 from palimpsest.projections.commands.consolidation import MergeSpec
-from palimpsest.projections.commands.policy import CapturePolicy
 from palimpsest.projections.commands.tokens import create_tenant
 from palimpsest.projections.commands.writer import Writer
-from palimpsest.projections.drains.consolidation import consolidate_survivors
-from palimpsest.projections.drains.expiry import expire_due
-from palimpsest.projections.drains.retention import apply_retention
-from palimpsest.projections.drains.tenant_erasure import erase_deleted_tenants
+from palimpsest.projections.drains._consolidation import consolidate_survivors
+from palimpsest.projections.drains._expiry import expire_due
+from palimpsest.projections.drains._retention import apply_retention
+from palimpsest.projections.drains._tenant_erasure import erase_deleted_tenants
 from palimpsest.projections.runtime import Runtime, start_runtime
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.api.sentinel_scan import (

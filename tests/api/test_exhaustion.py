@@ -22,8 +22,8 @@ import httpx2 as httpx
 import pytest
 from fastapi import FastAPI
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.drains.revision import drain_revisions
 from palimpsest.projections.runtime import Runtime
 from tests.api.live_server import live_server

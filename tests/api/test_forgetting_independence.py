@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
-from palimpsest.projections.drains.expiry import expire_due
+from palimpsest.projections.drains._expiry import expire_due
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import observe, post, remember
 from tests.conftest import Tenant, drain_until_caught_up

@@ -36,6 +36,7 @@ from tests.api.fuzzing import (
     use_a_seeded_proposal,
 )
 from tests.api.helpers import problem_slug
+from tests.api.pytest_internals import give_schemathesis_a_node_id
 
 EXAMPLES = int(os.environ.get("PALIMPSEST_FUZZ_EXAMPLES", "5"))
 """Generated examples per operation (besides the coverage phase's own cases);
@@ -61,9 +62,7 @@ def api_schema(fuzz_target: FuzzTarget) -> schemathesis.BaseSchema:
 
 @pytest.fixture(autouse=True)
 def _node_id_for_schemathesis(request: pytest.FixtureRequest) -> None:
-    # schemathesis 4.32's lazy loader reads and rewrites ``Function._nodeid``,
-    # which pytest 9.2 no longer has (``nodeid`` is computed now): give it one.
-    request.node._nodeid = request.node.nodeid
+    give_schemathesis_a_node_id(request.node)
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")

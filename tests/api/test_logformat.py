@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from palimpsest.api.logformat import configure_logging
+from palimpsest.api._logformat import configure_logging
 from tests.conftest import wait_until
 
 

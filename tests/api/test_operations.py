@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 
 import palimpsest.domain.errors
 import palimpsest.projections.store.errors
+from palimpsest.api._problems import PROBLEMS
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.problems import PROBLEMS
-from palimpsest.api.settings import ApiSettings
 from palimpsest.domain.errors import PalimpsestError
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import remember
@@ -88,7 +88,7 @@ def test_readyz_reports_a_schema_behind_this_code(
     own = Runtime(runtime.database, runtime.log, runtime.embedding, _GatedEmbedder())
     own.embedder_loaded.set()
     monkeypatch.setattr(
-        "palimpsest.api.routers.health.schema_revisions", lambda _database: ["0001"]
+        "palimpsest.api.routers._health.schema_revisions", lambda _database: ["0001"]
     )
     with TestClient(create_app(ApiSettings(), own)) as client:
         behind = client.get("/readyz")
@@ -144,7 +144,7 @@ def test_every_error_class_has_a_problem_type() -> None:
     ]
     assert classes
     for cls in classes:
-        assert cls in PROBLEMS, f"{cls.__name__} has no problem type in api/problems.py"
+        assert cls in PROBLEMS, f"{cls.__name__} has no problem type in api/_problems.py"
 
 
 def test_a_method_a_path_does_not_take_is_a_405_problem_naming_those_it_does(

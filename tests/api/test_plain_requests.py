@@ -1,4 +1,4 @@
-"""A plain request (api/plain_requests.py) is answered as FastAPI's handler answers it.
+"""A plain request (api/_plain_requests.py) is answered as FastAPI's handler answers it.
 
 The same request is sent plain and again in a form FastAPI reads alike and the
 plain path leaves to FastAPI: a write with ``charset=utf-8`` on its
@@ -19,14 +19,14 @@ from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.dependencies.utils import solve_dependencies
 from fastapi.testclient import TestClient
 
-from palimpsest.api.admission import HolderDep
+from palimpsest.api._admission import HolderDep
+from palimpsest.api._deps import CallerDep, WriteDep, get_runtime
+from palimpsest.api._plain_requests import plain_route
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.deps import CallerDep, WriteDep, get_runtime
-from palimpsest.api.plain_requests import plain_route
-from palimpsest.api.routers import memories
+from palimpsest.api.routers import _memories as memories
 from palimpsest.api.schemas import MemoryCreate, MemoryCreated
-from palimpsest.api.settings import ApiSettings
-from palimpsest.projections.drains.tenant_erasure import erase_deleted_tenants
+from palimpsest.projections.drains._tenant_erasure import erase_deleted_tenants
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import problem_slug, remember
 from tests.conftest import Tenant, drain_until_caught_up

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from palimpsest.api.problems import problem_type
+from palimpsest.api._problems import problem_type
 from palimpsest.projections.runtime import Runtime
 from tests.api.fuzzing import open_proposals_of_every_kind
 from tests.api.helpers import problem_slug

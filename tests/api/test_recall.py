@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.views.candidates import candidate_pairs
 from tests.api.helpers import post, problem_slug, remember

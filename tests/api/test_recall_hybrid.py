@@ -13,8 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 from psycopg import sql
 
-from palimpsest.projections.drains.expiry import expire_due
-from palimpsest.projections.drains.retention import apply_retention
+from palimpsest.projections.drains._expiry import expire_due
+from palimpsest.projections.drains._retention import apply_retention
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.tenancy import tenant_transaction
 from tests.api.helpers import observe, post, problem_slug, remember

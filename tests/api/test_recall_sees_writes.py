@@ -19,8 +19,8 @@ import httpx2 as httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.drains.loop import DrainLoop
 from palimpsest.projections.recall.caught_up import caught_up
 from palimpsest.projections.runtime import Runtime
@@ -119,7 +119,7 @@ def test_a_recall_whose_writes_are_not_indexed_in_time_says_so(
     client: TestClient, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No drain runs here: the wait's bound runs out and the answer says it.
-    monkeypatch.setattr("palimpsest.api.routers.recall.WAIT_S", 0.2)
+    monkeypatch.setattr("palimpsest.api.routers._recall.WAIT_S", 0.2)
     headers = tenant.headers()
     written = remember(client, headers, type="note", content="The plants need water")
     found = _recall(client, headers, query="plants", after=written["position"])

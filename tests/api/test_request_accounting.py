@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import problem_slug
 from tests.conftest import Tenant

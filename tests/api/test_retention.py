@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
-from palimpsest.projections.drains.expiry import expire_due
-from palimpsest.projections.drains.retention import apply_retention
+from palimpsest.projections.drains._expiry import expire_due
+from palimpsest.projections.drains._retention import apply_retention
 from palimpsest.projections.history.verify import verify
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug
@@ -130,7 +130,7 @@ def test_a_retention_pass_killed_mid_write_leaves_nothing_and_the_next_completes
         start=lambda: drain_process(
             runtime,
             "from datetime import UTC, datetime; from uuid import UUID\n"
-            "from palimpsest.projections.drains.retention import apply_tenant_retention\n"
+            "from palimpsest.projections.drains._retention import apply_tenant_retention\n"
             f"apply_tenant_retention(log, UUID('{tenant.id}'), 0, now=datetime.now(UTC),"
             " limit=1000)",
         ),

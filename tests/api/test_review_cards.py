@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
 from palimpsest.api.cli import main
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import post, remember
 from tests.api.live_server import live_server

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._sessions import COOKIE
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.routers.review import HTMX_VERSION
-from palimpsest.api.sessions import COOKIE
-from palimpsest.api.settings import ApiSettings
+from palimpsest.api.routers._review import HTMX_VERSION
 from palimpsest.projections.commands.tokens import issue_token, revoke_token
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import post, remember

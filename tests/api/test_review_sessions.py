@@ -10,9 +10,9 @@ import httpx2
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._sessions import COOKIE, Sessions
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.sessions import COOKIE, Sessions
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.database import open_database
 from tests.api.cli.serving import start_serve, stop_serve

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.history.verify import verify
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.views.access_buffer import flush_accesses

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from palimpsest.api.strict_json import MAX_DEPTH, parse_json
+from palimpsest.api._strict_json import MAX_DEPTH, parse_json
 from tests.api.helpers import problem_slug
 from tests.conftest import Tenant
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from palimpsest.projections.drains.tenant_erasure import erase_tenant
+from palimpsest.projections.drains._tenant_erasure import erase_tenant
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.work_due import marked_tenants
 from tests.api.helpers import observe, post, problem_slug, remember
@@ -110,7 +110,7 @@ def test_a_deleted_tenant_is_closed_at_once_and_erased_in_resumable_batches(
         start=lambda: drain_process(
             runtime,
             "from uuid import UUID\n"
-            "from palimpsest.projections.drains.tenant_erasure import erase_tenant\n"
+            "from palimpsest.projections.drains._tenant_erasure import erase_tenant\n"
             f"erase_tenant(log, UUID('{tenant.id}'), 0, limit=2)",
         ),
         hold="SELECT 1 FROM {schema}.observation_deadlines WHERE observation_id = %s FOR UPDATE",
@@ -118,7 +118,7 @@ def test_a_deleted_tenant_is_closed_at_once_and_erased_in_resumable_batches(
         table="observation_deadlines",
     )
     # Not an event, not a row more: the write reads the freed digests before it sends
-    # COMMIT (store/pipelined.py), so the kill lands before COMMIT is sent.
+    # COMMIT (store/_pipelined.py), so the kill lands before COMMIT is sent.
     assert store_snapshot(runtime) == erased_before
     in_progress = client.get(f"/v1/erasures/{receipt['id']}", headers=headers).json()
     assert in_progress["status"] == "in_progress" and in_progress["batches"] == 1

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant, drain_until_caught_up

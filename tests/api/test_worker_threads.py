@@ -1,6 +1,5 @@
-"""The hop to a worker thread (``api/worker_threads.py``): what anyio's hop promised the
-service is still true, and a lone connection's write runs on the loop instead. Real
-threads and a real event loop."""
+"""The hop to a worker thread (``api/_worker_threads.py``): what anyio's hop promised the
+service is still true. Real threads and a real event loop."""
 
 from __future__ import annotations
 
@@ -12,11 +11,7 @@ import time
 import anyio.to_thread
 import pytest
 
-import palimpsest.api.worker_threads
-from palimpsest.api.worker_threads import LONE_LOCK_WAIT_S, in_thread, in_thread_unless_alone
-from palimpsest.projections.drains.counters import WRITES_ON_LOOP, counts
-from palimpsest.projections.runtime import Runtime
-from palimpsest.projections.store.brief_waits import WouldWaitError, brief_limit
+from palimpsest.api._worker_threads import in_thread
 
 _request: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="none")
 
@@ -181,84 +176,3 @@ def test_a_call_raising_stop_iteration_reaches_the_caller_as_an_error() -> None:
         assert anyio.to_thread.current_default_thread_limiter().borrowed_tokens == 0
 
     asyncio.run(main())
-
-
-def _on_loop_counts() -> dict[str, int]:
-    return counts(WRITES_ON_LOOP)
-
-
-@pytest.fixture
-def alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As if this process's server had one open connection (``palimpsest.api.connections`` is
-    tested against a real ``serve`` in tests/api/cli/test_serve_loop_writes.py)."""
-    monkeypatch.setattr(palimpsest.api.worker_threads, "open_connections", lambda: 1)
-
-
-@pytest.mark.usefixtures("alone")
-def test_a_lone_connections_write_runs_on_the_loop_briefly_in_a_copy_of_its_context(
-    runtime: Runtime,
-) -> None:
-    seen: list[tuple[str, float | None, str]] = []
-
-    def write() -> str:
-        seen.append((_request.get(), brief_limit(), threading.current_thread().name))
-        _request.set("changed by the write")
-        return "written"
-
-    async def main() -> str:
-        _request.set("tenant a")
-        answer = await in_thread_unless_alone(runtime.log.datastore, write)
-        assert _request.get() == "tenant a"
-        return answer
-
-    before = _on_loop_counts()
-    assert asyncio.run(main()) == "written"
-    assert seen == [("tenant a", LONE_LOCK_WAIT_S, threading.current_thread().name)]
-    assert brief_limit() is None
-    assert _on_loop_counts().get("ran", 0) == before.get("ran", 0) + 1
-
-
-@pytest.mark.usefixtures("alone")
-def test_a_write_that_would_wait_runs_again_on_a_thread_without_the_limit(
-    runtime: Runtime,
-) -> None:
-    calls: list[tuple[float | None, str]] = []
-
-    def write() -> str:
-        calls.append((brief_limit(), threading.current_thread().name))
-        if len(calls) == 1:
-            raise WouldWaitError("the events table is held")
-        return "written"
-
-    before = _on_loop_counts()
-    assert asyncio.run(in_thread_unless_alone(runtime.log.datastore, write)) == "written"
-    (limit_here, loop), (limit_there, thread) = calls
-    assert (limit_here, limit_there) == (LONE_LOCK_WAIT_S, None)
-    assert loop == threading.current_thread().name and thread != loop
-    after = _on_loop_counts()
-    assert after.get("handed_to_thread", 0) == before.get("handed_to_thread", 0) + 1
-    assert after.get("ran", 0) == before.get("ran", 0)
-
-
-@pytest.mark.usefixtures("alone")
-def test_a_write_refused_on_the_loop_is_refused_once(runtime: Runtime) -> None:
-    calls: list[str] = []
-
-    def write() -> str:
-        calls.append(threading.current_thread().name)
-        raise ValueError("refused")
-
-    with pytest.raises(ValueError, match="refused"):
-        asyncio.run(in_thread_unless_alone(runtime.log.datastore, write))
-    assert calls == [threading.current_thread().name]
-
-
-@pytest.mark.parametrize("connections", [None, 2])
-def test_a_write_beside_other_connections_or_outside_serve_hops(
-    runtime: Runtime, monkeypatch: pytest.MonkeyPatch, connections: int | None
-) -> None:
-    monkeypatch.setattr(palimpsest.api.worker_threads, "open_connections", lambda: connections)
-    where = asyncio.run(
-        in_thread_unless_alone(runtime.log.datastore, lambda: threading.current_thread().name)
-    )
-    assert where != threading.current_thread().name

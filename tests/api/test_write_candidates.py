@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.domain.candidate_budget import MISSES_TO_STOP, PROBE_EVERY
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import post, problem_slug

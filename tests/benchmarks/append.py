@@ -37,7 +37,7 @@ autovacuum may not yet have analysed it (docs/benchmarks.md, 2026-12-05).
 ``--serve-env`` settings for
 the serving process (``PALIMPSEST_CANDIDATE_BUDGET_MS=0``, say): how the load
 was taken apart in docs/benchmarks.md. A whole run passes ``--serve-env`` to
-every served configuration (``PALIMPSEST_WRITES_ON_LOOP=true``, say).
+every served configuration (``PALIMPSEST_CANDIDATE_BUDGET_MS=0``, say).
 
 The library path and HTTP writes commit through the group commit (concurrent
 writes of one process share a transaction); the mean group size is printed.

@@ -95,9 +95,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from palimpsest.domain.judge_state import JudgeItem, PairItem, SingleItem, neighbour_ref
 from palimpsest.domain.limits import MAX_DAILY_JUDGE_CALLS, MAX_DAILY_JUDGE_TOKENS
 from palimpsest.domain.verdicts import ACTIONS, Verdict
+from palimpsest.projections.commands._spec import Ref
 from palimpsest.projections.commands.judgment import JudgmentSpec
 from palimpsest.projections.commands.proposals import ProposalSettings
-from palimpsest.projections.commands.spec import Ref
 from palimpsest.projections.commands.tokens import authenticate, create_tenant
 from palimpsest.projections.commands.writer import (
     CapturePolicy,
@@ -109,8 +109,8 @@ from palimpsest.projections.commands.writer import (
 )
 from palimpsest.projections.drains.forgetting_pass import judge_items, run_pass
 from palimpsest.projections.drains.revision import drain_revisions
+from palimpsest.projections.judgment._openai_compatible import OpenAICompatibleJudge
 from palimpsest.projections.judgment.judge import ItemFailure, Judge, JudgeUsage
-from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
 from palimpsest.projections.judgment.settings import JudgeSettings
 from palimpsest.projections.recall.indexing import index_pending
 from palimpsest.projections.recall.pass_candidates import PassSettings, select_candidates

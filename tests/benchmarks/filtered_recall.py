@@ -12,10 +12,14 @@ kinds, so a tenth of all users hold a memory of the same kind, worded alike) and
 real sentences about other people (tests/benchmarks/sentences.py). Then, for
 ``--probes`` users drawn at random, the question its relevant memory answers:
 
-- through the real LangGraph store, over the real HTTP API served in this process
-  (uvicorn on loopback): ``store.search(("memories", user), query=..., limit=5)``;
-  found = the user's relevant memory among the five; latency p50/p99 of the whole
-  call (HTTP, the query's embedding, search, ranking, access stamps);
+- through the real LangGraph store, over the real HTTP API of a ``palimpsest serve``
+  process on the same database, then of the app served in this process (uvicorn on
+  loopback): ``store.search(("memories", user), query=..., limit=5)``; found = the
+  user's relevant memory among the five; latency p50/p99 of the whole call (HTTP,
+  the query's embedding, search, ranking, access stamps), in alternated blocks:
+  every query embedded (the service's remembered query vectors cleared before each
+  call, outside its time), then the questions as asked (ten questions, so the
+  service embeds each once);
 - the recall function in process, same filters (scope, ``project_under``): its
   query embedding and its search step apart, p50/p99, and the strategy it used;
 - the raw query baseline: the same filtered nearest-neighbour query through raw
@@ -23,9 +27,9 @@ real sentences about other people (tests/benchmarks/sentences.py). Then, for
 - what the store did before (issue 44): recall of ``4 x limit`` in the scope, the
   user's memories kept after: how many probes found the relevant memory.
 
-The store is alone on the server; the client and the server share this process's
-interpreter, as a LangGraph app with an embedded server would not (the HTTP figure
-includes that contention). It measures and prints; it asserts nothing.
+The store is alone on the server. In the second set of blocks the client and the
+server share this process's interpreter (the figure includes that contention). It
+measures and prints; it asserts nothing.
 docs/benchmarks.md holds the figures.
 """
 
@@ -46,19 +50,22 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
 from palimpsest.api.client import Client
 from palimpsest.api.client.langgraph_store import PalimpsestStore
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.commands.caller import Caller
 from palimpsest.projections.commands.tokens import authenticate, create_tenant, issue_token
 from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer
 from palimpsest.projections.drains.revision import drain_revisions
 from palimpsest.projections.recall.indexing import index_pending
+from palimpsest.projections.recall.query_vectors import query_vectors
 from palimpsest.projections.recall.search import RecallQuery, recall
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.settings import DatabaseSettings
+from tests.api.cli.serving import stop_serve
 from tests.api.live_server import live_server
+from tests.benchmarks.append import start_benchmark_serve
 from tests.benchmarks.sentences import sentences
 
 SCOPE = "memories"
@@ -179,13 +186,19 @@ def _timed(call: Callable[[], Any]) -> tuple[Any, float]:
     return answer, (time.perf_counter() - started) * 1000
 
 
-def _through_the_store(base: str, token: str, probes: list[int]) -> tuple[int, list[float]]:
-    """Probes through the LangGraph store over HTTP: found, and each call's ms."""
+def _through_the_store(
+    base: str, token: str, probes: list[int], forget: Callable[[], None] | None = None
+) -> tuple[int, list[float]]:
+    """Probes through the LangGraph store over HTTP: found, and each call's ms.
+    ``forget``, when given, runs before each probe (outside its time): the server's
+    remembered query vectors are cleared, so every call embeds its query."""
     found = 0
     ms: list[float] = []
     with Client(base, token=token) as client:
         store = PalimpsestStore(client)
         for warm, n in enumerate(probes[:20] + probes):
+            if forget is not None:
+                forget()
             items, took = _timed(
                 lambda: store.search((SCOPE, _user(n)), query=_relevant(n)[1], limit=5)  # noqa: B023
             )
@@ -204,7 +217,9 @@ def _in_process(
     embed_ms: list[float] = []
     search_ms: list[float] = []
     strategies: set[str] = set()
+    vectors = query_vectors(runtime.embedder)
     for warm, n in enumerate(probes[:20] + probes):
+        vectors.clear()  # the query's embedding is measured, not remembered
         query = RecallQuery(_relevant(n)[1], 5, scope=SCOPE, project_under=_user(n))
         result = recall(
             runtime.log, runtime.embedder, caller.tenant_id, query, now=datetime.now(UTC)
@@ -270,6 +285,34 @@ def _raw(runtime: Runtime, caller: Caller, probes: list[int]) -> tuple[int, list
     return found, ms
 
 
+def _evict(base: str, token: str) -> None:
+    """Clear the service's remembered query vectors (the tenant's caches)."""
+    with Client(base, token=token) as client:
+        client.evict_cache()
+
+
+def _blocks(
+    where: str, base: str, token: str, probes: list[int], forget: Callable[[], None]
+) -> None:
+    """Alternated blocks through the store: each query embedded on every call (the
+    remembered query vectors cleared before it), then as an agent asks (ten
+    questions, repeated)."""
+    for block in range(2):
+        found, ms = _through_the_store(base, token, probes, forget=forget)
+        print(
+            f"LangGraph store search over HTTP ({where}), every query embedded "
+            f"(block {block + 1}): {found}/{len(probes)} found; "
+            + _line("the whole call, query embedding included,", ms),
+            flush=True,
+        )
+        found, ms = _through_the_store(base, token, probes)
+        print(
+            f"LangGraph store search over HTTP ({where}), repeated questions "
+            f"(block {block + 1}): {found}/{len(probes)} found; " + _line("the whole call", ms),
+            flush=True,
+        )
+
+
 def _line(label: str, ms: list[float]) -> str:
     return f"{label} p50 {statistics.median(ms):.1f} ms, p99 {_pct(ms, 0.99):.1f} ms"
 
@@ -318,12 +361,18 @@ def main() -> None:
         + _line("both", [a + b for a, b in zip(embed_ms, search_ms, strict=True)])
         + f" (strategy {', '.join(sorted(strategies))})"
     )
-    with live_server(create_app(ApiSettings(), runtime)) as base:
-        found, ms = _through_the_store(base, token, probes)
-    print(
-        f"LangGraph store search over HTTP: {found}/{len(probes)} found; "
-        + _line("the whole call, query embedding included,", ms)
+    # The service in a process of its own, as `palimpsest serve` runs beside an agent;
+    # then in this process (client and server sharing one interpreter).
+    served, base = start_benchmark_serve(
+        runtime, 1, {"PALIMPSEST_EMBEDDER": "local", "PALIMPSEST_DRAIN_PROCESS": "1"}
     )
+    try:
+        _blocks("palimpsest serve", base, token, probes, lambda: _evict(base, token))
+    finally:
+        stop_serve(served)
+    vectors = query_vectors(runtime.embedder)
+    with live_server(create_app(ApiSettings(), runtime)) as base:
+        _blocks("in this process", base, token, probes, vectors.clear)
     found, ms = _raw(runtime, caller, probes)
     print(
         f"raw psycopg baseline (the same filtered query, vector given): "

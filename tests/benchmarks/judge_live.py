@@ -6,7 +6,7 @@ Needs the ``judge-local`` extra. Takes the first ``N`` pairs of each label of
 the knowledge-updates dev split (statements of at most 600 characters, file
 order; MemFail's undated ``coexists`` rows get dates a month apart) as pair
 items, and judges them with the ordinary
-:class:`~palimpsest.projections.judgment.openai_compatible.OpenAICompatibleJudge`:
+:class:`~palimpsest.projections.judgment._openai_compatible.OpenAICompatibleJudge`:
 
 - in batches of 12 with the grammar (the configuration docs/judge.md
   describes), then the first 12 again one per request (the baseline: no
@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from palimpsest.domain.judge_state import JudgeItem, PairItem
 from palimpsest.domain.verdicts import ACTIONS, Verdict
+from palimpsest.projections.judgment._openai_compatible import OpenAICompatibleJudge
 from palimpsest.projections.judgment.judge import ItemFailure
-from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
 from palimpsest.projections.recall.embedders import LocalMiniLM
 from tests.benchmarks.llama_server import MODEL_ALIAS, llama_server
 from tests.benchmarks.record_judge import DATASET, _date, _view

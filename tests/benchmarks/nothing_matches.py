@@ -47,14 +47,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from palimpsest.projections.commands.tokens import authenticate, create_tenant
 from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer
 from palimpsest.projections.drains.revision import drain_revisions
-from palimpsest.projections.recall.indexing import index_pending
-from palimpsest.projections.recall.relevance import (
+from palimpsest.projections.recall._relevance import (
     MEANING_FLOOR,
     STANDOUT,
     STRONG,
     WEAK,
     WORDS_SHARE,
 )
+from palimpsest.projections.recall.indexing import index_pending
 from palimpsest.projections.recall.search import RecallQuery, recall
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.settings import DatabaseSettings

@@ -41,7 +41,7 @@ from uuid import UUID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from palimpsest.projections.commands.spec import Ref
+from palimpsest.projections.commands._spec import Ref
 from palimpsest.projections.commands.tokens import authenticate, create_tenant
 from palimpsest.projections.commands.writer import (
     CapturePolicy,

@@ -40,8 +40,8 @@ with httpx2.Client(base_url=f"http://127.0.0.1:{port}",
 def _serve_and_drive(writes: int, loop: str, http: str) -> None:
     import uvicorn
 
+    from palimpsest.api._settings import ApiSettings
     from palimpsest.api.app import create_app
-    from palimpsest.api.settings import ApiSettings
     from palimpsest.projections.commands.tokens import create_tenant
     from palimpsest.projections.runtime import start_runtime
     from palimpsest.projections.store.settings import DatabaseSettings

@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.commands.tokens import create_tenant
 from palimpsest.projections.drains.loop import DrainLoop
 from palimpsest.projections.recall.caught_up import WAIT_S

@@ -47,7 +47,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from palimpsest.api.client import Client
-from palimpsest.api.client.beliefs import RecalledCurrent, RecallMode
+from palimpsest.api.client._beliefs import RecalledCurrent, RecallMode
 from palimpsest.api.client.langgraph_store import PalimpsestStore
 from tests.api.cli.serving import free_port, stop_serve
 from tests.benchmarks.sentences import sentences

@@ -48,8 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.commands.caller import Caller
 from palimpsest.projections.commands.tokens import authenticate, issue_token
 from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer

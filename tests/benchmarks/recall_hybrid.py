@@ -16,7 +16,7 @@ checks whether the statement that answers it is among the first 5 and 10:
 Each mode is a real ``recall`` (the API's code path, without HTTP). With
 ``--grid`` it also prints the fusion's recall@5/@10 for other ``RRF_K`` and
 text weights, computed from the same two candidate lists: how the defaults in
-``projections/recall/fusion.py`` were chosen (on this development split).
+``projections/recall/_fusion.py`` were chosen (on this development split).
 
 It measures and prints; it asserts nothing.
 """
@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from palimpsest.projections.commands.tokens import authenticate, create_tenant
 from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer
 from palimpsest.projections.drains.revision import drain_revisions
-from palimpsest.projections.recall.fusion import (
+from palimpsest.projections.recall._fusion import (
     IDENTIFIER_TEXT_WEIGHT,
     PARTIAL_TEXT_WEIGHT,
     RRF_K,
@@ -45,10 +45,10 @@ from palimpsest.projections.recall.fusion import (
     VECTOR_WEIGHT,
     fuse,
 )
+from palimpsest.projections.recall._words import EVERY_WORD
 from palimpsest.projections.recall.indexing import index_pending
 from palimpsest.projections.recall.recalled import RecallMode
 from palimpsest.projections.recall.search import RecallQuery, recall, search
-from palimpsest.projections.recall.words import EVERY_WORD
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.settings import DatabaseSettings
 

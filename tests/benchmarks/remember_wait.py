@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mcp import Client
 
-from palimpsest.api.mcp import write_tools
-from palimpsest.api.mcp.backend import Backend
-from palimpsest.api.mcp.server import build_server
+from palimpsest.api.mcp import _write_tools as write_tools
+from palimpsest.api.mcp._backend import Backend
+from palimpsest.api.mcp._server import build_server
 from palimpsest.projections.commands.tokens import create_tenant
 from palimpsest.projections.commands.writer import CapturePolicy, Writer
 from palimpsest.projections.drains.loop import DrainLoop

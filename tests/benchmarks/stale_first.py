@@ -56,13 +56,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.mcp.conflicts import MAX_CONFLICTS
-from palimpsest.api.settings import ApiSettings
+from palimpsest.api.mcp._conflicts import MAX_CONFLICTS
 from palimpsest.projections.commands.tokens import authenticate, create_tenant
 from palimpsest.projections.drains.revision import drain_revisions
-from palimpsest.projections.recall import conflict_marks
-from palimpsest.projections.recall.conflict_marks import write_marks
+from palimpsest.projections.recall import _conflict_marks as conflict_marks
+from palimpsest.projections.recall._conflict_marks import write_marks
 from palimpsest.projections.recall.indexing import index_pending
 from palimpsest.projections.recall.recalled import RecalledCurrent, RecalledPending
 from palimpsest.projections.recall.search import RecallQuery, recall
@@ -342,8 +342,8 @@ def main() -> None:
 
 def _shown(runtime: Runtime, tenant_id: UUID, memory_id: UUID, version_id: str) -> list[UUID]:
     """The existing memories MCP ``remember`` shows the caller for a new one, as
-    :func:`palimpsest.api.mcp.conflicts.describe_conflicts` lists them (the most
-    similar first, at most :data:`~palimpsest.api.mcp.conflicts.MAX_CONFLICTS`)."""
+    :func:`palimpsest.api.mcp._conflicts.describe_conflicts` lists them (the most
+    similar first, at most :data:`~palimpsest.api.mcp._conflicts.MAX_CONFLICTS`)."""
     found = potential_contradictions(
         runtime.log,
         tenant_id,

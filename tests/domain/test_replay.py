@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from palimpsest.domain.errors import PalimpsestError
 from palimpsest.domain.evidence import cut_excerpt
 from palimpsest.domain.memory import Memory
-from palimpsest.projections.store.transcodings import SNAPSHOT_TRANSCODINGS
+from palimpsest.projections.store._transcodings import SNAPSHOT_TRANSCODINGS
 
 OBSERVATIONS = [uuid4() for _ in range(3)]
 PRINCIPALS = [uuid4() for _ in range(2)]

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from palimpsest.projections.commands.writer import CapturePolicy, Writer
 from palimpsest.projections.drains.decay_cycle import CycleReport, ScheduledCycle
 from palimpsest.projections.runtime import Runtime
-from palimpsest.workers.cycles import register_cycle_actor
+from palimpsest.workers._cycles import register_cycle_actor
 from tests.api.helpers import remember
 from tests.conftest import Tenant, drain_until_caught_up
 

@@ -18,11 +18,11 @@ import redis
 from dramatiq.brokers.stub import StubBroker
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.drains.hints import DRAIN_QUEUE, broker_for, send_drain_hint
 from palimpsest.projections.runtime import Runtime
-from palimpsest.workers.revision import register_drain_actor
+from palimpsest.workers._revision import register_drain_actor
 from tests.api.helpers import post, remember
 from tests.conftest import Tenant
 from tests.projections.drains.killing import database_url, kill_mid_write

@@ -15,12 +15,12 @@ import pytest
 from dramatiq.brokers.stub import StubBroker
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.drains.hints import broker_for
 from palimpsest.projections.runtime import Runtime
-from palimpsest.workers.erasure import register_erasure_actor
-from palimpsest.workers.expiry import register_expiry_actor
+from palimpsest.workers._erasure import register_erasure_actor
+from palimpsest.workers._expiry import register_expiry_actor
 from tests.api.helpers import observe, remember
 from tests.conftest import Tenant, count_events, wait_until
 from tests.projections.drains.private_redis import PrivateRedis

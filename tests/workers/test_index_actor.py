@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from palimpsest.projections.recall.indexing import unindexed_count
 from palimpsest.projections.runtime import Runtime
-from palimpsest.workers.indexing import register_index_actor
+from palimpsest.workers._indexing import register_index_actor
 from tests.api.helpers import post, remember
 from tests.conftest import Tenant, drain_until_caught_up
 

@@ -12,9 +12,9 @@ from dramatiq.brokers.stub import StubBroker
 from palimpsest.projections.commands.writer import CapturePolicy, Writer
 from palimpsest.projections.drains.forgetting_pass import ScheduledPass
 from palimpsest.projections.drains.settings import ForgettingPassSettings
-from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
+from palimpsest.projections.judgment._openai_compatible import OpenAICompatibleJudge
 from palimpsest.projections.runtime import Runtime
-from palimpsest.workers.forgetting import register_forgetting_actor
+from palimpsest.workers._forgetting import register_forgetting_actor
 
 
 class _Recording(ScheduledPass):

@@ -16,8 +16,8 @@ import psutil
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.drains.hints import broker_for, send_drain_hint
 from palimpsest.projections.runtime import Runtime
 from tests.api.cli.serving import until

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from palimpsest.api.cli.exit_code import EXIT_USAGE
+from palimpsest.api.cli._exit_code import EXIT_USAGE
 from palimpsest.projections.runtime import Runtime
 from tests.projections.drains.killing import database_url
 

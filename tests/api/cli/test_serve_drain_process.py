@@ -11,8 +11,8 @@ import httpx2
 import psutil
 import pytest
 
-from palimpsest.api.cli.exit_code import EXIT_USAGE
-from palimpsest.api.cli.serve import DRAIN_NICENESS
+from palimpsest.api.cli._exit_code import EXIT_USAGE
+from palimpsest.api.cli._serve import DRAIN_NICENESS
 from palimpsest.projections.runtime import Runtime
 from tests.api.cli.serving import (
     assert_setting_refused_before_writing,

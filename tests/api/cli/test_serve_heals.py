@@ -174,8 +174,7 @@ def test_healthz_answers_at_once_while_the_database_hangs(tmp_path: Path) -> Non
         ).is_success
         stuck: list[int] = []
         with _hung(tmp_path):
-            # When the database stops answering while that client writes (alone: with
-            # PALIMPSEST_WRITES_ON_LOOP, the old default, on the event loop), and then
+            # When the database stops answering while that client writes, and then
             # 60 more writes hold every worker thread
             def write(client: httpx2.Client | None, content: str) -> None:
                 body = {"type": "note", "scope": "user", "content": content}

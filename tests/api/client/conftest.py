@@ -11,8 +11,8 @@ from contextlib import contextmanager
 
 import pytest
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.drains.loop import DrainLoop
 from palimpsest.projections.drains.settings import DrainSettings
 from palimpsest.projections.runtime import Runtime

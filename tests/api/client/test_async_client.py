@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from palimpsest.api.client import AsyncClient, Client, NotFoundError, PermissionDeniedError, calls
-from palimpsest.api.client.beliefs import CurrentBelief
+from palimpsest.api.client import AsyncClient, Client, NotFoundError, PermissionDeniedError
+from palimpsest.api.client import _calls as calls
+from palimpsest.api.client._beliefs import CurrentBelief
+from palimpsest.api.client._records import EventPublic
 from palimpsest.api.client.models import MemoryCreated
-from palimpsest.api.client.records import EventPublic
 from palimpsest.projections.runtime import Runtime
 from tests.api.client.conftest import drain_soon
 from tests.conftest import Tenant

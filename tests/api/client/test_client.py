@@ -18,13 +18,23 @@ from palimpsest.api.client import (
     PermissionDeniedError,
     ValidationError,
 )
-from palimpsest.api.client.beliefs import (
+from palimpsest.api.client._beliefs import (
     CurrentBelief,
     ListedCurrentBelief,
     MemoryBatchPublic,
     MemoryPagePublic,
     PendingBelief,
     RecallPublic,
+)
+from palimpsest.api.client._records import (
+    DecisionPublic,
+    ErasureReceipt,
+    EventPagePublic,
+    EventPublic,
+    MemoryHistoryPublic,
+    MemoryVersionsPublic,
+    ObservationPublic,
+    RevisionStatusPublic,
 )
 from palimpsest.api.client.models import (
     BatchPublic,
@@ -40,16 +50,6 @@ from palimpsest.api.client.models import (
     RetentionPublic,
     Settled,
     VersionCreated,
-)
-from palimpsest.api.client.records import (
-    DecisionPublic,
-    ErasureReceipt,
-    EventPagePublic,
-    EventPublic,
-    MemoryHistoryPublic,
-    MemoryVersionsPublic,
-    ObservationPublic,
-    RevisionStatusPublic,
 )
 from palimpsest.projections.runtime import Runtime
 from tests.api.client.conftest import drain_soon

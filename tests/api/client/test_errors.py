@@ -12,6 +12,7 @@ import httpx2
 import pytest
 
 from palimpsest.api import client
+from palimpsest.api._problems import PROBLEMS
 from palimpsest.api.client.errors import (
     PROBLEM_CLASSES,
     PROBLEM_TYPE_PREFIX,
@@ -21,7 +22,6 @@ from palimpsest.api.client.errors import (
     UnknownProblemError,
     problem_error,
 )
-from palimpsest.api.problems import PROBLEMS
 from palimpsest.domain.errors import PalimpsestError as ServerPalimpsestError
 
 ROOT = Path(__file__).resolve().parents[3]

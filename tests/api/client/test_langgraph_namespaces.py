@@ -12,7 +12,7 @@ import pytest
 from langgraph.store.base import InvalidNamespaceError
 
 from palimpsest.api.client import Client
-from palimpsest.api.client.beliefs import RecallMode
+from palimpsest.api.client._beliefs import RecallMode
 from palimpsest.api.client.langgraph_store import PalimpsestStore
 from palimpsest.projections.runtime import Runtime
 from tests.api.client.conftest import served_with_drains

@@ -33,6 +33,9 @@ _SERVER_LIBRARIES = frozenset(
 )
 # The server's rooms; palimpsest.api (a docstring) and palimpsest.api.client may load.
 _SERVER_ROOMS = ("palimpsest.domain", "palimpsest.projections", "palimpsest.workers")
+# Pure rules both sides read, which import the standard library only (and the face of
+# their room, a docstring): the client may load these.
+_SHARED = frozenset({"palimpsest.domain", "palimpsest.domain.retry_after"})
 
 
 def _loaded(statement: str) -> list[str]:
@@ -53,6 +56,8 @@ def _loaded(statement: str) -> list[str]:
 
 
 def _of_the_server(module: str) -> bool:
+    if module in _SHARED:
+        return False
     if module.partition(".")[0] in _SERVER_LIBRARIES:
         return True
     if module.startswith(_SERVER_ROOMS):
@@ -71,5 +76,5 @@ def _of_the_server(module: str) -> bool:
 )
 def test_the_client_loads_no_module_of_the_server(statement: str) -> None:
     loaded = _loaded(statement)
-    assert "palimpsest.api.client.sync" in loaded  # it did import the client
+    assert "palimpsest.api.client._sync" in loaded  # it did import the client
     assert [module for module in loaded if _of_the_server(module)] == []

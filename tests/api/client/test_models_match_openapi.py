@@ -34,9 +34,12 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel, TypeAdapter
 
 from palimpsest.api import schemas as server_schemas
-from palimpsest.api.client import beliefs, calls, models, records
-from palimpsest.api.client.calls import Call
-from palimpsest.api.client.records import EventPublic
+from palimpsest.api.client import _beliefs as beliefs
+from palimpsest.api.client import _calls as calls
+from palimpsest.api.client import _records as records
+from palimpsest.api.client import models
+from palimpsest.api.client._calls import Call
+from palimpsest.api.client._records import EventPublic
 
 Schema = dict[str, Any]
 

@@ -16,8 +16,9 @@ from typing import Any
 import httpx2
 import pytest
 
-from palimpsest.api.client import AsyncClient, Client, MemorySupersededError, calls
-from palimpsest.api.client.beliefs import RecalledCurrent, RecallMode, RecallPublic
+from palimpsest.api.client import AsyncClient, Client, MemorySupersededError
+from palimpsest.api.client import _calls as calls
+from palimpsest.api.client._beliefs import RecalledCurrent, RecallMode, RecallPublic
 from palimpsest.api.client.langgraph_store import PalimpsestStore
 from palimpsest.projections.runtime import Runtime
 from tests.api.client.conftest import served_with_drains

@@ -14,7 +14,8 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from palimpsest.api.client import APIConnectionError, AsyncClient, Client, RetryPolicy, calls
+from palimpsest.api.client import APIConnectionError, AsyncClient, Client, RetryPolicy
+from palimpsest.api.client import _calls as calls
 from palimpsest.api.client.errors import DatabaseUnavailableError
 from tests.api.live_server import live_server
 from tests.conftest import Tenant

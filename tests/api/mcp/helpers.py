@@ -8,8 +8,8 @@ from typing import Any
 
 from mcp.types import CallToolResult
 
-from palimpsest.api.mcp.backend import Backend
-from palimpsest.api.settings import ApiSettings
+from palimpsest.api._settings import ApiSettings
+from palimpsest.api.mcp._backend import Backend
 from palimpsest.projections.commands.writer import CapturePolicy, Writer
 from palimpsest.projections.runtime import Runtime
 

@@ -13,9 +13,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.mcp.http import is_loopback
-from palimpsest.api.settings import ApiSettings
+from palimpsest.api.mcp._http import is_loopback
 from palimpsest.domain.errors import ConfigurationError
 from palimpsest.projections.runtime import Runtime
 from tests.api.live_server import live_server

@@ -13,8 +13,8 @@ from typing import Any
 import httpx2
 import pytest
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.runtime import Runtime
 from tests.api.live_server import live_server
 from tests.api.mcp.test_stdio import COMMAND, ROOT, mcp_env

@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from palimpsest.api.mcp.own_writes import WrittenPositions
+from palimpsest.api.mcp._own_writes import WrittenPositions
 from palimpsest.projections.commands.caller import Caller
 from palimpsest.projections.runtime import Runtime
 from tests.api.client.conftest import served_with_drains

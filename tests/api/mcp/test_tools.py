@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from mcp import Client
 
-from palimpsest.api.mcp.server import build_server
+from palimpsest.api.mcp._server import build_server
 from palimpsest.projections.runtime import Runtime
 from tests.api.mcp.helpers import ADMIN_TOOLS, TOOLS, backend_for, ok, problem, problem_type
 from tests.conftest import Tenant, drain_until_caught_up, index_until_caught_up

@@ -19,12 +19,12 @@ from uuid import UUID, uuid4
 import pytest
 from fastapi.testclient import TestClient
 
-from palimpsest.api.problems import problem_of
+from palimpsest.api._problems import problem_of
 from palimpsest.domain.errors import CollapseGuardError, PalimpsestError, PermissionDeniedError
 from palimpsest.domain.memory import Memory
+from palimpsest.projections.commands._policy import CapturePolicy
 from palimpsest.projections.commands.caller import Caller
 from palimpsest.projections.commands.consolidation import ProposeMergeSpec
-from palimpsest.projections.commands.policy import CapturePolicy
 from palimpsest.projections.commands.proposals import (
     ProposalDecisionSpec,
     ProposalSettings,
@@ -33,7 +33,7 @@ from palimpsest.projections.commands.proposals import (
 from palimpsest.projections.commands.tokens import authenticate
 from palimpsest.projections.commands.writer import Writer, WriteSpec
 from palimpsest.projections.drains.decay_cycle import run_cycle
-from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.runtime import Runtime, table_writers
 from palimpsest.projections.store.aggregates import aggregates_of
 from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.settings import DatabaseSettings
@@ -139,7 +139,8 @@ def test_eight_concurrent_applies_archive_exactly_the_days_allowance(
         EventLog(
             env=runtime.database.event_store_env(
                 DatabaseSettings(db_pool_size=1, db_max_overflow=0)
-            )
+            ),
+            writers=table_writers(),
         )
         for _ in proposals
     ]

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from palimpsest.projections.commands.tokens import authenticate
 from palimpsest.projections.commands.writer import VersionSpec
@@ -25,8 +26,20 @@ from tests.conftest import (
     wait_until,
     waiting_for_the_events_table,
 )
-from tests.projections.commands.test_brief_writes import _window
 from tests.projections.commands.test_group_commit import _started
+
+if TYPE_CHECKING:
+    from palimpsest.projections.store.eventlog import GroupCommit
+
+
+@contextmanager
+def _window(group: GroupCommit, window_s: float) -> Iterator[None]:
+    """Within the block, a group waits up to ``window_s`` for writes being built."""
+    before, group.window_s = group.window_s, window_s
+    try:
+        yield
+    finally:
+        group.window_s = before
 
 
 def _waiting(runtime: Runtime, count: int) -> Callable[[], bool]:

@@ -11,6 +11,8 @@ import pytest
 
 from palimpsest.domain.errors import PermissionDeniedError
 from palimpsest.domain.role import ROLES
+from palimpsest.projections.commands._settlement import SettleSpec
+from palimpsest.projections.commands._spec import WriteSpec
 from palimpsest.projections.commands.caller import Caller
 from palimpsest.projections.commands.consolidation import MergeSpec, ProposeMergeSpec, ReflectSpec
 from palimpsest.projections.commands.contributions import ContributionSpec
@@ -19,8 +21,6 @@ from palimpsest.projections.commands.forgetting_policy import ForgettingPolicySp
 from palimpsest.projections.commands.judgment import JudgmentSpec
 from palimpsest.projections.commands.memory import EdgeRetractSpec
 from palimpsest.projections.commands.proposals import ProposalDecisionSpec, ProposeSpec
-from palimpsest.projections.commands.settlement import SettleSpec
-from palimpsest.projections.commands.spec import WriteSpec
 from palimpsest.projections.commands.tokens import authenticate
 from palimpsest.projections.commands.writer import (
     EdgeSpec,

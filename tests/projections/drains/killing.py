@@ -30,10 +30,11 @@ __all__ = ["database_url", "drain_owners", "drain_process", "held_rows", "kill_m
 _BOOT = """
 import sys
 from palimpsest.projections.store.database import open_database
+from palimpsest.projections.runtime import table_writers
 from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.settings import DatabaseSettings
 settings = DatabaseSettings()
-log = EventLog(env=open_database(settings).event_store_env(settings))
+log = EventLog(env=open_database(settings).event_store_env(settings), writers=table_writers())
 exec(sys.argv[1])
 """
 
@@ -173,7 +174,7 @@ def kill_mid_write(
     transaction, SIGKILL its process group there, release the rows, and return once
     the killed write's backend is gone (its transaction over: rolled back, or
     committed whole when the process had sent its ``COMMIT`` with the rest, as a
-    pipelined transaction does: store/pipelined.py).
+    pipelined transaction does: store/_pipelined.py).
 
     With ``holds_events_lock``, the write must hold the events-table lock when it is
     killed (an event-log write, its events inserted).

@@ -29,9 +29,9 @@ from uuid import UUID
 
 from fastapi.testclient import TestClient
 
-from palimpsest.projections.commands.policy import CapturePolicy
+from palimpsest.projections.commands._policy import CapturePolicy
+from palimpsest.projections.commands._spec import Ref
 from palimpsest.projections.commands.proposals import ProposalSettings
-from palimpsest.projections.commands.spec import Ref
 from palimpsest.projections.commands.tokens import authenticate
 from palimpsest.projections.commands.writer import (
     EvidenceSpec,

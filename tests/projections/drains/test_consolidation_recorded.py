@@ -18,10 +18,10 @@ from uuid import UUID, uuid4
 import pytest
 from fastapi.testclient import TestClient
 
-from palimpsest.projections.commands.policy import CapturePolicy
+from palimpsest.projections.commands._policy import CapturePolicy
 from palimpsest.projections.commands.writer import Writer
-from palimpsest.projections.drains.consolidation import consolidate_survivors
-from palimpsest.projections.judgment.recorded import RecordingServer, load_recordings
+from palimpsest.projections.drains._consolidation import consolidate_survivors
+from palimpsest.projections.judgment._recorded import RecordingServer, load_recordings
 from palimpsest.projections.judgment.summariser import OpenAICompatibleSummariser, insights_of
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import observe, remember

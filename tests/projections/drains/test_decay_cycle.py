@@ -310,7 +310,7 @@ def test_a_cycle_killed_mid_write_leaves_nothing_and_the_next_run_completes(
         table="memory_fades",
     )
     # Nothing: the write waits for an answer (its check of what it read) before it
-    # sends COMMIT (store/pipelined.py), so the kill lands before COMMIT is sent.
+    # sends COMMIT (store/_pipelined.py), so the kill lands before COMMIT is sent.
     for topic in ("CycleCompleted", "RetentionProposed"):
         assert count_events(runtime, tenant, topic) == 0, topic
     assert client.get("/v1/proposals", headers=headers).json()["items"] == []

@@ -14,11 +14,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from palimpsest.domain.importance import HeuristicImportance
+from palimpsest.projections.judgment._recorded import RecordingServer, load_recordings
 from palimpsest.projections.judgment.importance import (
     OpenAICompatibleImportance,
     configured_importance,
 )
-from palimpsest.projections.judgment.recorded import RecordingServer, load_recordings
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import remember
 from tests.benchmarks.record_importance import MEMORIES, MODEL, RECORDINGS

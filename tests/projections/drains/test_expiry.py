@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
-from palimpsest.projections.drains.expiry import expire_due
+from palimpsest.projections.drains._expiry import expire_due
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.schema import EVENTS_TABLE
 from tests.api.helpers import observe, post, problem_slug, remember
@@ -153,7 +153,7 @@ def test_expiry_events_name_the_system_principal(
     client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:
     from palimpsest.domain.tenant import principal_id_for
-    from palimpsest.projections.drains.expiry import EXPIRY_PRINCIPAL
+    from palimpsest.projections.drains._expiry import EXPIRY_PRINCIPAL
 
     observe(client, tenant.headers(), "soon gone")
     _expire_all(runtime)

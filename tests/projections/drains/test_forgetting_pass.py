@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
 from palimpsest.api.cli import main
-from palimpsest.api.settings import ApiSettings
 from palimpsest.domain.judge_state import JudgeItem
 from palimpsest.domain.verdicts import Verdict
 from palimpsest.projections.commands.proposals import ProposalSettings
@@ -27,8 +27,8 @@ from palimpsest.projections.commands.writer import CapturePolicy, Writer
 from palimpsest.projections.drains.forgetting_pass import ScheduledPass, claim_day, run_pass
 from palimpsest.projections.drains.judge_budget import record, release, reserve, usage_on
 from palimpsest.projections.drains.settings import ForgettingPassSettings
+from palimpsest.projections.judgment._openai_compatible import OpenAICompatibleJudge
 from palimpsest.projections.judgment.judge import ItemFailure, JudgeUsage
-from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
 from palimpsest.projections.recall.pass_candidates import PassSettings
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import remember

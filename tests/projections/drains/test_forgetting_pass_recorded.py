@@ -4,7 +4,7 @@ A tenant holds real LongMemEval statements (two ``supersedes`` pairs, the
 older side of a third, and an unrelated turn in another scope), each
 captured at its real 2023 date, so all are stale at the fixed ``NOW``
 (``pass_scenario.py``). It opts in through the API, and the pass runs with
-:class:`~palimpsest.projections.judgment.recorded.RecordedJudge`: the ordinary client
+:class:`~palimpsest.projections.judgment._recorded.RecordedJudge`: the ordinary client
 over loopback HTTP, answered by what SmolLM2-135M on ``llama_cpp.server``
 answered to these very requests (``tests/benchmarks/record_judge.py --pass``
 made ``tests/fixtures/judge/pass/``; a request nobody recorded is refused, so
@@ -35,7 +35,7 @@ from palimpsest.projections.commands.proposals import ProposalSettings
 from palimpsest.projections.commands.tokens import create_tenant
 from palimpsest.projections.drains.forgetting_pass import PassReport, judge_items
 from palimpsest.projections.drains.judge_budget import usage_on
-from palimpsest.projections.judgment.recorded import RecordedJudge
+from palimpsest.projections.judgment._recorded import RecordedJudge
 from palimpsest.projections.recall.pass_candidates import PassSettings, select_candidates
 from palimpsest.projections.runtime import Runtime
 from tests.benchmarks.llama_server import MODEL_ALIAS

@@ -99,7 +99,7 @@ def test_a_pass_killed_mid_run_is_run_again_once_its_lease_is_over(
         "from palimpsest.projections.commands.writer import CapturePolicy, Writer\n"
         "from palimpsest.projections.drains.forgetting_pass import ScheduledPass\n"
         "from palimpsest.projections.drains.settings import ForgettingPassSettings\n"
-        "from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge\n"
+        "from palimpsest.projections.judgment._openai_compatible import OpenAICompatibleJudge\n"
         "w = Writer(log, CapturePolicy(timedelta(days=1), timedelta(days=1)), clock=datetime.now)\n"
         "s = ForgettingPassSettings(forgetting_pass_enabled=True,"
         f" forgetting_pass_cron='30 4 * * *', forgetting_pass_lease_s={LEASE.total_seconds()})\n"

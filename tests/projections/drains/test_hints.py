@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.drains.hints import DRAIN_QUEUE, broker_for, send_drain_hint
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import post

@@ -19,14 +19,14 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.commands.tokens import create_tenant
-from palimpsest.projections.drains.expiry import expire_due
+from palimpsest.projections.drains._expiry import expire_due
+from palimpsest.projections.drains._retention import apply_retention
+from palimpsest.projections.drains._tenant_erasure import erase_deleted_tenants
 from palimpsest.projections.drains.loop import DrainLoop
-from palimpsest.projections.drains.retention import apply_retention
 from palimpsest.projections.drains.revision import drain_revisions
-from palimpsest.projections.drains.tenant_erasure import erase_deleted_tenants
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store import tenancy
 from palimpsest.projections.store.queued import send_queued

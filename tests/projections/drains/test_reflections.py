@@ -15,9 +15,9 @@ from uuid import UUID, uuid4
 
 from fastapi.testclient import TestClient
 
-from palimpsest.projections.commands.policy import CapturePolicy
+from palimpsest.projections.commands._policy import CapturePolicy
 from palimpsest.projections.commands.writer import Writer
-from palimpsest.projections.drains.consolidation import consolidate_survivors
+from palimpsest.projections.drains._consolidation import consolidate_survivors
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import observe, post, problem_slug, remember
 from tests.conftest import Tenant, index_until_caught_up

@@ -16,11 +16,11 @@ from psycopg import sql
 
 from palimpsest.api.cli import main
 from palimpsest.domain.tenant import principal_id_for
+from palimpsest.projections.commands._policy import CapturePolicy
 from palimpsest.projections.commands.caller import Caller
 from palimpsest.projections.commands.consolidation import ReflectSpec
-from palimpsest.projections.commands.policy import CapturePolicy
 from palimpsest.projections.commands.writer import Writer
-from palimpsest.projections.drains.tenant_erasure import erase_deleted_tenants
+from palimpsest.projections.drains._tenant_erasure import erase_deleted_tenants
 from palimpsest.projections.history.rebuild import rebuild
 from palimpsest.projections.history.replay import replay_beliefs
 from palimpsest.projections.history.verify import verify
@@ -469,7 +469,7 @@ def test_an_interrupted_rebuild_leaves_the_live_read_models_and_no_shadows(
     # From the command line, Ctrl-C is one line and exit 130.
     for name, value in test_database.env.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr("palimpsest.api.cli.history.rebuild", lambda *a, **k: interrupt(""))
+    monkeypatch.setattr("palimpsest.api.cli._history.rebuild", lambda *a, **k: interrupt(""))
     capsys.readouterr()
     assert main(["rebuild"]) == 130
     assert "interrupted; live read models unchanged" in capsys.readouterr().err

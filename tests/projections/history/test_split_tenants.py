@@ -7,7 +7,7 @@ from uuid import UUID, uuid4
 from hypothesis import given
 from hypothesis import strategies as st
 
-from palimpsest.projections.history.replay_workers import split_tenants
+from palimpsest.projections.history._replay_workers import split_tenants
 
 SIZES = st.dictionaries(st.builds(uuid4), st.integers(0, 10**6), max_size=40)
 

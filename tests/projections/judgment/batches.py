@@ -17,7 +17,7 @@ from typing import Any
 from uuid import UUID
 
 from palimpsest.domain.judge_state import JudgeItem, MemoryView, PairItem, SingleItem
-from palimpsest.projections.judgment.prompt import Constraint
+from palimpsest.projections.judgment._prompt import Constraint
 
 __all__ = [
     "BATCHES_FILE",

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from palimpsest.projections.judgment.recorded import Recording, load_recordings, replay
+from palimpsest.projections.judgment._recorded import Recording, load_recordings, replay
 from tests.projections.judgment.batches import FIXTURES, JudgeBatch, load_batches
 
 

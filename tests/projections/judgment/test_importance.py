@@ -18,18 +18,18 @@ from dataclasses import replace
 import pytest
 from pydantic import ValidationError
 
-from palimpsest.api.cli.entry import main
-from palimpsest.api.cli.exit_code import EXIT_USAGE
+from palimpsest.api.cli._entry import main
+from palimpsest.api.cli._exit_code import EXIT_USAGE
 from palimpsest.domain.importance import HeuristicImportance, ImportanceInput
-from palimpsest.projections.judgment.answers import AnswerToken
+from palimpsest.projections.judgment._answers import AnswerToken
+from palimpsest.projections.judgment._openai_compatible import _tokens
+from palimpsest.projections.judgment._recorded import RecordingServer, load_recordings
 from palimpsest.projections.judgment.importance import (
     ImportanceSettings,
     OpenAICompatibleImportance,
     configured_importance,
     rating_of,
 )
-from palimpsest.projections.judgment.openai_compatible import _tokens
-from palimpsest.projections.judgment.recorded import RecordingServer, load_recordings
 from tests.benchmarks.record_importance import MEMORIES, MODEL, RECORDINGS
 
 HEURISTIC = HeuristicImportance()

@@ -18,10 +18,10 @@ import pytest
 
 from palimpsest.domain.judge_state import SingleItem
 from palimpsest.domain.verdicts import Verdict
+from palimpsest.projections.judgment._openai_compatible import OpenAICompatibleJudge
+from palimpsest.projections.judgment._prompt import SYSTEM_PROMPT, canonical_json
+from palimpsest.projections.judgment._recorded import Recording, request_digest
 from palimpsest.projections.judgment.judge import ItemFailure, JudgeUnavailableError
-from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
-from palimpsest.projections.judgment.prompt import SYSTEM_PROMPT, canonical_json
-from palimpsest.projections.judgment.recorded import Recording, request_digest
 from tests.benchmarks.llama_server import MODEL_ALIAS
 from tests.projections.judgment.batches import JudgeBatch
 from tests.projections.judgment.conftest import ScriptedServer

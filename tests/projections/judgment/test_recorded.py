@@ -21,15 +21,15 @@ import pytest
 from palimpsest.domain.errors import ConfigurationError
 from palimpsest.domain.judge_state import PairItem, SingleItem, verdict_memories
 from palimpsest.domain.verdicts import ACTIONS, LETTERS, Action, Verdict
-from palimpsest.projections.judgment.answers import NO_PROBABILITIES
-from palimpsest.projections.judgment.judge import ItemFailure, JudgeUnavailableError
-from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
-from palimpsest.projections.judgment.recorded import (
+from palimpsest.projections.judgment._answers import NO_PROBABILITIES
+from palimpsest.projections.judgment._openai_compatible import OpenAICompatibleJudge
+from palimpsest.projections.judgment._recorded import (
     RecordedJudge,
     Recording,
     load_recordings,
     request_digest,
 )
+from palimpsest.projections.judgment.judge import ItemFailure, JudgeUnavailableError
 from tests.benchmarks.llama_server import MODEL_ALIAS
 from tests.projections.judgment.batches import FIXTURES, JudgeBatch
 from tests.projections.judgment.conftest import ScriptedServer

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
-from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
+from palimpsest.projections.judgment._openai_compatible import OpenAICompatibleJudge
 from tests.benchmarks.llama_server import MODEL_ALIAS
 from tests.projections.judgment.batches import JudgeBatch
 from tests.projections.judgment.test_openai_compatible import Start

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from palimpsest.projections.judgment.openai_compatible import OpenAICompatibleJudge
-from palimpsest.projections.judgment.recorded import RecordedJudge
+from palimpsest.projections.judgment._openai_compatible import OpenAICompatibleJudge
+from palimpsest.projections.judgment._recorded import RecordedJudge
 from palimpsest.projections.judgment.settings import JudgeSettings, judge_from
 from tests.benchmarks.llama_server import MODEL_ALIAS
 from tests.projections.judgment.batches import FIXTURES

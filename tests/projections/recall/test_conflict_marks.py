@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from palimpsest.domain.decision import dismissal_key
-from palimpsest.projections.recall.conflict_marks import (
+from palimpsest.projections.recall._conflict_marks import (
     _DISMISSAL_KEY,
     conflicts_first,
     superseding,

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
 from palimpsest.api.cli import main
-from palimpsest.api.settings import ApiSettings
 from palimpsest.projections.commands.tokens import create_tenant
 from palimpsest.projections.recall.embedders import LocalMiniLM, OpenAICompatibleEmbedder
 from palimpsest.projections.recall.indexing import index_pending, unindexed_count

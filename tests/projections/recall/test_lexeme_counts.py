@@ -18,13 +18,13 @@ from fastapi.testclient import TestClient
 from psycopg import sql
 from sqlalchemy import select
 
-from palimpsest.projections.recall.indexing import _write_texts
-from palimpsest.projections.recall.words import (
+from palimpsest.projections.recall._words import (
     COMMON_FLOOR,
     EVERY_WORD,
     query_words,
     text_candidates,
 )
+from palimpsest.projections.recall.indexing import _write_texts
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.sql import compile_query, tables_in
 from palimpsest.projections.store.tenancy import tenant_transaction

@@ -14,9 +14,9 @@ from uuid import UUID, uuid4
 
 from fastapi.testclient import TestClient
 
-from palimpsest.projections.commands.policy import CapturePolicy
+from palimpsest.projections.commands._policy import CapturePolicy
+from palimpsest.projections.commands._spec import WriteSpec
 from palimpsest.projections.commands.proposals import ProposalDecisionSpec, ProposeSpec
-from palimpsest.projections.commands.spec import WriteSpec
 from palimpsest.projections.commands.tokens import authenticate
 from palimpsest.projections.commands.writer import Writer
 from palimpsest.projections.recall.pass_candidates import (

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import pytest
 from psycopg import sql
 
-from palimpsest.projections.recall.search import search_statement
+from palimpsest.projections.recall._statements import search_statement
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.tenancy import tenant_transaction
 from palimpsest.projections.views.statement import shaped_sql

@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
+from palimpsest.projections.recall._statements import search_statement
+from palimpsest.projections.recall._words import COMMON_FLOOR, EVERY_WORD, RANK_NORMALISATION
 from palimpsest.projections.recall.indexing import _write_texts
-from palimpsest.projections.recall.search import search_statement
-from palimpsest.projections.recall.words import COMMON_FLOOR, EVERY_WORD, RANK_NORMALISATION
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.schema import TEXT_SEARCH_CONFIG
 from palimpsest.projections.store.tenancy import SET_TENANT_SQL, tenant_transaction

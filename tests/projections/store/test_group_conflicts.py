@@ -11,8 +11,8 @@ from eventsourcing.persistence import IntegrityError, StoredEvent
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from palimpsest.projections.store._group_conflicts import conflicting
 from palimpsest.projections.store.errors import StaleReadError
-from palimpsest.projections.store.group_conflicts import conflicting
 
 AGGREGATES = [uuid.UUID(int=i + 1) for i in range(4)]
 

@@ -31,7 +31,8 @@ from fastapi.testclient import TestClient
 
 from palimpsest.projections.commands.tokens import authenticate
 from palimpsest.projections.runtime import Runtime
-from palimpsest.projections.store import pipelined, queued
+from palimpsest.projections.store import _pipelined as pipelined
+from palimpsest.projections.store import queued
 from palimpsest.projections.store.eventlog import GROUP_MAX_EVENTS
 from palimpsest.projections.store.schema import EVENTS_TABLE
 from tests.conftest import (

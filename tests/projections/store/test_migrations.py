@@ -21,7 +21,7 @@ from sqlalchemy.schema import CreateSchema
 
 from palimpsest.domain.tenant import Tenant
 from palimpsest.projections.commands.tokens import create_tenant
-from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.runtime import Runtime, table_writers
 from palimpsest.projections.store import migrations
 from palimpsest.projections.store.database import Database
 from palimpsest.projections.store.errors import DatabaseUnavailableError, SchemaTooNewError
@@ -180,7 +180,7 @@ def test_what_a_store_held_before_alembic_is_still_there_after(
     database: Database = schemas("legacy")
     legacy_runner.migrate(database)
     env = database.event_store_env(test_database.settings)
-    log = EventLog(env=env)
+    log = EventLog(env=env, writers=table_writers())
     try:
         founded = create_tenant(log, "from-before-alembic")
     finally:
@@ -188,7 +188,7 @@ def test_what_a_store_held_before_alembic_is_still_there_after(
     # When the store is migrated now
     migrate(database)
     # Then the tenant loads from its log as before
-    log = EventLog(env=env)
+    log = EventLog(env=env, writers=table_writers())
     try:
         with tenant_scope(founded.tenant_id):
             tenant: Tenant = log.repository.get(founded.tenant_id)

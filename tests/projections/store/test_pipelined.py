@@ -19,7 +19,7 @@ from palimpsest.projections.commands.tokens import authenticate
 from palimpsest.projections.commands.writer import VersionSpec
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store import queued as queued_module
-from palimpsest.projections.store.pipelined import pipelined_transaction
+from palimpsest.projections.store._pipelined import pipelined_transaction
 from palimpsest.projections.store.tenancy import tenant_transaction
 from tests.conftest import Tenant, drain_until_caught_up, fact_spec, library_writer
 
@@ -28,7 +28,7 @@ from tests.conftest import Tenant, drain_until_caught_up, fact_spec, library_wri
 def answered(monkeypatch: pytest.MonkeyPatch) -> list[TransactionStatus]:
     """The server's transaction status each time this process took answers in pipeline
     mode (a sync, or the end of a pipeline, psycopg's or libpq's own through
-    :func:`~palimpsest.projections.store.pipelined.send_queued`): ``INTRANS`` means PostgreSQL
+    :func:`~palimpsest.projections.store._pipelined.send_queued`): ``INTRANS`` means PostgreSQL
     then waited for this process, inside the transaction."""
     seen: list[TransactionStatus] = []
     sync, leave = psycopg.Pipeline.sync, psycopg.Pipeline.__exit__

@@ -21,9 +21,9 @@ from psycopg.pq.abc import PGconn, PGresult
 
 from palimpsest.projections.commands.tokens import authenticate
 from palimpsest.projections.runtime import Runtime
-from palimpsest.projections.store import eventlog, queued, tenancy
+from palimpsest.projections.store import _recorder, queued, tenancy
+from palimpsest.projections.store._pipelined import pipelined_transaction
 from palimpsest.projections.store.arrays import Int8Array, UuidArray
-from palimpsest.projections.store.pipelined import pipelined_transaction
 from palimpsest.projections.store.queued import Queued, QueuingCursor, UnqueueableError, send_queued
 from palimpsest.projections.store.schema import EVENTS_TABLE
 from palimpsest.projections.store.sql import schema_query
@@ -202,8 +202,8 @@ def ways(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         taken.append("psycopg")
         return pipelined_transaction(conn)
 
-    monkeypatch.setattr(eventlog, "send_queued", by_libpq)
-    monkeypatch.setattr(eventlog, "pipelined_transaction", by_psycopg)
+    monkeypatch.setattr(_recorder, "send_queued", by_libpq)
+    monkeypatch.setattr(_recorder, "pipelined_transaction", by_psycopg)
     return taken
 
 

@@ -14,7 +14,7 @@ import pytest
 from eventsourcing.persistence import PersistenceError
 from eventsourcing.postgres import PostgresDatastore
 
-from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.runtime import Runtime, table_writers
 from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.settings import DatabaseSettings
 from palimpsest.projections.store.tenancy import read_transaction, tenant_transaction
@@ -28,7 +28,7 @@ def one_connection(runtime: Runtime) -> Iterator[PostgresDatastore]:
     """The runtime role's datastore, as the service configures it, with a pool of
     exactly one connection, so that consecutive transactions share it."""
     settings = DatabaseSettings(db_pool_size=1, db_max_overflow=0)
-    log = EventLog(env=runtime.database.event_store_env(settings))
+    log = EventLog(env=runtime.database.event_store_env(settings), writers=table_writers())
     yield log.datastore
     log.close()
 

@@ -14,7 +14,7 @@ from eventsourcing.persistence import PersistenceError
 
 from palimpsest.domain.tenant import Tenant
 from palimpsest.projections.commands.tokens import create_tenant, issue_token
-from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.runtime import Runtime, table_writers
 from palimpsest.projections.store.database import open_database
 from palimpsest.projections.store.embedded import ServeLock, _prune_dead_handles
 from palimpsest.projections.store.errors import (
@@ -234,7 +234,7 @@ def test_a_second_process_attaches_to_the_running_embedded_server(
     settings = DatabaseSettings(data_dir=Path(runtime.database.embedded.socket_dir).parent)
     second = open_database(settings)
     assert second.host == runtime.database.host
-    log = EventLog(env=replace(second).event_store_env(settings))
+    log = EventLog(env=replace(second).event_store_env(settings), writers=table_writers())
     try:
         with tenant_scope(tenant.id):
             assert log.repository.get(tenant.id).id == tenant.id

@@ -24,12 +24,12 @@ from eventsourcing.persistence import OperationalError
 from palimpsest.projections.commands.tokens import authenticate
 from palimpsest.projections.commands.writer import MemorySpec
 from palimpsest.projections.runtime import Runtime
-from palimpsest.projections.store import eventlog
+from palimpsest.projections.store import _recorder
+from palimpsest.projections.store._pipelined import pipelined_transaction
+from palimpsest.projections.store._unknown_commits import transaction_ended
 from palimpsest.projections.store.errors import DatabaseUnavailableError
-from palimpsest.projections.store.pipelined import pipelined_transaction
 from palimpsest.projections.store.queued import send_queued
 from palimpsest.projections.store.schema import EVENTS_TABLE
-from palimpsest.projections.store.unknown_commits import transaction_ended
 from tests.conftest import Tenant, count_events, library_writer, logged_position, wait_until
 
 
@@ -47,8 +47,8 @@ def sending(monkeypatch: pytest.MonkeyPatch) -> list[psycopg.Connection[Any]]:
         sent.append(conn)
         return send_queued(conn, queued, **kwargs)
 
-    monkeypatch.setattr(eventlog, "pipelined_transaction", recording)
-    monkeypatch.setattr(eventlog, "send_queued", recording_queued)
+    monkeypatch.setattr(_recorder, "pipelined_transaction", recording)
+    monkeypatch.setattr(_recorder, "send_queued", recording_queued)
     return sent
 
 
@@ -145,7 +145,7 @@ def test_a_write_whose_outcome_cannot_be_learnt_answers_unavailable_and_is_not_t
         msg = "the database does not answer"
         raise OperationalError(msg)
 
-    monkeypatch.setattr(eventlog, "transaction_ended", unreachable)
+    monkeypatch.setattr(_recorder, "transaction_ended", unreachable)
     orphans: list[int] = []
     answer = _cut_off_write(runtime, tenant, sending, orphans.append)
     assert isinstance(answer, DatabaseUnavailableError), answer

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from psycopg import sql
 
-from palimpsest.projections.recall.search import search_statement, state_statement
+from palimpsest.projections.recall._statements import search_statement, state_statement
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.tenancy import tenant_transaction
 from palimpsest.projections.views.statement import shaped_sql

@@ -27,7 +27,7 @@ def upgrade() -> None:
     Why: a text search read and ranked the documents of its 500 best matches, at
     100,000 memories about 60% of its time. A document's score against an
     any-of-these-words query is a function of which of the words it holds and of
-    how many positions hold them (:mod:`palimpsest.projections.recall.words`): with the
+    how many positions hold them (:mod:`palimpsest.projections.recall._words`): with the
     occurrences beside each lexeme, the index-only scan that finds the matches
     scores them too.
     """

@@ -24,15 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 ROOMS = ("domain", "projections", "workers", "api")
 LIBRARIES = ("fastapi", "starlette", "uvicorn", "psycopg", "psycopg_pool", "eventsourcing")
 
-RECORDER = "projections/store/_recorder.py"
-"""H1's recorder, listed while H1 reconciles it: it may use no internal now."""
-
 ADAPTERS: dict[str, str] = {
     "api/_fastapi_internals.py": "tests/contracts/test_fastapi_internals.py",
     "projections/store/_psycopg_internals.py": "tests/contracts/test_psycopg_internals.py",
-    # H1: the recorder adapter (eventsourcing's recorder subclassed, moved out of
-    # eventlog.py), with H1's contract test; H1 reconciles this entry.
-    RECORDER: "tests/projections/store/test_recorder_contract.py",
 }
 """Each module allowed to reach a library's internals, with its contract test."""
 
@@ -166,8 +160,6 @@ def test_only_the_adapters_reach_under_a_librarys_public_api() -> None:
 def test_each_adapter_reaches_an_internal_and_has_its_contract_test(adapter: str) -> None:
     path = ROOT / adapter
     assert path.exists(), f"{adapter} is gone: take it out of ADAPTERS"
-    if adapter == RECORDER:  # H1's, to be reconciled
-        return
     assert list(internals_in(path.read_text())), f"{adapter} uses no internal: not an adapter"
     contract = ADAPTERS[adapter]
     assert (ROOT / contract).exists(), f"{adapter}'s contract test {contract} is missing"

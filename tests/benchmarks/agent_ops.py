@@ -33,6 +33,7 @@ It measures and prints; it asserts nothing.
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import re
 import statistics
@@ -78,11 +79,16 @@ QUERIES = [
 ]
 
 
+_ASKED = itertools.count()
+"""Numbers every new query of the run, so no two are the same text."""
+
+
 def _query(i: int, *, new: bool) -> str:
-    """The ``i``-th query: one of :data:`QUERIES`, made a new text when ``new`` (the
-    call's number in words the memories do not hold, so it matches the same)."""
+    """The ``i``-th query: one of :data:`QUERIES`, made a text never asked before in
+    this run when ``new`` (a number the memories do not hold, so it matches the
+    same), so the service cannot have remembered its embedding."""
     text = QUERIES[i % len(QUERIES)]
-    return f"{text} (query {i})" if new else text
+    return f"{text} (query {next(_ASKED)})" if new else text
 
 
 def _load(runtime: Runtime, memories: int, recall: bool) -> tuple[str, uuid.UUID]:

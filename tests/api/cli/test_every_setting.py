@@ -97,6 +97,7 @@ def test_config_shows_every_setting_of_every_room_and_masks_each_secret(
         ("PALIMPSEST_FORGETTING_PASS_CRON", "whenever"),
         ("PALIMPSEST_MCP_ADMIN_TOOLS", "maybe"),
         ("PALIMPSEST_DRAIN_BATCH", "0"),
+        ("PALIMPSEST_EMBEDDING_THREADS", "0"),
     ],
 )
 def test_config_refuses_an_invalid_setting_of_any_room_in_one_line_naming_it(
@@ -132,6 +133,7 @@ def test_an_invalid_secret_is_named_but_not_shown(
         ("PALIMPSEST_SUMMARISER", "gpt"),
         ("PALIMPSEST_PAIR_FUSION", "mean"),
         ("PALIMPSEST_MCP_ADMIN_TOOLS", "maybe"),
+        ("PALIMPSEST_EMBEDDING_THREADS", "many"),
     ],
 )
 def test_serve_refuses_an_invalid_setting_of_any_room_before_it_writes(

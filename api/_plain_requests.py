@@ -8,7 +8,9 @@ dependencies' own functions, given what they would have been given, and calls
 the same endpoint. Every other request goes to FastAPI's own handler, which
 answers it as before (with the body, if it was read, kept).
 
-A request is plain when it has no query string; one ``Authorization: Bearer``
+A request is plain when it has no query string (or, on a route that declares
+``query=True``, a query of the route's own parameters that FastAPI's validation of
+them accepts); one ``Authorization: Bearer``
 header whose token this process verified lately, of an open tenant, with a
 role that may perform the route's writes; at most one ``Idempotency-Key``, a
 well-formed one if the route takes it; path ids that are UUIDs; for a route
@@ -36,6 +38,7 @@ from uuid import UUID
 
 from fastapi import Request, Response
 from fastapi.datastructures import DefaultPlaceholder
+from fastapi.dependencies.utils import request_params_to_args
 from fastapi.routing import APIRoute, APIRouter, serialize_response
 from fastapi.security.utils import get_authorization_scheme_param
 from fastapi.utils import is_body_allowed_for_status_code
@@ -51,13 +54,13 @@ from palimpsest.api._deps import (
     recently_verified,
 )
 from palimpsest.api._fastapi_internals import included_route
-from palimpsest.api._query_params import refuse_unknown_query
+from palimpsest.api._query_params import declared_query_names, refuse_unknown_query
 from palimpsest.api._specs import RoleCheck
 from palimpsest.api._strict_json import PARSED_SCOPE_KEY, parse_json
 from palimpsest.domain.errors import PalimpsestError
 from palimpsest.projections.commands.caller import Caller
 
-__all__ = ["PlainRoute", "SKIPPED_WITHOUT_QUERY", "SUPPLIED", "plain_route"]
+__all__ = ["PlainQueryRoute", "PlainRoute", "SKIPPED_WITHOUT_QUERY", "SUPPLIED", "plain_route"]
 
 _UUID: TypeAdapter[UUID] = TypeAdapter(UUID)
 _UNPARSED = object()
@@ -93,7 +96,8 @@ _NEED_THE_CALLER = (get_open_caller, get_write, get_holder)
 """The supplied dependencies FastAPI solves by authenticating the caller."""
 
 SKIPPED_WITHOUT_QUERY: tuple[Callable[..., Any], ...] = (refuse_unknown_query,)
-"""The dependencies a plain request (it has no query string) has no use for."""
+"""The dependencies a plain request has no use for: it has no query string, or (on a
+:class:`PlainQueryRoute`) one whose every name the route declares."""
 
 
 class PlainRoute(APIRoute):
@@ -103,7 +107,8 @@ class PlainRoute(APIRoute):
     The endpoint must be async and take nothing but: path ids typed ``UUID``; at
     most one body, a pydantic model, not embedded; the response (``Response``);
     dependencies of :data:`SUPPLIED`, at least one that needs the caller; and
-    query parameters whose defaults are neither computed nor validated. The
+    query parameters whose defaults are neither computed nor validated (any query
+    parameters, on a :class:`PlainQueryRoute`). The
     route, its routers and the app may add role checks
     (:func:`palimpsest.api._specs.requires`) and
     :func:`~palimpsest.api._query_params.refuse_unknown_query`. Anything else raises
@@ -112,12 +117,15 @@ class PlainRoute(APIRoute):
     first routes to it), so that nothing is ever skipped here in silence.
     """
 
+    plain_query = False
+    """Whether a request with a query string may be plain (:class:`PlainQueryRoute`)."""
+
     def get_route_handler(self) -> Handler:
         full = super().get_route_handler()
         # As APIRoute.get_route_handler finds what an inclusion added (FastAPI 0.165):
         # the app's and the include's dependencies, its response class, its prefix.
         route = included_route(self)
-        plan = _plan_of(route)
+        plan = _plan_of(route, query=self.plain_query)
 
         async def handler(request: Request) -> Response:
             values = await _plain_values(plan, request)
@@ -126,6 +134,18 @@ class PlainRoute(APIRoute):
             return await _answer(plan, *values)
 
         return handler
+
+
+class PlainQueryRoute(PlainRoute):
+    """A :class:`PlainRoute` whose plain requests may carry a query: of the route's own
+    parameters only (an unknown one is refused by FastAPI's handler, as
+    :func:`~palimpsest.api._query_params.refuse_unknown_query` refuses it), validated
+    as FastAPI validates them (``request_params_to_args``, the function its
+    dependency solving calls); a query it refuses goes to FastAPI's handler, whose
+    answer is the problem. For a read whose query is its request (a batch of ids),
+    which FastAPI's dependency solving would cost more than the read's statement."""
+
+    plain_query = True
 
 
 @dataclass(frozen=True)
@@ -137,6 +157,9 @@ class _Plan:
     path_ids: tuple[tuple[str, str], ...]
     """Each path id's parameter name, and the name the path gives it."""
     query_defaults: tuple[tuple[str, Any], ...]
+    query_names: frozenset[str] | None
+    """The query parameters the route declares, when a plain request may have a query
+    (:class:`PlainQueryRoute`); None when it may not."""
     body: tuple[str, type[BaseModel]] | None
     response_name: str | None
     supplied: tuple[tuple[str, Callable[[_Given], Awaitable[Any]]], ...]
@@ -149,9 +172,10 @@ def _refusal(route: Any, what: str) -> TypeError:
     return TypeError(f"PlainRoute {route.path}: {what}")
 
 
-def _plan_of(route: Any) -> _Plan:
-    """Return the plan of ``route``; raise ``TypeError`` on what a plain request
-    would have to skip or could not supply."""
+def _plan_of(route: Any, *, query: bool = False) -> _Plan:
+    """Return the plan of ``route`` (whose plain requests may have a query when
+    ``query``); raise ``TypeError`` on what a plain request would have to skip or
+    could not supply."""
     dependant, endpoint = route.dependant, route.endpoint
     if not inspect.iscoroutinefunction(endpoint):
         raise _refusal(route, "the endpoint must be async")
@@ -176,6 +200,8 @@ def _plan_of(route: Any) -> _Plan:
         # _validate_value_with_model_field does); one FastAPI would compute or check
         # is not supplied here.
         info = field.field_info
+        if query:  # validated, defaults included, as FastAPI validates them
+            continue
         if info.is_required() or info.default_factory is not None or info.validate_default:
             raise _refusal(route, f"query parameter {field.name} needs a plain default")
     supplied, role_checks = _dependencies(route)
@@ -188,6 +214,7 @@ def _plan_of(route: Any) -> _Plan:
         route=route,
         path_ids=tuple((f.name, f.alias) for f in dependant.path_params),
         query_defaults=tuple((f.name, f.default) for f in dependant.query_params),
+        query_names=declared_query_names(dependant) if query else None,
         body=body,
         response_name=response_name,
         supplied=supplied,
@@ -225,7 +252,8 @@ def _dependencies(
 async def _plain_values(plan: _Plan, request: Request) -> tuple[dict[str, Any], Response] | None:
     """Return the endpoint's arguments and the response it may shape, or None if
     the request is not plain."""
-    if request.scope.get("query_string") or request.app.dependency_overrides:
+    query = request.scope.get("query_string")
+    if (query and plan.query_names is None) or request.app.dependency_overrides:
         return None
     headers = request.headers
     authorization = headers.getlist("authorization")
@@ -247,17 +275,33 @@ async def _plain_values(plan: _Plan, request: Request) -> tuple[dict[str, Any], 
         key = await get_idempotency_key(keys[0]) if keys and plan.keyed else None
     except PalimpsestError:
         return None
+    query_values = _query_values(plan, request)
+    if query_values is None:
+        return None
+    values |= query_values
     response = Response()
     del response.headers["content-length"]
     response.status_code = None  # type: ignore[assignment]  # as FastAPI's sub-response
-    for name, default in plan.query_defaults:
-        values[name] = copy.deepcopy(default)
     given = _Given(request, response, caller, key)
     for name, supply in plan.supplied:
         values[name] = await supply(given)
     if plan.response_name is not None:
         values[plan.response_name] = response
     return values, response
+
+
+def _query_values(plan: _Plan, request: Request) -> dict[str, Any] | None:
+    """Return the query parameters: copies of their defaults (no query), or, on a
+    :class:`PlainQueryRoute`, as FastAPI's dependency solving validates them; None
+    if it would refuse the query (a parameter the route does not declare, or a value
+    its validation does not accept)."""
+    if plan.query_names is None:
+        return {name: copy.deepcopy(default) for name, default in plan.query_defaults}
+    params = request.query_params
+    if not plan.query_names.issuperset(params.keys()):
+        return None
+    values, errors = request_params_to_args(plan.route.dependant.query_params, params)
+    return None if errors else values
 
 
 async def _body_and_ids(plan: _Plan, request: Request) -> dict[str, Any] | None:
@@ -318,14 +362,16 @@ _Endpoint = typing.TypeVar("_Endpoint", bound=Callable[..., Any])
 
 
 def plain_route(
-    router: APIRouter, method: str, path: str, **options: Any
+    router: APIRouter, method: str, path: str, *, query: bool = False, **options: Any
 ) -> Callable[[_Endpoint], _Endpoint]:
     """Register the decorated endpoint as ``router.api_route(path, methods=[method],
-    **options)`` would, as a :class:`PlainRoute`."""
+    **options)`` would, as a :class:`PlainRoute` (a :class:`PlainQueryRoute` with
+    ``query``)."""
+    route_class = PlainQueryRoute if query else PlainRoute
 
     def register(endpoint: _Endpoint) -> _Endpoint:
         router.add_api_route(
-            path, endpoint, methods=[method], route_class_override=PlainRoute, **options
+            path, endpoint, methods=[method], route_class_override=route_class, **options
         )
         return endpoint
 

@@ -437,8 +437,8 @@ def list_memories(
     )
 
 
-@router.get("/batch", response_model=MemoryBatchPublic)
-def read_memories(
+@plain_route(router, "GET", "/batch", query=True, response_model=MemoryBatchPublic)
+async def read_memories(
     caller: CallerDep,
     runtime: RuntimeDep,
     clock: ClockDep,
@@ -458,7 +458,7 @@ def read_memories(
     it (archived ones flagged, erased ones as placeholders), in the order given (each
     once), and the ids that name no memory of the tenant in `not_found`. Each current
     one counts as an access, as a read by id does. It never waits for revision."""
-    return _read_by_ids(runtime, caller, ids, clock(), include_content)
+    return await in_thread(_read_by_ids, runtime, caller, ids, clock(), include_content)
 
 
 def _read_by_ids(

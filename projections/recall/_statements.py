@@ -38,6 +38,7 @@ def search_statement(
     topic: bool = False,
     words: bool = False,
     under: bool = False,
+    weighted: bool = False,
 ) -> Select[Any]:
     """Return the candidates' query of :func:`search` (SQLAlchemy Core), for vectors
     of ``dimension`` and the filters on the columns ``filtered`` (and on ``%(topic)s``
@@ -62,7 +63,7 @@ def search_statement(
     if words or dimension is None:
         t = tables["memory_texts"].alias("e")
         conditions = filter_conditions(tables, t, filtered, topic, under)
-        near: Any = text_candidates(t, tables, conditions, dimension)
+        near: Any = text_candidates(t, tables, conditions, dimension, weighted)
     else:
         near = _vector_candidates(tables, dimension, exact, filtered, topic, under)
     return select(*near.c)
@@ -92,6 +93,7 @@ def _vector_candidates(
             (inline(1) - distance).label("similarity"),
             cast(null(), Float).label("text_score"),
             cast(null(), Float).label("word_share"),
+            cast(null(), Float).label("word_weight"),
         )
         .where(
             e.c.model_id == param("model", e.c.model_id.type),

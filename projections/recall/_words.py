@@ -39,8 +39,26 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Float, Integer, Text, Uuid, case, cast, func, not_, null, select
-from sqlalchemy.dialects.postgresql import ARRAY, DOUBLE_PRECISION, REAL, REGCONFIG
+from sqlalchemy import (
+    Float,
+    Integer,
+    Text,
+    Uuid,
+    case,
+    cast,
+    func,
+    not_,
+    null,
+    select,
+    type_coerce,
+)
+from sqlalchemy.dialects.postgresql import (
+    ARRAY,
+    DOUBLE_PRECISION,
+    REAL,
+    REGCONFIG,
+    aggregate_order_by,
+)
 
 from palimpsest.projections.store.lexeme_counts import ANY_LEXEME
 from palimpsest.projections.store.schema import TEXT_SEARCH_CONFIG
@@ -51,6 +69,7 @@ if TYPE_CHECKING:
     from sqlalchemy.sql.elements import ColumnElement
 
 __all__ = [
+    "BM25_K1",
     "CANDIDATE_CAP",
     "COMMON_FLOOR",
     "COMMON_SHARE",
@@ -59,6 +78,8 @@ __all__ = [
     "cover_density",
     "query_lexemes",
     "query_words",
+    "rarity",
+    "saturated",
     "text_candidates",
 ]
 
@@ -86,6 +107,10 @@ the cover-density rank, halved, adds less than this."""
 RANK_NORMALISATION = 32
 """The ``ts_rank_cd`` normalisation the score reproduces: ``rank / (rank + 1)``, a
 score in [0, 1)."""
+
+BM25_K1 = 1.2
+"""BM25's term frequency saturation (the usual value): a lexeme held at many positions
+counts at most ``1 + BM25_K1`` times one held once."""
 
 _POSITION_WEIGHT = 0.1
 """``ts_rank_cd``'s default weight of an unlabelled position (label D), a ``real``."""
@@ -124,11 +149,43 @@ def query_words(tables: dict[str, Table]) -> CTE:
         inline(COMMON_FLOOR),
         func.coalesce(per.c.rarest, inline(0)),
     )
+    weight = rarity(cast(documents, DOUBLE_PRECISION), cast(per.c.held, DOUBLE_PRECISION))
+    by_lexeme = per.c.lexeme.asc()
     return select(
-        func.array_agg(per.c.lexeme).filter(not_(common)).label("kept"),
-        func.array_agg(per.c.lexeme).filter(common).label("common"),
+        func.array_agg(aggregate_order_by(per.c.lexeme, by_lexeme))
+        .filter(not_(common))
+        .label("kept"),
+        func.array_agg(aggregate_order_by(weight, by_lexeme))
+        .filter(not_(common))
+        .label("kept_weights"),
+        func.array_agg(aggregate_order_by(per.c.lexeme, by_lexeme)).filter(common).label("common"),
+        func.array_agg(aggregate_order_by(weight, by_lexeme))
+        .filter(common)
+        .label("common_weights"),
         func.count().label("total"),
+        func.sum(weight).label("ideal"),
     ).cte("words")
+
+
+def rarity(documents: ColumnElement[Any], held: ColumnElement[Any]) -> ColumnElement[float]:
+    """Return a lexeme's weight (BM25's inverse document frequency, Robertson and
+    Zaragoza 2009, the variant that is never negative): ``ln(1 + (N - n + 0.5) /
+    (n + 0.5))`` for a tenant of ``documents`` (N) memories of which ``held`` (n) hold
+    it. A word most memories hold weighs near 0, one a single memory holds ``ln(N)``."""
+    half = inline(0.5)
+    return func.ln(inline(1.0) + (documents - held + half) / (held + half))
+
+
+def saturated(occurrences: ColumnElement[Any]) -> ColumnElement[float]:
+    """Return BM25's term frequency factor of a lexeme a document holds at
+    ``occurrences`` positions: 1 for one, rising to at most ``1 + BM25_K1``, so a word
+    said twice counts more than once but never as much as two different words.
+    Without BM25's length normalisation (its ``b`` = 0): a memory's length is not
+    among the rows the search reads, and LoCoMo's questions ranked worse with it
+    (docs/recall.md)."""
+    k1 = inline(BM25_K1)
+    n = cast(occurrences, DOUBLE_PRECISION)
+    return cast(n * (k1 + inline(1.0)) / (n + k1), DOUBLE_PRECISION)
 
 
 def cover_density(occurrences: ColumnElement[Any]) -> ColumnElement[float]:
@@ -150,6 +207,7 @@ def text_candidates(
     tables: dict[str, Table],
     conditions: list[ColumnElement[bool]],
     dimension: int | None,
+    weighted: bool = False,
 ) -> Subquery:
     """Return the text search (a subquery, ``text``): the memories of ``texts`` (an
     alias of ``memory_texts``) matching ``%(words)s`` under ``conditions``, best
@@ -167,17 +225,29 @@ def text_candidates(
     :data:`EVERY_WORD`; ``word_share`` the share of the query's lexemes it holds.
     ``similarity`` is the cosine similarity of the memory's embedding of ``%(model)s``
     to ``%(q)s`` when a ``dimension`` is given (hybrid recall reports and filters on
-    it), else NULL.
+    it), else NULL. ``word_weight`` is the share of the query's word weight it holds:
+    each lexeme it holds weighs its rarity in the tenant (:func:`rarity`) times how
+    often it holds it (:func:`saturated`), over the weight of every lexeme of the query
+    held once (1 for a memory holding each once; more when repeated). The best
+    ``%(limit)s`` are those of the best ``word_weight`` when ``weighted`` (hybrid
+    recall's words), else of the best ``text_score`` (text mode).
     """
     t = texts
     words = query_words(tables)
     x = tables["memory_lexemes"].alias("x")
     kept = cast(select(words.c.kept).scalar_subquery(), ARRAY(Text))
+    # Coerced, not cast: indexing a CAST(...) needs parentheses SQLAlchemy does not add.
+    kept_weights = type_coerce(
+        select(words.c.kept_weights).scalar_subquery(), ARRAY(DOUBLE_PRECISION)
+    )
     hits = (
         select(
             x.c.memory_id,
             func.count().label("held"),
             func.sum(x.c.occurrences).label("occurs"),
+            func.sum(
+                kept_weights[func.array_position(kept, x.c.lexeme)] * saturated(x.c.occurrences)
+            ).label("weighs"),
         )
         .where(x.c.lexeme == func.any_(kept))
         .group_by(x.c.memory_id)
@@ -211,12 +281,18 @@ def text_candidates(
     # planner walked each one's rows through the heap.
     y = tables["memory_lexemes"].alias("y")
     common = cast(select(words.c.common).scalar_subquery(), ARRAY(Text))
+    common_weights = type_coerce(
+        select(words.c.common_weights).scalar_subquery(), ARRAY(DOUBLE_PRECISION)
+    )
     kept_ids = cast(select(func.array_agg(top.c.memory_id)).scalar_subquery(), ARRAY(Uuid))
     rest = (
         select(
             y.c.memory_id,
             func.count().label("held"),
             func.sum(y.c.occurrences).label("occurs"),
+            func.sum(
+                common_weights[func.array_position(common, y.c.lexeme)] * saturated(y.c.occurrences)
+            ).label("weighs"),
         )
         .where(
             common.is_not(None),  # checked once: no common word, no scan
@@ -234,15 +310,20 @@ def text_candidates(
         inline(EVERY_WORD), DOUBLE_PRECISION
     )
     share = cast(held, DOUBLE_PRECISION) / func.nullif(cast(total, DOUBLE_PRECISION), inline(0.0))
+    ideal = select(words.c.ideal).scalar_subquery()
+    weighs = (top.c.weighs + func.coalesce(rest.c.weighs, inline(0.0))) / func.nullif(
+        ideal, inline(0.0)
+    )
     ranked = (
         select(
             top.c.memory_id,
             *([top.c[c.name] for c in described] if conditions else []),
             score.label("text_score"),
             share.label("word_share"),
+            weighs.label("word_weight"),
         )
         .select_from(top.outerjoin(rest, rest.c.memory_id == top.c.memory_id))
-        .order_by(score.desc(), top.c.memory_id)
+        .order_by((weighs if weighted else score).desc(), top.c.memory_id)
         .limit(param("limit", Integer))
         .subquery("ranked")
     )
@@ -278,6 +359,7 @@ def text_candidates(
             similarity.label("similarity"),
             ranked.c.text_score,
             ranked.c.word_share,
+            ranked.c.word_weight,
         )
         .select_from(source)
         .subquery("text")

@@ -35,7 +35,7 @@ from typing_extensions import TypedDict
 
 from palimpsest.projections.recall._conflict_marks import conflicts_first, superseding
 from palimpsest.projections.recall._filters import filters_of
-from palimpsest.projections.recall._fusion import Fused, fuse, text_weight
+from palimpsest.projections.recall._fusion import Fused, fuse
 from palimpsest.projections.recall._relevance import (
     BACKGROUND_RANK,
     Nearest,
@@ -49,7 +49,6 @@ from palimpsest.projections.recall._statements import (
     state_statement,
     vector_literal,
 )
-from palimpsest.projections.recall._words import EVERY_WORD
 from palimpsest.projections.recall.embedders import Embedder
 from palimpsest.projections.recall.query_vectors import query_vectors
 from palimpsest.projections.recall.recalled import (
@@ -107,6 +106,12 @@ TEXT_OVERFETCH = 2
 of 4k left recall@5/@10 of every label unchanged, on the knowledge-updates
 questions alone and among 100,000 memories, and spares the text search the state
 of 2k more candidates (docs/recall.md)."""
+
+NAMING_WEIGHT = 0.75
+"""A memory holding every word of the query keeps its place above a newer one that may
+supersede it when the newer one holds less than this share of the query's word weight
+(BM25's, :mod:`palimpsest.projections.recall._words`): the words it lacks name the
+older one."""
 
 EXACT_BELOW = 2000
 """Searched exactly, without trying the index, when the tenant and filters select
@@ -174,6 +179,8 @@ class SearchRow(TypedDict):
     text_score: float | None
     word_share: float | None
     """The share of the query's words it holds (None: not found by words)."""
+    word_weight: float | None
+    """The share of the query's word weight it holds (None: not found by words)."""
     requested: int
     published: int
     belief: BeliefDocument | None
@@ -270,6 +277,7 @@ class _Search:
             topic,
             words,
             under,
+            words and where.mode == "hybrid",
         )
         params = {**filters.params, "model": self.model_id, "limit": self.limit}
         if self.vector is not None:
@@ -504,19 +512,26 @@ def recall(
     searched = time.perf_counter()
     # The statement's join does not keep the candidates' order: each list is sorted.
     by_vector.sort(key=lambda r: (-(r["similarity"] or 0.0), str(r["memory_id"])))
-    by_text.sort(key=lambda r: (-(r["text_score"] or 0.0), str(r["memory_id"])))
-    places = fuse(
-        [(r["memory_id"], round(r["similarity"] or 0.0, SIMILARITY_DECIMALS)) for r in by_vector],
-        [(r["memory_id"], round(r["text_score"] or 0.0, SIMILARITY_DECIMALS)) for r in by_text],
-        complete={r["memory_id"] for r in by_text if (r["text_score"] or 0.0) >= EVERY_WORD},
-        text_weight=text_weight(query.text),
+    # Hybrid's words rank by their weight (what its text search kept), text mode's by
+    # the text score.
+    hybrid = query.mode == "hybrid"
+    by_text.sort(
+        key=lambda r: (
+            -((r["word_weight"] if hybrid else r["text_score"]) or 0.0),
+            str(r["memory_id"]),
+        )
     )
     closest = Nearest.of([r["similarity"] or 0.0 for r in by_vector])
+    places = fuse(
+        [(r["memory_id"], round(r["similarity"] or 0.0, SIMILARITY_DECIMALS)) for r in by_vector],
+        [(r["memory_id"], r["word_weight"] or 0.0) for r in by_text],
+        background=closest.background,
+    )
     worded = {r["memory_id"]: r for r in by_text}
     rows = worded | {r["memory_id"]: _with_words(r, worded.get(r["memory_id"])) for r in by_vector}
-    candidates = [
-        r
-        for r in rows.values()
+    kept = {
+        memory_id: r
+        for memory_id, r in rows.items()
         if matches(
             r["similarity"],
             r["word_share"],
@@ -524,7 +539,8 @@ def recall(
             min_similarity=query.min_similarity,
             nearest=closest,
         )
-    ]
+    }
+    candidates = [*kept.values(), *_newer_of(kept, rows)]
     items = _rank(log, tenant_id, candidates, query, now, places)
     done = time.perf_counter()
     return RecallResult(
@@ -548,12 +564,26 @@ def _conflicts_first(
     return ordered
 
 
+def _newer_of(kept: dict[UUID, SearchRow], found: dict[UUID, SearchRow]) -> list[SearchRow]:
+    """Return the memories ``found`` but left out of ``kept`` that may supersede a kept
+    one: recall that shows a memory shows what may have replaced it, whether or not the
+    replacement matches the query on its own ("I go to the gym on Tuesdays" found, "I've
+    been going four times a week" with too few of the question's words and too little
+    of its meaning)."""
+    wanted = {n for r in kept.values() for n in r["newer"]}
+    return [found[n] for n in wanted if n in found and n not in kept]
+
+
 def _yields(older: SearchRow, newer: SearchRow) -> bool:
     """Whether a memory found possibly superseded by ``newer`` ranks below it: unless
-    it holds every word of the query and the newer one does not. Words that match
-    exactly say which memory the query is about (a ticket's number, a name), not which
-    one is current: "PAL-123" asks for that ticket, not for PAL-124 written after it."""
-    return not ((older["word_share"] or 0.0) >= 1.0 > (newer["word_share"] or 0.0))
+    it holds every word of the query and the newer one lacks words that weigh
+    (:data:`NAMING_WEIGHT`). Words that match exactly say which memory the query is
+    about (a ticket's number, a name), not which one is current: "PAL-123" asks for
+    that ticket, not for PAL-124 written after it. A newer one lacking only a common
+    word of a question ("How *many* postcards have I added?") is about the same thing."""
+    if (older["word_share"] or 0.0) < 1.0 or (newer["word_share"] or 0.0) >= 1.0:
+        return True
+    return (newer["word_weight"] or 0.0) >= NAMING_WEIGHT
 
 
 def _with_words(row: SearchRow, worded: SearchRow | None) -> SearchRow:
@@ -564,6 +594,7 @@ def _with_words(row: SearchRow, worded: SearchRow | None) -> SearchRow:
             **row,
             "text_score": worded["text_score"] if worded else None,
             "word_share": worded["word_share"] if worded else None,
+            "word_weight": worded["word_weight"] if worded else None,
         }
     )
 

@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
-from sqlalchemy import Text, and_, func, select
+from sqlalchemy import ColumnElement, Text, and_, case, func, select, true
 from sqlalchemy.dialects.postgresql import ARRAY, aggregate_order_by
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 
@@ -48,7 +48,7 @@ from palimpsest.projections.views.current_beliefs import (
     due_deadlines,
 )
 from palimpsest.projections.views.erasures import erasure_decision, erasure_placeholder
-from palimpsest.projections.views.statement import any_of, events_table, inline, param, shaped_sql
+from palimpsest.projections.views.statement import events_table, inline, param, shaped_sql
 from palimpsest.projections.views.version_texts import VersionText, _version_texts_in
 
 if TYPE_CHECKING:
@@ -68,7 +68,29 @@ _NAMED = re.compile(r"%\((\w+)\)s")
 def _statement(schema: str, by_ids: bool) -> Select[Any]:
     """The memory ``%(memory_id)s`` (or the memories ``%(ids)s``) as a read by id answers
     it, with the text of the digest its current version has in ``%(versions)s`` and
-    ``%(digests)s`` (in step) or in ``memory_texts``."""
+    ``%(digests)s`` (in step) or in ``memory_texts``.
+
+    The memories ``%(ids)s`` are each read as the one memory is, through a lateral
+    subquery per id: joined to the ids as a whole, the planner drove a batch from the
+    tenant's whole ``memory_index`` whenever its statistics were stale, as after a
+    bulk load (20 ids of 2,000 memories: 17 ms and 8,400 buffers, against 1 ms with the
+    payload lookup below); a subquery on one id finds each row by its primary key
+    whatever they say."""
+    if not by_ids:
+        return _one(schema, param("memory_id", PG_UUID(as_uuid=True)))
+    wanted = (
+        func.unnest(param("ids", ARRAY(PG_UUID(as_uuid=True))))
+        .table_valued("memory_id")
+        .render_derived("w")
+    )
+    # LIMIT 1 (an id has one row at most) keeps the subquery from being flattened
+    # into one join the planner would order by the statistics again.
+    one = _one(schema, wanted.c.memory_id).limit(inline(1)).lateral("one")
+    return select(*one.c).select_from(wanted.join(one, true()))
+
+
+def _one(schema: str, memory_id: ColumnElement[Any]) -> Select[Any]:
+    """The memory ``memory_id`` as a read by id answers it (:func:`_statement`)."""
     tables = tables_in(schema)
     r = tables["revisions"].alias("r")
     b = tables["beliefs"].alias("b")
@@ -87,7 +109,11 @@ def _statement(schema: str, by_ids: bool) -> Select[Any]:
     document = func.json_build_object(
         inline("observation_id"), observation_id, inline("deadline"), deadline
     )
-    digest = func.coalesce(known.c.digest, t.c.content_digest)
+    # CASE, not coalesce(): PostgreSQL counts a coalesce() as a function that may
+    # leak its arguments, and under row-level security it would then not look the
+    # payload up by its key but filter the tenant's every payload (0.5 ms a memory
+    # at 2,000 of them, growing with the tenant).
+    digest = case((known.c.digest.is_not(None), known.c.digest), else_=t.c.content_digest)
     same = and_  # every join below is within the memory's tenant (and row-level security)
     return (
         select(
@@ -106,7 +132,11 @@ def _statement(schema: str, by_ids: bool) -> Select[Any]:
             .label("due"),
             erasure_decision(tables["decision_index"], m.c.erased_position).label("erased_by"),
             digest.label("digest"),
-            p.c.content,
+            # A subquery, not a join: a lookup by primary key whatever the statistics.
+            select(p.c.content)
+            .where(same(p.c.tenant_id == r.c.tenant_id, p.c.digest == digest))
+            .scalar_subquery()
+            .label("content"),
         )
         .select_from(
             r.join(m, same(m.c.tenant_id == r.c.tenant_id, m.c.memory_id == r.c.memory_id))
@@ -122,13 +152,8 @@ def _statement(schema: str, by_ids: bool) -> Select[Any]:
                     t.c.version_id == b.c.current_version_id,
                 ),
             )
-            .outerjoin(p, same(p.c.tenant_id == r.c.tenant_id, p.c.digest == digest))
         )
-        .where(
-            any_of(r.c.memory_id, "ids")
-            if by_ids
-            else r.c.memory_id == param("memory_id", r.c.memory_id.type)
-        )
+        .where(r.c.memory_id == memory_id)
     )
 
 
@@ -274,6 +299,7 @@ def read_current_ids(
     as :func:`read_current` answers it with its attributes, archived ones included; in
     one round trip (two when some current texts are known to neither). Without
     ``content``, no text."""
+    memory_ids = list(dict.fromkeys(memory_ids))  # each once: a row per id given
     versions, digests = _known_digests(log, tenant_id, memory_ids) if content else ([], [])
     rows = _rows(
         log,

@@ -111,6 +111,37 @@ def test_memories_are_read_by_ids_in_the_order_given(
     assert problem_slug(response) == "unknown-query-parameter"
 
 
+def test_a_batch_answers_pending_and_bare_memories_in_the_order_given(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    headers = tenant.headers()
+    settled = remember(client, headers, content="settled")
+    revised = remember(client, headers, content="before")
+    drain_until_caught_up(runtime)
+    post(client, f"/v1/memories/{revised['id']}/versions", {"content": "after"}, headers)
+    fresh = remember(client, headers, content="not drained yet")
+    missing = str(uuid.uuid4())
+    ids = [fresh["id"], settled["id"], missing, revised["id"]]
+    for _ in range(2):  # the first request authenticates; the next one is a plain request
+        page = _get(client, "/v1/memories/batch", headers, ids=ids)
+        assert [(i["id"], i["status"]) for i in page["items"]] == [
+            (fresh["id"], "pending"),
+            (settled["id"], "current"),
+            (revised["id"], "pending"),  # never the text of the version before
+        ]
+        assert [i.get("content") for i in page["items"]] == [None, "settled", None]
+        assert page["not_found"] == [missing]
+    bare = _get(client, "/v1/memories/batch", headers, ids=ids, include_content="false")
+    assert bare["items"][1]["content"] is None and bare["items"][1]["belief"]
+    drain_until_caught_up(runtime)
+    page = _get(client, "/v1/memories/batch", headers, ids=ids)
+    assert [i.get("content") for i in page["items"]] == ["not drained yet", "settled", "after"]
+    response = client.get(
+        "/v1/memories/batch", headers=headers, params={"ids": ids, "include_content": "maybe"}
+    )
+    assert response.status_code == 422 and problem_slug(response) == "validation-error"
+
+
 def test_observations_are_listed_page_by_page_newest_first(
     client: TestClient, tenant: Tenant, other_tenant: Tenant
 ) -> None:

@@ -131,3 +131,39 @@ def test_the_configured_conflict_floor_decides_what_recall_marks(
     found = _recall(client, headers, mode="vector")
     assert {i["id"] for i in found} == {dark, light}
     assert all(i["possibly_superseded_by"] == [] for i in found)
+
+
+def test_a_question_the_older_answers_in_full_still_gets_the_newer_first(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    # Given "dark" said in many of the tenant's memories, so that it weighs little
+    headers = tenant.headers()
+    for place in ("room", "roast", "chocolate", "sky", "alley", "cellar", "forest", "hall"):
+        remember(client, headers, type="note", content=f"The dark {place} at the venue")
+    dark, light = _dark_then_light(client, headers, runtime, tenant)
+    # When the question holds every word of the older preference, and the newer one
+    # lacks only that common word
+    found = _recall(client, headers, query="user prefers dark mode", mode="text")
+    ids = [i["id"] for i in found]
+    # Then the newer comes first: the words it lacks do not name the older one (as
+    # "PAL-123" would), the question is about the same preference
+    assert ids.index(light) < ids.index(dark)
+    assert found[ids.index(dark)]["possibly_superseded_by"] == [light]
+    assert found[ids.index(dark)]["rank"]["decided_by"] == "possibly_superseded"
+
+
+def test_what_may_replace_a_recalled_memory_comes_back_with_it(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    # Given dark mode, then light mode, marked as a possible replacement of it
+    headers = tenant.headers()
+    dark, light = _dark_then_light(client, headers, runtime, tenant)
+    # When the query matches the older one by meaning (0.35 similar) and the newer one
+    # too little for the default floor on its own (0.16)
+    found = _recall(client, headers, query="black", mode="hybrid")
+    by_id = {i["id"]: i for i in found}
+    assert by_id[dark]["possibly_superseded_by"] == [light]
+    # Then the newer one comes back too: a reader shown the older one is shown what may
+    # have replaced it
+    assert light in by_id and by_id[light]["similarity"] < 0.25
+    assert [i["id"] for i in found] == [light, dark]

@@ -1,7 +1,7 @@
 """What an agent feels, beside its floors: issue 48's table, measured in one run.
 
 Usage: python tests/benchmarks/agent_ops.py [--memories N] [--rounds R] [--ops N]
-                                            [--mix-seconds S] [--no-recall]
+                                            [--mix-seconds S] [--no-recall] [--reads-only]
 
 One ``palimpsest serve --workers 1`` (its drains in their own process, the local
 embedding model) over a tenant of ``--memories`` memories (loaded through the
@@ -26,6 +26,11 @@ spread over the rounds:
   of the same queries;
 - 8 clients, 90% reads by id and 10% creates vs 8 clients on ``/healthz``
   (throughput, and the reads' p99).
+
+``--reads-only`` runs the two read rows (read by id and batch of 20, each against
+``/healthz``) and nothing else: minutes less when working on reads. The memories are
+still embedded and indexed, as before any full run's rows, unless ``--no-recall``
+(then a read finds no current text in recall's text index, and reads it apart).
 
 It measures and prints; it asserts nothing.
 """
@@ -216,15 +221,19 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
     parser.add_argument("--ops", type=int, default=200, help="operations per block")
     parser.add_argument("--mix-seconds", type=float, default=5.0)
     parser.add_argument("--no-recall", action="store_true", help="skip embedding and recall")
+    parser.add_argument(
+        "--reads-only", action="store_true", help="only read by id and batch of 20 vs /healthz"
+    )
     args = parser.parse_args()
-    recall = not args.no_recall
+    embedded = not args.no_recall  # the memories' texts indexed, as recall leaves them
+    recall = embedded and not args.reads_only
     runtime = start_runtime(DatabaseSettings(data_dir=Path(tempfile.mkdtemp(prefix="pal-ops-"))))
     served = None
     clients: list[KeepAliveClient] = []
     raw: psycopg.Connection[tuple[object, ...]] | None = None
     try:
         raw_setup(runtime)
-        token, tenant_id = _load(runtime, args.memories, recall)
+        token, tenant_id = _load(runtime, args.memories, embedded)
         ids = _memory_ids(runtime, tenant_id)
         schema, tenant = runtime.database.schema, str(tenant_id)
         conninfo = make_conninfo(
@@ -297,6 +306,8 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
                 healthz_and_insert,
             ),
         }
+        if args.reads_only:
+            pairs = {row: pairs[row] for row in ("read by id / healthz", "batch of 20 / healthz")}
         if recall:
 
             def recall_op(mode: str, new: bool) -> Op:
@@ -324,7 +335,8 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         _alternated(pairs, args.rounds, args.ops)
         if recall:
             _recall_timing(base, headers, args.ops)
-        _mix(base, headers, ids, args.mix_seconds, args.rounds)
+        if not args.reads_only:
+            _mix(base, headers, ids, args.mix_seconds, args.rounds)
     finally:
         for one in clients:
             one.close()

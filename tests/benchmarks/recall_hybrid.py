@@ -14,9 +14,10 @@ checks whether the statement that answers it is among the first 5 and 10:
 - ``unrelated`` pairs carry no question: their statements are distractors.
 
 Each mode is a real ``recall`` (the API's code path, without HTTP). With
-``--grid`` it also prints the fusion's recall@5/@10 for other ``RRF_K`` and
-text weights, computed from the same two candidate lists: how the defaults in
-``projections/recall/_fusion.py`` were chosen (on this development split).
+``--grid`` it also prints the fusion's recall@5/@10 for other words' shares
+(``TEXT_SHARE``) and full leads (``FULL_LEAD``), computed from the same two candidate
+lists (hybrid's: the text list by word weight, 2k of them): how the defaults in
+``projections/recall/_fusion.py`` were checked on this development split.
 
 It measures and prints; it asserts nothing.
 """
@@ -37,15 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from palimpsest.projections.commands.tokens import authenticate, create_tenant
 from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer
 from palimpsest.projections.drains.revision import drain_revisions
-from palimpsest.projections.recall._fusion import (
-    IDENTIFIER_TEXT_WEIGHT,
-    PARTIAL_TEXT_WEIGHT,
-    RRF_K,
-    TEXT_WEIGHT,
-    VECTOR_WEIGHT,
-    fuse,
-)
-from palimpsest.projections.recall._words import EVERY_WORD
+from palimpsest.projections.recall._fusion import FULL_LEAD, TEXT_SHARE, fuse
+from palimpsest.projections.recall._relevance import Nearest
 from palimpsest.projections.recall.indexing import index_pending
 from palimpsest.projections.recall.recalled import RecallMode
 from palimpsest.projections.recall.search import RecallQuery, recall, search
@@ -100,7 +94,9 @@ def _grid(
     """Recall@5/@10 of the fusion for other parameters, from the same candidate lists."""
     embedder = runtime.embedder
     now = datetime.now(UTC)
-    lists: dict[str, list[tuple[UUID, list[tuple[UUID, float]], list[tuple[UUID, float]]]]] = {}
+    lists: dict[
+        str, list[tuple[UUID, list[tuple[UUID, float]], list[tuple[UUID, float]], float]]
+    ] = {}
     for label, questions in asked.items():
         for question, answer in questions:
             [vector] = embedder.embed([question])
@@ -117,40 +113,34 @@ def _grid(
                 search(runtime.log, caller.tenant_id, **common),
                 key=lambda r: (-(r["similarity"] or 0.0), str(r["memory_id"])),
             )
+            text_common = {**common, "where": RecallQuery(question, 10, mode="hybrid")}
             by_text = sorted(
-                search(runtime.log, caller.tenant_id, words=True, **common),
-                key=lambda r: (-(r["text_score"] or 0.0), str(r["memory_id"])),
+                search(runtime.log, caller.tenant_id, words=True, **{**text_common, "limit": 20}),
+                key=lambda r: (-(r["word_weight"] or 0.0), str(r["memory_id"])),
             )
+            similarities = [round(r["similarity"] or 0.0, 3) for r in by_vector]
             lists.setdefault(label, []).append(
                 (
                     ids[answer],
-                    [(r["memory_id"], round(r["similarity"] or 0.0, 3)) for r in by_vector],
-                    [(r["memory_id"], round(r["text_score"] or 0.0, 3)) for r in by_text],
+                    [(r["memory_id"], s) for r, s in zip(by_vector, similarities, strict=True)],
+                    [(r["memory_id"], r["word_weight"] or 0.0) for r in by_text],
+                    Nearest.of(similarities).background,
                 )
             )
     print("\nfusion grid (recall@5 / recall@10 per label)")
-    print("k | text weight (every word) | (some words) | " + " | ".join(sorted(lists)))
-    grid = [
-        (k, w, p)
-        for k in (5, 10, 20, 60)
-        for w in (0.1, 0.2, 0.3, 0.5, 1.0)
-        for p in (0.0, 0.05, 0.1, 0.2, 0.25)
-        if p <= w
-    ]
-    for k, weight, partial in grid:
-        if True:
+    print("words' share | full lead | " + " | ".join(sorted(lists)))
+    for share in (0.2, 0.3, 0.4, 0.5, 0.6):
+        for lead in (0.15, 0.25, 0.35):
             cells = []
             for label in sorted(lists):
                 at5 = at10 = 0
-                for wanted, vector_list, text_list in lists[label]:
+                for wanted, vector_list, text_list, background in lists[label]:
                     fused = fuse(
                         vector_list,
                         text_list,
-                        k=k,
-                        vector_weight=1.0,
-                        text_weight=weight,
-                        partial_weight=partial,
-                        complete={m for m, score in text_list if score >= EVERY_WORD},
+                        background=background,
+                        text_share=share,
+                        full_lead=lead,
                     )
                     order = sorted(
                         fused,
@@ -164,7 +154,7 @@ def _grid(
                     at5, at10 = at5 + five, at10 + ten
                 n = len(lists[label])
                 cells.append(f"{at5 / n:.3f} / {at10 / n:.3f}")
-            print(f"{k} | {weight} | {partial} | " + " | ".join(cells))
+            print(f"{share} | {lead} | " + " | ".join(cells))
 
 
 def main() -> None:
@@ -179,9 +169,7 @@ def main() -> None:
     print(
         f"{len(pairs)} pairs, {len(texts)} distinct statements as memories; questions: "
         + ", ".join(f"{label} {len(q)}" for label, q in sorted(asked.items()))
-        + f"; fusion RRF_K {RRF_K}, weights vector {VECTOR_WEIGHT}, text {TEXT_WEIGHT}"
-        f" ({IDENTIFIER_TEXT_WEIGHT} with a digit in the query; some words"
-        f" {PARTIAL_TEXT_WEIGHT})",
+        + f"; fusion: words' share {TEXT_SHARE}, full lead {FULL_LEAD}",
         flush=True,
     )
     with tempfile.TemporaryDirectory() as data_dir:

@@ -137,6 +137,7 @@ class Run:
     pairs: list[dict[str, Any]]
     ids: dict[str, UUID]
     k: int
+    explain: bool = False
 
     def recalled(self, question: str, setting: Setting) -> list[RecalledCurrent | RecalledPending]:
         """What recall answers ``question`` with ``setting``."""
@@ -179,6 +180,8 @@ class Run:
                 _older_above(found[setting.name][q], o, n) for q, o, n in supersedes
             )
             print(f"  {setting.name}: {share:.1%}")
+        if self.explain:
+            self.explain_stale(settings[-1], supersedes)
         demoted = {
             s.name: statistics.mean(
                 _older_above(found["today"][q], o, n) and not _older_above(found[s.name][q], o, n)
@@ -219,6 +222,27 @@ class Run:
             values = sorted(latency[setting.name])
             p99 = values[min(len(values) - 1, round(0.99 * (len(values) - 1)))]
             print(f"  {setting.name}: {statistics.median(values):.1f} / {p99:.1f}")
+
+    def explain_stale(self, setting: Setting, supersedes: list[tuple[str, UUID, UUID]]) -> None:
+        """Print, for each stale-first question under ``setting``, where recall placed the
+        older and the newer statement and why (``--explain``)."""
+
+        def place(items: list[RecalledCurrent | RecalledPending], memory_id: UUID) -> str:
+            for at, item in enumerate(items, start=1):
+                if item.id == memory_id:
+                    r = item.rank
+                    return (
+                        f"#{at} fused {r.fused} similarity {r.similarity} vector #{r.vector_rank}"
+                        f" text #{r.text_rank} ({r.text_score}) {r.decided_by},"
+                        f" marked by {len(item.possibly_superseded_by)}"
+                    )
+            return "not returned"
+
+        for question, older, newer in supersedes:
+            items = self.recalled(question, setting)
+            if _older_above([i.id for i in items], older, newer):
+                print(f"    {question}\n      older: {place(items, older)}")
+                print(f"      newer: {place(items, newer)}")
 
     def settle(self, newer: UUID, older: UUID, outcomes: dict[str, int]) -> None:
         """Settle the pair as the labels say: the later statement of a ``supersedes``
@@ -287,6 +311,9 @@ def main() -> None:
         default=conflict_marks.WORD_OVERLAP,
         help="the share of rare words two memories must share to pair (tuning only)",
     )
+    parser.add_argument(
+        "--explain", action="store_true", help="print where each stale-first pair ranked"
+    )
     args = parser.parse_args()
     conflict_marks.WORD_OVERLAP = args.overlap
     conflict_marks.WORD_STATISTICS_FROM = args.words_from
@@ -331,7 +358,7 @@ def main() -> None:
                 flush=True,
             )
             _print_shown(shown, pairs, ids)
-            run = Run(runtime, client, headers, tenant_id, pairs, ids, args.k)
+            run = Run(runtime, client, headers, tenant_id, pairs, ids, args.k, args.explain)
             run.compare(settings)
             if args.pair_rules:
                 _pair_rules(run)

@@ -30,6 +30,7 @@ from palimpsest.projections.store.schema import TEXT_SEARCH_CONFIG
 from palimpsest.projections.store.tenancy import SET_TENANT_SQL, tenant_transaction
 from palimpsest.projections.views.statement import shaped_sql
 from tests.conftest import Tenant
+from tests.projections.recall.drain_rows import drain_rows
 
 _COMMON = "ubiquitous"
 """Held by every filler memory: more than COMMON_FLOOR, so common in the tenant."""
@@ -60,22 +61,6 @@ _WORDS = [
 ]
 
 
-def _rows(ids: list[UUID]) -> list[dict[str, Any]]:
-    """The indexing drain's rows for memories ``ids`` (attributes the search reads)."""
-    return [
-        {
-            "memory_id": memory_id,
-            "current_version_id": uuid4(),
-            "content_digest": f"d{memory_id}",
-            "requested": 1,
-            "memory_type": "fact",
-            "scope": "user",
-            "project": None,
-        }
-        for memory_id in ids
-    ]
-
-
 @pytest.fixture(scope="module")
 def crowded(runtime: Runtime) -> Iterator[Tenant]:
     """A tenant of COMMON_FLOOR + 100 memories, each holding the common word and a
@@ -86,7 +71,7 @@ def crowded(runtime: Runtime) -> Iterator[Tenant]:
     ids = [uuid4() for _ in range(COMMON_FLOOR + 100)]
     texts = {memory_id: f"{_COMMON} filler {i}" for i, memory_id in enumerate(ids)}
     with tenant_transaction(runtime.log.datastore, tenant.id, commit=True) as cur:
-        _write_texts(cur, runtime.database.schema, _rows(ids), texts)
+        _write_texts(cur, runtime.database.schema, drain_rows(ids), texts)
     yield tenant
 
 
@@ -153,7 +138,10 @@ def test_the_score_from_the_lexeme_rows_equals_the_score_from_the_documents(
         ):
             cur.execute(SET_TENANT_SQL, (str(crowded.id),))
             _write_texts(
-                cur, runtime.database.schema, _rows(ids), dict(zip(ids, documents, strict=True))
+                cur,
+                runtime.database.schema,
+                drain_rows(ids),
+                dict(zip(ids, documents, strict=True)),
             )
             found = {m: s for m, s in _search(cur, runtime, words).items() if m in ids}
             expected = _from_documents(cur, runtime, words, list(found))

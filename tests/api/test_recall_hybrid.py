@@ -260,3 +260,40 @@ def test_a_new_version_replaces_the_words_recall_finds(
     assert _recall(client, headers, query="PAL-777", mode="text")["items"] == []
     assert _lexemes(runtime, tenant, memory["id"]) == ["releas", "ship"]
     assert _ids(_recall(client, headers, query="shipped", mode="text")) == [memory["id"]]
+
+
+_CONVERSATION = [
+    "Caroline: I've been reading studies and papers all month, so much to learn!",
+    "Caroline: Science podcasts keep me curious every morning.",
+    "Caroline: Lately I dig into scientific journals every evening.",
+    "Caroline: I spent the weekend reading academic articles about psychology.",
+    "Melanie: What have you been studying lately, Caroline?",
+    "Caroline: I love learning new things, I spend hours in the library.",
+    "Melanie: Caroline, you always find the most interesting articles.",
+    "Caroline: The university library has such a great collection of journals.",
+    "Caroline: Thanks Mel, the kids are great and work is busy.",
+    "Melanie: Hey Caroline! Good to see you! How have you been?",
+]
+
+
+def test_a_question_whose_rare_word_one_turn_holds_is_answered_first_by_default(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    # Given a conversation where many turns are about reading and learning, and one
+    # turn holds the question's rare word
+    headers = tenant.headers()
+    for turn in _CONVERSATION:
+        remember(client, headers, type="note", content=turn)
+    answer = remember(
+        client, headers, type="note", content="Caroline: I researched adoption agencies last week."
+    )["id"]
+    index_until_caught_up(runtime, tenant.id)
+    question = "What did Caroline research?"
+    by_meaning = _ids(_recall(client, headers, query=question, mode="vector", k=11))
+    # When it is asked with the default mode
+    found = _recall(client, headers, query=question, k=5)
+    # Then the turn holding its words comes first, though meaning alone puts other
+    # turns above it (fixed weights that trusted meaning buried such answers)
+    assert by_meaning.index(answer) >= 2
+    assert _ids(found)[0] == answer
+    assert found["items"][0]["rank"]["text_rank"] == 1

@@ -102,10 +102,20 @@ def test_serve_starts_its_embedded_postgres_again_when_it_is_killed(tmp_path: Pa
         assert _postmaster(tmp_path).pid != killed.pid
         # And liveness stayed 200 (the service healed itself: nothing to restart)
         assert _health(base) == 200
-        # And what was written before is still there, and a new write is read back
-        listed = httpx2.get(f"{base}/v1/memories", headers=headers, timeout=10).json()
-        contents = {item["content"] for item in listed["items"]}
+        # And what was written before is still there, and the new writes are read back
+        # once published (the drains publish after the write answers: until then a
+        # listing shows a write as pending, without content)
+        listed: list[dict[str, object]] = []
+
+        def published() -> bool:
+            page = httpx2.get(f"{base}/v1/memories", headers=headers, timeout=10).json()
+            listed[:] = page["items"]
+            return all(item["status"] == "current" for item in listed)
+
+        until(published, 30, "the writes are published")
+        contents = {item["content"] for item in listed}
         assert "before the crash" in contents
+        assert f"after the crash {len(answers) - 1}" in contents
 
 
 @pytest.mark.slow

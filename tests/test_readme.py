@@ -22,10 +22,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from palimpsest.projections.runtime import Runtime
+from palimpsest.projections.commands.tokens import create_tenant
+from palimpsest.projections.runtime import Runtime, start_runtime
 from tests.api.client.conftest import served_with_drains
 from tests.api.mcp.helpers import ok
-from tests.conftest import RunDatabase, Tenant, index_until_caught_up
+from tests.conftest import RunDatabase, Tenant, fresh_database, index_until_caught_up
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -59,10 +60,27 @@ async def _remember_then_recall(client: Client) -> tuple[dict[str, Any], dict[st
     return made, found
 
 
+@pytest.fixture
+def own_store(
+    runtime: Runtime, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[RunDatabase, Tenant]]:
+    """A store of its own, as a desktop user's is: the session's shared store holds
+    what earlier tests left for the drains, which a new server's drains meet first
+    (a recall waits for its caller's writes 5 s at most)."""
+    with fresh_database(tmp_path_factory) as database:
+        own = start_runtime(database.settings)
+        own.use_embedder(runtime.embedder)
+        try:
+            yield database, Tenant(own, create_tenant(own.log, "desktop"))
+        finally:
+            own.close()
+
+
 @pytest.mark.slow
 def test_the_desktop_mcp_config_starts_a_server_that_remembers_and_recalls(
-    test_database: RunDatabase, tenant: Tenant
+    own_store: tuple[RunDatabase, Tenant],
 ) -> None:
+    test_database, tenant = own_store
     config = json.loads(_block("**MCP, a desktop client**", "json"))["mcpServers"]["palimpsest"]
     # The one thing a user replaces: where their virtualenv's script is
     assert config["command"].endswith("/.venv/bin/palimpsest")

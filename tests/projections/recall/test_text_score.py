@@ -27,10 +27,10 @@ from palimpsest.projections.recall._words import COMMON_FLOOR, EVERY_WORD, RANK_
 from palimpsest.projections.recall.indexing import _write_texts
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.schema import TEXT_SEARCH_CONFIG
-from palimpsest.projections.store.tenancy import SET_TENANT_SQL, tenant_transaction
+from palimpsest.projections.store.tenancy import tenant_transaction
 from palimpsest.projections.views.statement import shaped_sql
 from tests.conftest import Tenant
-from tests.projections.recall.drain_rows import drain_rows
+from tests.projections.recall.drain_rows import drain_rows, written_texts
 
 _COMMON = "ubiquitous"
 """Held by every filler memory: more than COMMON_FLOOR, so common in the tenant."""
@@ -130,19 +130,7 @@ def test_the_score_from_the_lexeme_rows_equals_the_score_from_the_documents(
     )
     @given(documents=st.lists(_text, min_size=1, max_size=6), words=_query)
     def check(documents: list[str], words: str) -> None:
-        ids = [uuid4() for _ in documents]
-        with (
-            runtime.log.datastore.get_connection() as conn,
-            conn.transaction(force_rollback=True),
-            conn.cursor() as cur,
-        ):
-            cur.execute(SET_TENANT_SQL, (str(crowded.id),))
-            _write_texts(
-                cur,
-                runtime.database.schema,
-                drain_rows(ids),
-                dict(zip(ids, documents, strict=True)),
-            )
+        with written_texts(runtime, crowded.id, documents) as (cur, ids):
             found = {m: s for m, s in _search(cur, runtime, words).items() if m in ids}
             expected = _from_documents(cur, runtime, words, list(found))
         # Every candidate of the example scores exactly as its document does.

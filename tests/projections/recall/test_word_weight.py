@@ -29,10 +29,10 @@ from palimpsest.projections.recall._words import BM25_K1, COMMON_FLOOR
 from palimpsest.projections.recall.indexing import _write_texts
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.schema import TEXT_SEARCH_CONFIG
-from palimpsest.projections.store.tenancy import SET_TENANT_SQL, tenant_transaction
+from palimpsest.projections.store.tenancy import tenant_transaction
 from palimpsest.projections.views.statement import shaped_sql
 from tests.conftest import Tenant
-from tests.projections.recall.drain_rows import drain_rows
+from tests.projections.recall.drain_rows import drain_rows, written_texts
 
 _COMMON = "ubiquitous"
 _WORDS = [_COMMON, "release", "releases", "train", "Friday", "the", "PAL-123", "25:50"]
@@ -113,19 +113,7 @@ def test_the_word_weight_from_the_lexeme_rows_is_bm25_from_the_documents(
     )
     @given(documents=st.lists(_words(1, 30), min_size=1, max_size=6), words=_words(1, 5))
     def check(documents: list[str], words: str) -> None:
-        ids = [uuid4() for _ in documents]
-        with (
-            runtime.log.datastore.get_connection() as conn,
-            conn.transaction(force_rollback=True),
-            conn.cursor() as cur,
-        ):
-            cur.execute(SET_TENANT_SQL, (str(crowded.id),))
-            _write_texts(
-                cur,
-                runtime.database.schema,
-                drain_rows(ids),
-                dict(zip(ids, documents, strict=True)),
-            )
+        with written_texts(runtime, crowded.id, documents) as (cur, ids):
             found = {m: w for m, w in _weights(cur, runtime, words).items() if m in ids}
             expected = _bm25(cur, runtime, words, list(found))
         assert found.keys() == expected.keys()
@@ -143,15 +131,8 @@ def test_the_word_weight_from_the_lexeme_rows_is_bm25_from_the_documents(
 
 def test_a_rare_word_outweighs_a_common_one(runtime: Runtime, crowded: Tenant) -> None:
     # Given a memory holding the query's rare word and one holding its common word
-    rare, common = uuid4(), uuid4()
-    texts = {rare: "pottery class", common: f"{_COMMON} class"}  # both selected by "class"
-    with (
-        runtime.log.datastore.get_connection() as conn,
-        conn.transaction(force_rollback=True),
-        conn.cursor() as cur,
-    ):
-        cur.execute(SET_TENANT_SQL, (str(crowded.id),))
-        _write_texts(cur, runtime.database.schema, drain_rows([rare, common]), texts)
+    documents = ["pottery class", f"{_COMMON} class"]  # both selected by "class"
+    with written_texts(runtime, crowded.id, documents) as (cur, (rare, common)):
         # When both are asked for
         found = _weights(cur, runtime, f"{_COMMON} pottery class")
     # Then the rare word's memory weighs more (ts_rank scored the two alike: two of

@@ -19,6 +19,8 @@ Modules:
   current version for recall.
 - :mod:`palimpsest.projections.recall.merge_candidates`: Consolidation's candidates: pairs
   of similar current memories that may merge.
+- :mod:`palimpsest.projections.recall._named_months`: The months a query names: "in
+  June", "on 1 February, 2023", "May 2023", "2023-05-08".
 - :mod:`palimpsest.projections.recall.pass_candidates`: The forgetting pass's candidates:
   stale single memories, and pairs that may conflict.
 - :mod:`palimpsest.projections.recall.query_vectors`: Query vectors: a recall's query

@@ -111,7 +111,8 @@ def state_statement(schema: str) -> Select[Any]:
     """Return the state recall ranks and answers by, of the candidates ``%(ids)s``
     whose indexed versions' contents are ``%(digests)s`` (two arrays, in step), as
     of ``%(now)s``: watermark, belief, topic, salience inputs, content, due
-    deadlines and the fade label. A candidate without revision row or index row
+    deadlines, the fade label and the memory's time (``memory_time``, None until the
+    indexing drain dates it). A candidate without revision row or index row
     (not yet projected) is left out."""
     tables = tables_in(schema)
     n = (
@@ -126,6 +127,7 @@ def state_statement(schema: str) -> Select[Any]:
     a = tables["memory_access"].alias("a")
     c = tables["payloads"].alias("c")
     f = tables["memory_fades"].alias("f")
+    t = tables["memory_texts"].alias("t")
     due = due_deadlines(tables, n.c.memory_id).with_only_columns(func.count())
     return select(
         n.c.memory_id,
@@ -140,6 +142,7 @@ def state_statement(schema: str) -> Select[Any]:
         due.scalar_subquery().label("due"),
         faded(f, b, a).label("faded"),
         f.c.faded_at,
+        t.c.memory_time,
     ).select_from(
         n.join(r, r.c.memory_id == n.c.memory_id)
         .outerjoin(b, b.c.memory_id == n.c.memory_id)
@@ -148,6 +151,7 @@ def state_statement(schema: str) -> Select[Any]:
         .outerjoin(a, a.c.memory_id == n.c.memory_id)
         .outerjoin(c, c.c.digest == n.c.content_digest)
         .outerjoin(f, f.c.memory_id == n.c.memory_id)
+        .outerjoin(t, t.c.memory_id == n.c.memory_id)
     )
 
 

@@ -19,6 +19,10 @@ The same write keeps recall's words: the lexemes of the current version
 in ``memory_lexemes``), written for each due memory whose current version has
 none yet, with no model call.
 
+The same write keeps each handled memory's time (``memory_texts.memory_time``, the
+rule of :mod:`palimpsest.domain.memory_time`), which hybrid recall reads for the
+months a query names: a reaffirm citing a newer capture moves it without a new version.
+
 The same write finds the pairs recall marks as possible supersessions
 (:mod:`palimpsest.projections.recall._conflict_marks`) for each due memory of a
 paired type, last, under the tenant's pairing lock.
@@ -34,8 +38,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -52,6 +58,7 @@ from palimpsest.projections.store.sql import schema_query, schema_sql
 from palimpsest.projections.store.storable import storable_text
 from palimpsest.projections.store.tenancy import known_tenants, tenant_transaction
 from palimpsest.projections.views.candidates import PAIRED_TYPES
+from palimpsest.projections.views.memory_times import date_memories
 from palimpsest.projections.views.publications import publication_channel
 
 __all__ = [
@@ -95,7 +102,7 @@ def _due(log: EventLog, tenant_id: UUID, model_id: str, limit: int) -> list[dict
             schema_query(
                 "SELECT r.memory_id, r.requested, r.published, b.current_version_id,"
                 " m.memory_type, m.scope, m.project, m.erased_position, e.version_id AS embedded,"
-                " t.version_id AS texted"
+                " t.version_id AS texted, b.belief->'support' AS support"
                 " FROM {schema}.revisions r"
                 " JOIN {schema}.beliefs b USING (tenant_id, memory_id)"
                 " JOIN {schema}.memory_index m USING (tenant_id, memory_id)"
@@ -135,6 +142,42 @@ def _contents(log: EventLog, tenant_id: UUID, rows: list[dict[str, Any]]) -> dic
     for row in rows:
         row["content_digest"] = digests.get(row["memory_id"])
     return {m: contents[d] for m, d in digests.items() if d in contents}
+
+
+@dataclass(frozen=True)
+class _Current:
+    """What a memory's time is read from: its current version and that version's active
+    support (contribution ids, as the belief lists them)."""
+
+    version_id: UUID
+    support: AbstractSet[str]
+
+
+def _times(log: EventLog, tenant_id: UUID, rows: list[dict[str, Any]]) -> dict[UUID, datetime]:
+    """Return the time of each row's memory that has a current version and is not erased
+    (:func:`palimpsest.projections.views.memory_times.date_memories`), by memory id."""
+    live = {
+        row["memory_id"]: _Current(row["current_version_id"], frozenset(row["support"] or ()))
+        for row in rows
+        if row["current_version_id"] is not None and row["erased_position"] is None
+    }
+    if not live:
+        return {}
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        return date_memories(cur, log, live).times
+
+
+def _write_times(cur: Any, schema: str, times: dict[UUID, datetime]) -> None:
+    """Set the time of each memory of ``times`` whose words are indexed."""
+    cur.execute(
+        schema_query(
+            "UPDATE {schema}.memory_texts t SET memory_time = u.at"
+            " FROM unnest(%b::uuid[], %b::timestamptz[]) AS u(m, at)"
+            " WHERE t.memory_id = u.m AND t.memory_time IS DISTINCT FROM u.at",
+            schema,
+        ),
+        (list(times), list(times.values())),
+    )
 
 
 def _write_texts(cur: Any, schema: str, rows: list[dict[str, Any]], texts: dict[UUID, str]) -> None:
@@ -213,10 +256,12 @@ def _write(
     vectors: dict[UUID, list[float]],
     texts: dict[UUID, str] | None = None,
     conflict_floor: float = DEFAULT_CONFLICT_FLOOR,
+    times: dict[UUID, datetime] | None = None,
 ) -> tuple[int, int]:
-    """Write the vectors and the lexemes (``texts``: the content of the current
-    versions that have none yet), and move ``indexed`` up, for the rows whose memory
-    is still at the revision read; return (vectors written, rows handled)."""
+    """Write the vectors, the lexemes (``texts``: the content of the current versions
+    that have none yet) and the memories' ``times``, and move ``indexed`` up, for the
+    rows whose memory is still at the revision read; return (vectors written, rows
+    handled)."""
     schema = log.datastore.schema
     # Derived from the log, as a publish is: a crash that loses it leaves the rows due.
     with tenant_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
@@ -277,6 +322,13 @@ def _write(
         worded = [row for row in fresh if row["memory_id"] in (texts or {})]
         if worded:
             _write_texts(cur, schema, worded, texts or {})
+        dated = {
+            row["memory_id"]: (times or {})[row["memory_id"]]
+            for row in fresh
+            if row["memory_id"] in (times or {})
+        }
+        if dated:
+            _write_times(cur, schema, dated)
         if embedded:
             # Delivered at commit: wakes writes waiting for their candidates, and
             # recalls waiting for their callers' writes.
@@ -327,6 +379,7 @@ def _write_split(
     writers: int,
     texts: dict[UUID, str] | None = None,
     conflict_floor: float = DEFAULT_CONFLICT_FLOOR,
+    times: dict[UUID, datetime] | None = None,
 ) -> tuple[int, int]:
     """:func:`_write` in ``writers`` transactions at once, on disjoint rows.
 
@@ -338,11 +391,13 @@ def _write_split(
     """
     parts = [part for part in (rows[i::writers] for i in range(writers)) if part]
     if len(parts) < 2:
-        return _write(log, tenant_id, embedder, rows, vectors, texts, conflict_floor)
+        return _write(log, tenant_id, embedder, rows, vectors, texts, conflict_floor, times)
     with ThreadPoolExecutor(len(parts), thread_name_prefix="palimpsest-index") as pool:
         done = list(
             pool.map(
-                lambda part: _write(log, tenant_id, embedder, part, vectors, texts, conflict_floor),
+                lambda part: _write(
+                    log, tenant_id, embedder, part, vectors, texts, conflict_floor, times
+                ),
                 parts,
             )
         )
@@ -434,8 +489,9 @@ def index_pending(
             for row in wanted
             if row["memory_id"] in contents and row["texted"] != row["current_version_id"]
         }
+        times = _times(log, tenant_id, rows)
         written, handled = _write_split(
-            log, tenant_id, embedder, rows, vectors, writers, texts, floor
+            log, tenant_id, embedder, rows, vectors, writers, texts, floor, times
         )
         embedded += written
         stale += len(rows) - handled

@@ -35,7 +35,8 @@ from typing_extensions import TypedDict
 
 from palimpsest.projections.recall._conflict_marks import conflicts_first, superseding
 from palimpsest.projections.recall._filters import filters_of
-from palimpsest.projections.recall._fusion import Fused, fuse
+from palimpsest.projections.recall._fusion import Fused, dated, fuse
+from palimpsest.projections.recall._named_months import named_months
 from palimpsest.projections.recall._relevance import (
     BACKGROUND_RANK,
     Nearest,
@@ -193,6 +194,8 @@ class SearchRow(TypedDict):
     due: int
     faded: bool
     """Faded by the decay cycle (:func:`palimpsest.projections.views.decay_inputs.faded`)."""
+    memory_time: datetime | None
+    """The memory's time (:mod:`palimpsest.domain.memory_time`), None until indexed."""
     newer: list[UUID]
     """The newer memories that may supersede it, unsettled, newest first
     (:func:`palimpsest.projections.recall._conflict_marks.superseding`); none read when
@@ -460,7 +463,9 @@ def recall(
 
     ``vector`` ranks by similarity, ``text`` by the text score (the query is not
     embedded unless ``min_similarity`` is above 0), ``hybrid`` by the two rankings
-    fused (:mod:`palimpsest.projections.recall._fusion`). With ``min_similarity``, less
+    fused (:mod:`palimpsest.projections.recall._fusion`), favouring the memories whose
+    time falls in a month the query names
+    (:mod:`palimpsest.projections.recall._named_months`). With ``min_similarity``, less
     similar memories (and memories matched by words that have no embedding yet) are
     left out, none when it is 0; without it, what matches neither by meaning nor by
     words (:func:`palimpsest.projections.recall._relevance.matches`). A memory possibly
@@ -527,6 +532,10 @@ def recall(
         [(r["memory_id"], r["word_weight"] or 0.0) for r in by_text],
         background=closest.background,
     )
+    if hybrid and (months := named_months(query.text)):
+        places = dated(
+            places, {r["memory_id"]: r["memory_time"] for r in by_text + by_vector}, months
+        )
     worded = {r["memory_id"]: r for r in by_text}
     rows = worded | {r["memory_id"]: _with_words(r, worded.get(r["memory_id"])) for r in by_vector}
     kept = {

@@ -649,6 +649,8 @@ memory_texts = Table(
     Column("project", Text),
     Column("document", TSVECTOR, nullable=False),
     Column("indexed_at", DateTime(timezone=True), nullable=False, server_default=_NOW),
+    # The memory's time (domain/memory_time.py), for the months a query names (0027).
+    Column("memory_time", DateTime(timezone=True)),
     PrimaryKeyConstraint("tenant_id", "memory_id"),
     Index("memory_texts_document_idx", "document", postgresql_using="gin"),
     Index("memory_texts_version_id_idx", "version_id"),
@@ -668,8 +670,9 @@ memory_texts = Table(
         postgresql_ops={"project": "text_pattern_ops"},
     ),
 )
-"""Recall's words: the lexemes of each memory's current version (derived, like the
-vectors: the indexing drain writes them, erasure deletes them with the version)."""
+"""Recall's words: the lexemes of each memory's current version, and the memory's time
+(derived, like the vectors: the indexing drain writes them, erasure deletes them with
+the version)."""
 
 memory_lexemes = Table(
     "memory_lexemes",

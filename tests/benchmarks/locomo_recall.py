@@ -3,9 +3,11 @@
 Usage: python tests/benchmarks/locomo_recall.py [--k 10] [--modes hybrid,vector,text]
            [--distractors 100000 [--data-dir D]] [--dump PATH]
 
-Loads LoCoMo's development split (``../shared/datasets/locomo/``, its README): every
-dialogue turn of the five conversations as a ``note`` memory (``Speaker: text``, with
-the shared photo's caption), one scope per conversation, in one tenant of a fresh
+Loads LoCoMo's development split (``../shared/datasets/locomo/``, its README): each
+session as an observation captured at the session's date (its turns, one per line), and
+every dialogue turn of the five conversations as a ``note`` memory (``Speaker: text``,
+with the shared photo's caption) citing its line, so that its time is the session's;
+one scope per conversation, in one tenant of a fresh
 embedded PostgreSQL, through the write path, the revision drain and the indexing
 drain with the configured model (all-MiniLM-L6-v2). The memory's id is the turn's
 citation: the benchmark keeps which turn (``dia_id``) each memory holds. Then asks
@@ -52,9 +54,17 @@ from uuid import UUID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from palimpsest.projections.commands._spec import Ref
 from palimpsest.projections.commands.caller import Caller
 from palimpsest.projections.commands.tokens import authenticate, create_tenant, issue_token
-from palimpsest.projections.commands.writer import CapturePolicy, MemorySpec, Writer
+from palimpsest.projections.commands.writer import (
+    CapturePolicy,
+    EvidenceSpec,
+    MemorySpec,
+    ObservationSpec,
+    Writer,
+    WriteSpec,
+)
 from palimpsest.projections.drains.revision import drain_revisions
 from palimpsest.projections.recall.indexing import index_pending
 from palimpsest.projections.recall.recalled import RecallMode
@@ -111,6 +121,31 @@ def _write(runtime: Runtime, caller: Caller, memories: list[tuple[str, str]]) ->
     return ids
 
 
+def _write_sessions(runtime: Runtime, caller: Caller, turns: list[dict[str, Any]]) -> None:
+    """Write each session as an observation captured at its date, and its turns as notes
+    citing their lines of it, a session per request."""
+    writer = _writer(runtime)
+    sessions: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for turn in turns:
+        sessions[(turn["conversation"], turn["session"])].append(turn)
+    written = 0
+    for (conversation, _), said in sessions.items():
+        lines = [_turn_text(t) for t in said]
+        captured = datetime.fromisoformat(said[0]["session_date"].replace("Z", "+00:00"))
+        specs: list[WriteSpec] = [
+            ObservationSpec("\n".join(lines), "text/plain", None, captured, False)
+        ]
+        start = 0
+        for line in lines:
+            evidence = (EvidenceSpec(Ref(0), start, start + len(line)),)
+            specs.append(MemorySpec("note", conversation, None, None, line, evidence, None, 1.0))
+            start += len(line) + 1
+        writer.write(caller, specs, batch=True)
+        written += len(lines)
+        print(f"\rloading turns: {written:,}/{len(turns):,}", end="", flush=True)
+    print(flush=True)
+
+
 def _catch_up(runtime: Runtime) -> None:
     started = time.perf_counter()
     while drain_revisions(runtime.log, limit=2000).claimed:
@@ -138,7 +173,7 @@ def _store(runtime: Runtime, distractors: int) -> tuple[Caller, dict[UUID, str]]
         if distractors:
             corpus = (list(dataset_sentences()) + sentences(distractors, seed=11))[:distractors]
             _write(runtime, caller, [(("user", "team")[i % 2], t) for i, t in enumerate(corpus)])
-        _write(runtime, caller, [(t["conversation"], _turn_text(t)) for t in turns])
+        _write_sessions(runtime, caller, turns)
     else:
         caller = authenticate(runtime.log, issue_token(runtime.log, row[0], "bench", "admin").token)
     _catch_up(runtime)

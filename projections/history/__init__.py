@@ -7,6 +7,8 @@ Modules:
   time, for rebuild, verify and replay.
 - :mod:`palimpsest.projections.history.rebuild`: Rebuild every read model from position 0,
   while the service keeps serving.
+- :mod:`palimpsest.projections.history._replay_mapper`: Decoding the log for replay: the
+  log's own mapper, each id parsed once.
 - :mod:`palimpsest.projections.history.replay`: Replay: what every memory was believed to
   be at a log position or a time.
 - :mod:`palimpsest.projections.history._replay_workers`: Replaying tenants in parallel, all

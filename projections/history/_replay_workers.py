@@ -4,18 +4,24 @@ Rebuild and verify are CPU-bound in Python (decoding events, replaying
 aggregates, projecting beliefs), so they spread tenants over worker
 processes. Every worker reads in the coordinator's exported snapshot
 (``SET TRANSACTION SNAPSHOT``), so all of them see exactly the same log
-prefix and the same live tables. With one worker, it runs in a thread of
-the calling process: the same code, no process to start.
+prefix and the same live tables. The first worker runs in a thread of the
+calling process (the same code, no process to start: it replays while the
+others still import); the others are processes.
 
 A worker is driven over a pipe. Its :class:`WorkerPlan` comes first (so a
 process can start, and import, before the snapshot exists); then commands:
 
-- ``("replay", head)``: replay its tenants up to ``head`` (in the snapshot),
-  sending ``("progress", events)`` as it goes, then run its task's
-  ``after_replay`` in the same snapshot and send ``("replayed", result)``;
+- ``("replay", head)``: take tenants one at a time (``("next",)``, answered
+  ``("tenant", id)``, or ``("tenant", None)`` when none is left), replay each
+  up to ``head`` (in the snapshot), sending ``("progress", events)`` as it
+  goes, and run its task's ``after_replay`` on it in the same snapshot; then
+  send ``("replayed", results)``. Tenants are handed out largest first to
+  whichever worker asks, so a worker that started late, or drew slow tenants,
+  takes fewer;
 - ``("catch_up", position, new_tenants)``: (rebuild only) replay what was
-  committed since, in a fresh transaction, and send ``("caught_up", result)``;
-- ``("stop",)``.
+  committed since, in a fresh transaction, for the tenants it replayed and
+  ``new_tenants``, and send ``("caught_up", result)``;
+- ``("stop",)``, also as the answer to ``("next",)`` when the run is abandoned.
 
 Errors are sent back as ``("error", message)`` and end the worker.
 """
@@ -26,10 +32,11 @@ import contextlib
 import gc
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.process
 import os
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
@@ -38,11 +45,17 @@ from uuid import UUID
 import psycopg
 from eventsourcing.persistence import Mapper
 
+from palimpsest.projections.history._replay_mapper import replay_mapper
 from palimpsest.projections.history.log_scan import Progress, replay_tenant
-from palimpsest.projections.store.eventlog import event_mapper
 from palimpsest.projections.views.read_models import TenantReadModels
 
-__all__ = ["ReplayTask", "WorkerPlan", "WorkerPool", "default_workers", "split_tenants"]
+__all__ = [
+    "ReplayTask",
+    "WorkerPlan",
+    "WorkerPool",
+    "default_workers",
+    "largest_first",
+]
 
 
 def default_workers() -> int:
@@ -56,7 +69,8 @@ class ReplayTask(Protocol):
     def after_replay(
         self, conn: psycopg.Connection[Any], mapper: Mapper[UUID], models: list[TenantReadModels]
     ) -> Any:
-        """Run in the snapshot, after the replay; the result is sent back."""
+        """Run in the snapshot, after each tenant's replay (``models`` holds that
+        tenant); the results are sent back, one per tenant."""
 
     def after_catch_up(
         self,
@@ -69,12 +83,12 @@ class ReplayTask(Protocol):
 
 @dataclass(frozen=True)
 class WorkerPlan:
-    """One worker's share: where to connect, which snapshot, which tenants."""
+    """What every worker is told first: where to connect, which snapshot, what to do
+    with each tenant (the tenants come one at a time, see the module)."""
 
     conninfo: dict[str, Any]
     schema: str
     snapshot: str
-    tenants: tuple[UUID, ...]
     task: ReplayTask
 
 
@@ -133,9 +147,24 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _next_tenant(pipe: Connection) -> UUID | None:
+    """Ask the coordinator for a tenant to replay; None when none is left.
+
+    Raises:
+        psycopg.Rollback: told to stop instead (the run is abandoned): the
+            transaction it is raised in rolls back, and nothing copied remains.
+    """
+    pipe.send(("next",))
+    answer = pipe.recv()
+    if answer[0] != "tenant":
+        raise psycopg.Rollback
+    tenant: UUID | None = answer[1]
+    return tenant
+
+
 def _serve(plan: WorkerPlan, pipe: Connection) -> None:
-    mapper = event_mapper()
-    models = {t: TenantReadModels(t) for t in plan.tenants}
+    mapper = replay_mapper()
+    models: dict[UUID, TenantReadModels] = {}
     progress = _Progress(pipe)
     with psycopg.connect(**plan.conninfo, autocommit=True) as conn:
         while True:
@@ -143,6 +172,7 @@ def _serve(plan: WorkerPlan, pipe: Connection) -> None:
             if command[0] == "stop":
                 return
             if command[0] == "replay":
+                results: list[Any] | None = None
                 with _cyclic_gc_paused(), conn.transaction():
                     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                     conn.execute(
@@ -150,13 +180,19 @@ def _serve(plan: WorkerPlan, pipe: Connection) -> None:
                             psycopg.sql.Literal(plan.snapshot)
                         )
                     )
-                    for tenant in models.values():
+                    replayed = []
+                    while (tenant_id := _next_tenant(pipe)) is not None:
+                        tenant = models[tenant_id] = TenantReadModels(tenant_id)
+                        upto = command[1]
                         replay_tenant(
-                            conn, plan.schema, mapper, tenant, upto=command[1], progress=progress
+                            conn, plan.schema, mapper, tenant, upto=upto, progress=progress
                         )
-                    progress.flush()
-                    result = plan.task.after_replay(conn, mapper, list(models.values()))
-                pipe.send(("replayed", result))
+                        progress.flush()
+                        replayed.append(plan.task.after_replay(conn, mapper, [tenant]))
+                    results = replayed
+                if results is None:
+                    return  # told to stop: the transaction rolled back
+                pipe.send(("replayed", results))
             elif command[0] == "catch_up":
                 for tenant_id in command[2]:
                     models[tenant_id] = TenantReadModels(tenant_id)
@@ -175,37 +211,31 @@ def _serve(plan: WorkerPlan, pipe: Connection) -> None:
 class WorkerPool:
     """Workers replaying disjoint sets of tenants, driven together.
 
-    ``start`` launches them; ``assign`` gives each its plan (an empty one
-    leaves it idle). More than one worker runs as processes; one runs as a
-    thread of this process.
+    ``start`` launches them; ``assign`` gives every one the plan. The first
+    runs as a thread of this process, the others as processes.
     """
 
     workers: int
     _pipes: list[Connection] = field(default_factory=list)
     _runners: list[Any] = field(default_factory=list)
 
-    @property
-    def processes(self) -> bool:
-        """Return whether the workers are processes (more than one) or a thread."""
-        return self.workers > 1
-
     def start(self) -> None:
         """Start every worker."""
         context = multiprocessing.get_context("spawn")
-        for _ in range(self.workers):
+        for index in range(self.workers):
             ours, theirs = multiprocessing.Pipe()
             runner: Any
-            if self.processes:
-                runner = context.Process(target=_process_main, args=(theirs,), daemon=True)
-            else:
+            if index == 0:
                 runner = threading.Thread(target=_work, args=(theirs,), daemon=True)
+            else:
+                runner = context.Process(target=_process_main, args=(theirs,), daemon=True)
             runner.start()
             self._pipes.append(ours)
             self._runners.append(runner)
 
-    def assign(self, plans: list[WorkerPlan]) -> None:
-        """Send each worker its plan, in order."""
-        for pipe, plan in zip(self._pipes, plans, strict=True):
+    def assign(self, plan: WorkerPlan) -> None:
+        """Send every worker the plan."""
+        for pipe in self._pipes:
             pipe.send(plan)
 
     def run(
@@ -213,14 +243,17 @@ class WorkerPool:
         commands: list[tuple[Any, ...]],
         done: str,
         progress: Callable[[int], None] = lambda _: None,
+        tenants: Sequence[UUID] = (),
     ) -> list[Any]:
-        """Send each worker its command and collect each one's ``done`` result.
+        """Send each worker its command and collect each one's ``done`` result,
+        handing out ``tenants``, in order, to the workers that ask (a replay).
 
         Raises:
             RuntimeError: a worker failed (its message and traceback included).
         """
         for pipe, command in zip(self._pipes, commands, strict=True):
             pipe.send(command)
+        waiting_tenants = list(reversed(tenants))
         results: dict[int, Any] = {}
         while len(results) < len(self._pipes):
             waiting = [p for i, p in enumerate(self._pipes) if i not in results]
@@ -233,6 +266,8 @@ class WorkerPool:
                     raise RuntimeError(msg) from e
                 if kind == "progress":
                     progress(payload[0])
+                elif kind == "next":
+                    ready.send(("tenant", waiting_tenants.pop() if waiting_tenants else None))
                 elif kind == "error":
                     msg = f"a replay worker failed: {payload[0]}"
                     raise RuntimeError(msg)
@@ -246,26 +281,22 @@ class WorkerPool:
 
         ``at_once`` kills worker processes straight away (their transactions roll
         back as their connections close): what an interrupted run needs before it
-        drops the tables they were writing. A thread worker is waited for.
+        drops the tables they were writing. The thread worker is waited for: it
+        stops, rolling back, when it next asks for a tenant.
         """
         for pipe in self._pipes:
             with contextlib.suppress(OSError):  # the worker is gone already
                 pipe.send(("stop",))
         for runner in self._runners:
-            if at_once and self.processes:
+            process = isinstance(runner, multiprocessing.process.BaseProcess)
+            if at_once and process:
                 runner.kill()
             runner.join(timeout=10)
-            if self.processes and runner.is_alive():
+            if process and runner.is_alive():
                 runner.kill()
 
 
-def split_tenants(sizes: dict[UUID, int], workers: int) -> list[tuple[UUID, ...]]:
-    """Return up to ``workers`` disjoint, non-empty groups of tenants, balanced by size
-    (largest first, each to the lightest group)."""
-    groups: list[list[UUID]] = [[] for _ in range(max(1, min(workers, len(sizes))))]
-    loads = [0] * len(groups)
-    for tenant, size in sorted(sizes.items(), key=lambda item: (-item[1], str(item[0]))):
-        lightest = loads.index(min(loads))
-        groups[lightest].append(tenant)
-        loads[lightest] += size
-    return [tuple(g) for g in groups if g]
+def largest_first(sizes: dict[UUID, int]) -> list[UUID]:
+    """Return the tenants in the order workers take them: largest first (a large
+    tenant taken last would keep one worker busy after the others are done)."""
+    return [t for t, _ in sorted(sizes.items(), key=lambda item: (-item[1], str(item[0])))]

@@ -29,7 +29,8 @@ __all__ = [
     "tenant_ids",
 ]
 
-_FETCH_ROWS = 5000
+_FETCH_ROWS = 1000
+"""Rows the server sends in one chunk of a scan."""
 
 
 @dataclass
@@ -128,11 +129,15 @@ def _writes(
 
     The tenant is named in the query as well as set for row-level security:
     a superuser owner (the embedded default's) bypasses row-level security.
+
+    The rows are streamed (the server sends chunks of :data:`_FETCH_ROWS` while
+    these are decoded and applied) in binary (no hex to parse for the state, no
+    text for the ids). A named cursor instead waited on the server at every
+    fetch: 126,543 rows took 1.8 s (0.6 s of CPU) through one, 0.3 s (0.1 s)
+    streamed. The connection is busy until the last row is read.
     """
-    name = f"scan_{time.monotonic_ns()}"
-    with conn.cursor(name=name) as cur:
-        cur.itersize = _FETCH_ROWS
-        cur.execute(
+    with conn.cursor(binary=True) as cur:
+        rows = cur.stream(
             schema_sql(
                 "SELECT notification_id, xmin::text, originator_id, originator_version, topic,"
                 " state FROM {schema}.palimpsest_events"
@@ -141,11 +146,12 @@ def _writes(
                 schema,
             ),
             (tenant_id, after, upto),
+            size=_FETCH_ROWS,
         )
         write: list[Any] = []
         transaction: str | None = None
         position = after
-        for notification_id, xmin, originator_id, version, topic, state in cur:
+        for notification_id, xmin, originator_id, version, topic, state in rows:
             if xmin != transaction and write:
                 yield position, write
                 write = []

@@ -37,15 +37,15 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from palimpsest.domain.memory import Memory
+from palimpsest.projections.history._replay_mapper import replay_mapper
 from palimpsest.projections.history._replay_workers import (
     WorkerPlan,
     WorkerPool,
     default_workers,
-    split_tenants,
+    largest_first,
 )
 from palimpsest.projections.history.log_scan import Progress, log_head, replay_tenant, tenant_ids
 from palimpsest.projections.store.database import Database
-from palimpsest.projections.store.eventlog import event_mapper
 from palimpsest.projections.store.schema import EVENTS_TABLE, SNAPSHOTS_TABLE
 from palimpsest.projections.views.read_models import TABLES, TenantReadModels
 
@@ -368,20 +368,14 @@ def _replay_into_shadows(
         assert exported is not None
         head = log_head(cur, schema)
         progress.total = head
-        groups = split_tenants(tenant_sizes(cur, schema), pool.workers)
-        groups += [()] * (pool.workers - len(groups))
+        tenants = largest_first(tenant_sizes(cur, schema))
         pool.assign(
-            [
-                WorkerPlan(
-                    database.owner_conninfo(), schema, exported[0], group, _RebuildTask(schema)
-                )
-                for group in groups
-            ]
+            WorkerPlan(database.owner_conninfo(), schema, exported[0], _RebuildTask(schema))
         )
         # The snapshot must outlive the workers' SET TRANSACTION SNAPSHOT: this
         # transaction stays open until they have replayed.
-        pool.run([("replay", head)] * pool.workers, "replayed", progress.advance)
-    return {t for group in groups for t in group}
+        pool.run([("replay", head)] * pool.workers, "replayed", progress.advance, tenants)
+    return set(tenants)
 
 
 def rebuild(
@@ -392,8 +386,8 @@ def rebuild(
 ) -> RebuildReport:
     """Rebuild every read model of every tenant from the log and swap them in.
 
-    ``workers`` processes replay tenants in parallel (default: one per core;
-    one runs in this process).
+    ``workers`` replay tenants in parallel (default: one per core): one in a
+    thread of this process, the others in processes.
 
     Raises:
         KeyboardInterrupt: passed on after dropping the shadow tables; the live
@@ -473,14 +467,15 @@ def rebuild_tenant(
         with conn.cursor() as cur:
             final = log_head(cur, schema)
             progress.total = final
-        replay_tenant(conn, schema, event_mapper(), models, upto=final, progress=progress)
+        mapper = replay_mapper()
+        replay_tenant(conn, schema, mapper, models, upto=final, progress=progress)
         with conn.cursor() as cur:
             for table in _LIVE_TABLES:
                 cur.execute(
                     sql.SQL("DELETE FROM {} WHERE tenant_id = %s").format(_ident(schema, table)),
                     (tenant_id,),
                 )
-            _copy_tenant(cur, schema, event_mapper(), models, into=lambda table: table)
+            _copy_tenant(cur, schema, mapper, models, into=lambda table: table)
         unprojectable = _count_unprojectable(conn, schema, tenant_id)
     seconds = time.monotonic() - started
     return RebuildReport(

@@ -28,7 +28,7 @@ from palimpsest.projections.history._replay_workers import (
     WorkerPlan,
     WorkerPool,
     default_workers,
-    split_tenants,
+    largest_first,
 )
 from palimpsest.projections.history.log_scan import Progress, log_head
 from palimpsest.projections.history.rebuild import tenant_sizes
@@ -105,6 +105,10 @@ def _compare(
     expected: dict[tuple[Any, ...], tuple[Any, ...]],
 ) -> None:
     report.rows += len(live)
+    if live == expected:
+        # The common case, compared in C: the loop below took 0.2-0.3 s of the
+        # benchmark tenant's 182,000 rows, to list nothing.
+        return
     found: list[Divergence] = []
     for key, have in live.items():
         want = expected.get(key)
@@ -264,7 +268,9 @@ class _VerifyTask:
         self, conn: Any, mapper: Mapper[UUID], models: list[TenantReadModels]
     ) -> VerifyReport:
         result = VerifyReport(position=0, tenants=len(models))
-        with conn.cursor() as cur:
+        # Binary: ids, times and numbers read from the live tables as the same values,
+        # without parsing their text.
+        with conn.cursor(binary=True) as cur:
             for tenant in models:
                 _verify_tenant(result, cur, self.schema, tenant, self.marks.get(tenant.tenant_id))
                 _verify_snapshots(result, cur, self.schema, mapper, tenant)
@@ -284,8 +290,9 @@ def verify(
     """Recompute every read model (of one tenant, or all) at one pinned position and
     compare every row and field with the live tables.
 
-    ``workers`` processes compare tenants in parallel (default: one per core;
-    one runs in this process), all in the same exported snapshot.
+    ``workers`` compare tenants in parallel (default: one per core; one in a
+    thread of this process, the others in processes), all in the same exported
+    snapshot.
     """
     schema = database.schema
     with database.owner_connection(autocommit=True) as conn, conn.transaction():
@@ -304,23 +311,20 @@ def verify(
             marks = dict(cur.fetchall())
         pool = WorkerPool(max(1, min(workers or default_workers(), len(sizes))))
         pool.start()
-        groups = split_tenants(sizes, pool.workers)
-        groups += [()] * (pool.workers - len(groups))
         progress = Progress("verify", head, report)
         try:
-            pool.assign(
-                [
-                    WorkerPlan(
-                        database.owner_conninfo(),
-                        schema,
-                        exported[0],
-                        group,
-                        _VerifyTask(schema, marks),
-                    )
-                    for group in groups
-                ]
-            )
-            parts = pool.run([("replay", head)] * pool.workers, "replayed", progress.advance)
+            task = _VerifyTask(schema, marks)
+            pool.assign(WorkerPlan(database.owner_conninfo(), schema, exported[0], task))
+            parts = [
+                part
+                for results in pool.run(
+                    [("replay", head)] * pool.workers,
+                    "replayed",
+                    progress.advance,
+                    largest_first(sizes),
+                )
+                for part in results
+            ]
         finally:
             pool.stop()
     result = VerifyReport(position=head, tenants=len(sizes), events=progress.done)

@@ -287,6 +287,35 @@ def test_the_index_path_and_its_exact_fallback(
     assert sorted(i["id"] for i in short["items"]) == sorted(wanted)
 
 
+def test_a_selection_erased_below_the_index_path_still_answers_every_memory_left(
+    client: TestClient, tenant: Tenant, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The index path finds the selection large; an erasure shrinks it, and what is left
+    # is found whole (the exact search takes over when the index leaves it short).
+    monkeypatch.setattr("palimpsest.projections.recall.search.EXACT_BELOW", 5)
+    headers = tenant.headers()
+    facts = [
+        remember(client, headers, type="fact", content=f"Apollo launch window {i}")["id"]
+        for i in range(12)
+    ]
+    for i in range(30):
+        remember(client, headers, type="note", content=f"Note {i}: the launch moved again")
+    index_until_caught_up(runtime, tenant.id)
+    query = {"query": "apollo launch", "k": 5, "type": "fact", "min_similarity": 0}
+    assert _recall(client, headers, **query)["strategy"] == "hnsw"
+    erased = post(
+        client,
+        "/v1/erasures",
+        {"memory_ids": facts[2:], "reason": "the user asked"},
+        tenant.headers("admin"),
+    )
+    assert erased.status_code == 201, erased.text
+    index_until_caught_up(runtime, tenant.id)
+    left = _recall(client, headers, **query)
+    assert sorted(i["id"] for i in left["items"]) == sorted(facts[:2])
+    assert left["strategy"] == "exact"
+
+
 def test_candidates_of_unknown_or_malformed_memories_are_refused(
     client: TestClient, tenant: Tenant
 ) -> None:

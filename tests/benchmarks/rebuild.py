@@ -18,6 +18,9 @@ evidence; edges; withdrawals and forgets), then measures, in one run:
   machine the ratio is the figure that counts), then the medians;
 - as-of reads of one memory whose closure holds about 1,000 events, p50/p99.
 
+Each figure is printed with the load average at that moment (the 1-minute
+one): on a shared machine it says how much of a core the run had.
+
 It measures and prints; it asserts nothing.
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
 import statistics
 import sys
@@ -209,6 +213,10 @@ def _extend_history(runtime: Runtime, writer: Writer, tenant: Any, memory: UUID)
         writer.write(caller, [VersionSpec(memory, "more", (), "judge-2.0", 1.0)], batch=False)
 
 
+def _load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
 def _raw_scan(runtime: Runtime) -> tuple[int, float]:
     started = time.perf_counter()
     rows = 0
@@ -230,7 +238,10 @@ def _raw_scan(runtime: Runtime) -> tuple[int, float]:
 def _raw_rate(runtime: Runtime, rates: list[float], label: str) -> float:
     rows, seconds = _raw_scan(runtime)
     rates.append(rows / seconds)
-    print(f"{label} raw scan: {rows:,} events in {seconds:.1f} s = {rates[-1]:,.0f} events/s")
+    print(
+        f"{label} raw scan: {rows:,} events in {seconds:.1f} s = {rates[-1]:,.0f} events/s"
+        f" ({_load()})"
+    )
     return rates[-1]
 
 
@@ -250,7 +261,7 @@ def _measure_blocks(runtime: Runtime, blocks: int) -> None:
         print(
             f"block {block} rebuild: {done.events:,} events in {done.seconds:.1f} s = "
             f"{rate:,.0f} events/s ({rebuild_ratios[-1]:.2f}x raw scan), "
-            f"{done.workers} workers; swap {done.swap_seconds:.2f} s",
+            f"{done.workers} workers; swap {done.swap_seconds:.2f} s ({_load()})",
             flush=True,
         )
         started = time.perf_counter()
@@ -262,13 +273,13 @@ def _measure_blocks(runtime: Runtime, blocks: int) -> None:
         print(
             f"block {block} verify: {checked.events:,} events, {checked.rows:,} rows, "
             f"{len(checked.divergences)} divergences in {verify_s:.1f} s = "
-            f"{verify_rate:,.0f} events/s ({verify_ratios[-1]:.2f}x raw scan)",
+            f"{verify_rate:,.0f} events/s ({verify_ratios[-1]:.2f}x raw scan) ({_load()})",
             flush=True,
         )
     print(
         f"median of {blocks} blocks: raw scan {statistics.median(raw_rates):,.0f} events/s;"
         f" rebuild {statistics.median(rebuild_ratios):.2f}x raw,"
-        f" verify {statistics.median(verify_ratios):.2f}x raw"
+        f" verify {statistics.median(verify_ratios):.2f}x raw ({_load()})"
     )
 
 

@@ -188,6 +188,7 @@ class RecallRank(Answer):
     mode: RecallMode = "vector"
     relevance: float | None = None
     fused: float | None = None
+    in_named_month: bool | None = None
     similarity: float | None
     vector_rank: int | None = None
     text_rank: int | None = None

@@ -206,6 +206,11 @@ class RankReason(_Answer):
         description="Hybrid mode: the fused rank score it was ordered by (a rank, not a "
         "strength); null otherwise.",
     )
+    in_named_month: bool | None = Field(
+        default=None,
+        description='Hybrid mode: its time falls in a month the query names ("in June"), '
+        "which raised its fused score; null otherwise.",
+    )
     similarity: float | None = Field(
         description="Cosine similarity to the query, rounded (null when only its words matched)."
     )

@@ -294,6 +294,7 @@ def _recalled(item: RecalledCurrent | RecalledPending) -> RecalledItem:
             mode=rank.mode,
             relevance=rank.relevance,
             fused=rank.fused,
+            in_named_month=rank.in_named_month,
             similarity=rank.similarity,
             vector_rank=rank.vector_rank,
             text_rank=rank.text_rank,

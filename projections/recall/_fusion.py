@@ -64,6 +64,8 @@ class Fused:
     vector_rank: int | None
     text_rank: int | None
     score: float
+    in_named_month: bool = False
+    """Its time falls in a month the query names (:func:`dated` raised ``score``)."""
 
 
 def _ranks(ranking: Sequence[tuple[UUID, float]]) -> dict[UUID, int]:
@@ -148,7 +150,7 @@ def dated(
     """Return ``places`` with ``bonus`` added to the score of each memory whose time
     (``times``; None or absent: not dated yet) falls in one of ``months``."""
     return {
-        memory_id: replace(place, score=place.score + bonus)
+        memory_id: replace(place, score=place.score + bonus, in_named_month=True)
         if (at := times.get(memory_id)) is not None and any(m.holds(at) for m in months)
         else place
         for memory_id, place in places.items()

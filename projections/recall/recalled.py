@@ -65,8 +65,15 @@ class RecallRank(Record):
     )
     fused: float | None = Field(
         default=None,
-        description="Hybrid mode: the fused rank score it was ordered by, in (0, 1] (1: "
-        "first by meaning and by words); a rank, not a match strength. Null otherwise.",
+        description="Hybrid mode: the fused rank score it was ordered by, in [0, 1] (1: "
+        "first by meaning and by words), plus 0.2 when ``in_named_month``; a rank, not a "
+        "match strength. Null otherwise.",
+    )
+    in_named_month: bool | None = Field(
+        default=None,
+        description="Hybrid mode: whether its time (the latest capture its support cites, "
+        'else its current version\'s writing) falls in a month the query names ("in June", '
+        '"May 2023"), which raised its fused score. Null in other modes.',
     )
     similarity: float | None = Field(
         description="Cosine similarity to the query; null in text mode or without embedding."

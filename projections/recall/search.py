@@ -683,6 +683,7 @@ def _rank(
             if place and query.mode == "hybrid"
             else None,
             similarity=_rounded(r["similarity"], SIMILARITY_DECIMALS),
+            in_named_month=place.in_named_month if place and query.mode == "hybrid" else None,
             vector_rank=place.vector_rank if place else None,
             text_rank=place.text_rank if place else None,
             text_score=_rounded(r["text_score"], 4),

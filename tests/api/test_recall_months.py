@@ -46,7 +46,13 @@ def test_the_month_a_question_names_puts_that_months_memory_first(
         )["id"]
     index_until_caught_up(runtime, tenant.id)
 
-    # The months are in neither memory's words: only their times tell them apart.
+    # The months are in neither memory's words: only their times tell them apart, and
+    # each item says whether the month raised it.
+    response = post(client, "/v1/recall", {"query": "Melanie camping in June?"}, headers)
+    ranks = {item["id"]: item["rank"] for item in response.json()["items"]}
+    assert ranks[ids["lake"]]["in_named_month"] is True
+    assert ranks[ids["hills"]]["in_named_month"] is False
+    assert ranks[ids["lake"]]["fused"] > ranks[ids["hills"]]["fused"]
     assert _first(client, headers, "When did Melanie go camping in June?")[0] == ids["lake"]
     assert (
         _first(client, headers, "When did Melanie go camping in August 2023?")[0] == (ids["hills"])
@@ -59,6 +65,8 @@ def test_the_month_a_question_names_puts_that_months_memory_first(
         assert _first(client, headers, "Melanie camping in June", mode=mode) == _first(
             client, headers, "Melanie camping in August", mode=mode
         )
+        single = post(client, "/v1/recall", {"query": "camping in June", "mode": mode}, headers)
+        assert {i["rank"]["in_named_month"] for i in single.json()["items"]} == {None}
 
     # A reaffirm citing a newer capture moves the memory's time, with no new version.
     later = unnamed[1]

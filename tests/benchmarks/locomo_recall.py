@@ -1,7 +1,7 @@
 """Recall on conversations: LoCoMo's development questions, per category and mode.
 
 Usage: python tests/benchmarks/locomo_recall.py [--k 10] [--modes hybrid,vector,text]
-           [--distractors 100000 [--data-dir D]] [--dump PATH]
+           [--distractors 100000 [--data-dir D]] [--dump PATH] [--dataset DIR]
 
 Loads LoCoMo's development split (``../shared/datasets/locomo/``, its README): each
 session as an observation captured at the session's date (its turns, one per line), and
@@ -75,7 +75,8 @@ from tests.benchmarks.recall import _questions_among
 from tests.benchmarks.sentences import dataset_sentences, sentences
 
 LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo"
-CONVERSATIONS = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
+"""The development split; ``--dataset`` names another folder of the same files (the
+held-out conversations): every conversation its turns hold is loaded and asked."""
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 TENANT = "locomo-recall"
 POOL = 40
@@ -160,10 +161,12 @@ def _catch_up(runtime: Runtime) -> None:
         conn.execute("ANALYZE")  # what autovacuum would have done by now
 
 
-def _store(runtime: Runtime, distractors: int) -> tuple[Caller, dict[UUID, str]]:
+def _store(
+    runtime: Runtime, distractors: int, dataset: Path = LOCOMO
+) -> tuple[Caller, dict[UUID, str]]:
     """Return the benchmark tenant's caller and the turn (``conversation/dia_id``) each
     memory holds: loaded now into a fresh store, or found in a kept one."""
-    turns = _rows(LOCOMO / "turns.jsonl")
+    turns = _rows(dataset / "turns.jsonl")
     with runtime.database.owner_connection() as conn:
         row = conn.execute(
             f'SELECT tenant_id FROM "{runtime.database.schema}".memory_index LIMIT 1'
@@ -177,14 +180,14 @@ def _store(runtime: Runtime, distractors: int) -> tuple[Caller, dict[UUID, str]]
     else:
         caller = authenticate(runtime.log, issue_token(runtime.log, row[0], "bench", "admin").token)
     _catch_up(runtime)
-    scopes = tuple(CONVERSATIONS)
+    scopes = sorted({t["conversation"] for t in turns})
     with runtime.database.owner_connection() as conn:
         found = conn.execute(
             "SELECT m.memory_id, m.scope, convert_from(p.content, 'UTF8')"
             f' FROM "{runtime.database.schema}".memory_embeddings m'
             f' JOIN "{runtime.database.schema}".payloads p ON p.digest = m.content_digest'
             " WHERE m.scope = ANY(%s)",
-            (list(scopes),),
+            (scopes,),
         ).fetchall()
     by_text = {(t["conversation"], _turn_text(t)): t["dia_id"] for t in turns}
     turn_of = {
@@ -252,12 +255,9 @@ def _locomo(
     k: int,
     scoped: bool,
     dump: Path | None,
+    dataset: Path = LOCOMO,
 ) -> None:
-    questions = [
-        q
-        for q in _rows(LOCOMO / "qa.jsonl")
-        if q["conversation"] in CONVERSATIONS and q["evidence"]
-    ]
+    questions = [q for q in _rows(dataset / "qa.jsonl") if q["evidence"]]
     hits: dict[RecallMode, dict[int, list[int]]] = {m: defaultdict(list) for m in modes}
     alls: dict[RecallMode, dict[int, list[int]]] = {m: defaultdict(list) for m in modes}
     search_ms: dict[RecallMode, list[float]] = {m: [] for m in modes}
@@ -290,7 +290,7 @@ def _locomo(
     if out:
         out.close()
     where = "own conversation's scope" if scoped else "across the tenant, no scope"
-    print(f"\nLoCoMo dev, {len(questions)} questions with evidence, {where}, k {k}")
+    print(f"\nLoCoMo ({dataset}), {len(questions)} questions with evidence, {where}, k {k}")
     names = [f"{CATEGORIES[c]} ({len(hits[modes[0]][c])})" for c in sorted(CATEGORIES)]
     print("mode | hit@k | all@k | " + " | ".join(f"{n} hit / all" for n in names))
     for mode in modes:
@@ -329,6 +329,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--dump", type=Path)
     parser.add_argument("--no-knowledge-updates", action="store_true")
+    parser.add_argument("--dataset", type=Path, default=LOCOMO, help="a LoCoMo split's folder")
     args = parser.parse_args()
     modes: tuple[RecallMode, ...] = tuple(args.modes.split(","))
     keep = args.data_dir is not None
@@ -337,14 +338,23 @@ def main() -> None:
     runtime = start_runtime(DatabaseSettings(data_dir=data_dir))
     runtime.load_embedder()
     try:
-        caller, turn_of = _store(runtime, args.distractors)
+        caller, turn_of = _store(runtime, args.distractors, args.dataset)
         with runtime.database.owner_connection() as conn:
             count = conn.execute(
                 f'SELECT count(*) FROM "{runtime.database.schema}".memory_embeddings'
             ).fetchone()
         print(f"memories embedded: {count[0] if count else 0:,}", flush=True)
         gc.freeze()  # as `palimpsest serve` does once started
-        _locomo(runtime, caller, turn_of, modes, args.k, not args.distractors, args.dump)
+        _locomo(
+            runtime,
+            caller,
+            turn_of,
+            modes,
+            args.k,
+            not args.distractors,
+            args.dump,
+            args.dataset,
+        )
         if args.distractors and not args.no_knowledge_updates:
             _questions_among(runtime, caller)
     finally:

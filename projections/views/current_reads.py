@@ -75,8 +75,7 @@ def _statement(schema: str, by_ids: bool) -> Select[Any]:
     tenant's whole ``memory_index`` whenever its statistics were stale, as after a
     bulk load (20 ids of 2,000 memories: 17 ms and 8,400 buffers, against 1 ms with the
     payload lookup below); a subquery on one id finds each row by its primary key
-    whatever they say (``tests/projections/views/test_read_queries.py`` plans it with
-    nested loops forbidden, as a misled planner would weigh them)."""
+    whatever they say."""
     if not by_ids:
         return _one(schema, param("memory_id", PG_UUID(as_uuid=True)))
     wanted = (

@@ -5,7 +5,6 @@ still on the HNSW index."""
 from __future__ import annotations
 
 import ast
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from psycopg import sql
 from palimpsest.projections.recall._statements import search_statement, state_statement
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.tenancy import tenant_transaction
-from palimpsest.projections.views.current_reads import _statement as current_reads_statement
 from palimpsest.projections.views.statement import shaped_sql
 from tests.conftest import Tenant
 
@@ -95,25 +93,3 @@ def _plan(runtime: Runtime, tenant: Tenant, *, exact: bool) -> str:
 def test_the_index_path_of_recall_walks_the_hnsw_index(runtime: Runtime, tenant: Tenant) -> None:
     assert "memory_embeddings_hnsw_384" in _plan(runtime, tenant, exact=False)
     assert "memory_embeddings_hnsw_384" not in _plan(runtime, tenant, exact=True)
-
-
-def test_a_batch_read_finds_each_memory_by_its_key_whatever_the_planner_thinks(
-    runtime: Runtime, tenant: Tenant
-) -> None:
-    # A planner whose statistics are stale (after a bulk load) once joined a batch to
-    # the tenant's whole memory_index; with nested loops forbidden, as such a planner
-    # would weigh them, each id must still be looked up by key, never scanned for.
-    text = shaped_sql(current_reads_statement, runtime.database.schema, True)
-    params = {
-        "ids": [uuid.uuid4() for _ in range(20)],
-        "now": datetime.now(UTC),
-        "versions": [],
-        "digests": [],
-    }
-    with tenant_transaction(runtime.log.datastore, tenant.id, commit=False) as cur:
-        cur.execute("SELECT set_config('enable_nestloop', 'off', true)")
-        cur.execute(sql.SQL("EXPLAIN {}").format(sql.SQL(text)), params)
-        plan = "\n".join(next(iter(row.values())) for row in cur.fetchall())
-    scanned = [line.strip() for line in plan.splitlines() if "Seq Scan" in line]
-    assert scanned == [], plan
-    assert "revisions_pkey" in plan and "memory_index_pkey" in plan, plan

@@ -322,11 +322,8 @@ def _write(
         worded = [row for row in fresh if row["memory_id"] in (texts or {})]
         if worded:
             _write_texts(cur, schema, worded, texts or {})
-        dated = {
-            row["memory_id"]: (times or {})[row["memory_id"]]
-            for row in fresh
-            if row["memory_id"] in (times or {})
-        }
+        known = times or {}
+        dated = {m: known[m] for row in fresh if (m := row["memory_id"]) in known}
         if dated:
             _write_times(cur, schema, dated)
         if embedded:

@@ -15,6 +15,9 @@ Modules:
   :class:`ListingCursor`, base64url-encoded.
 - :mod:`palimpsest.api._deps`: Dependencies shared by the routers: the runtime, the caller,
   its role, writes.
+- :mod:`palimpsest.api._edge`: The one ASGI middleware of ours around every request: the
+  response headers, the request metrics and size cap, the strict JSON body and the
+  announced writes, each from its own module.
 - :mod:`palimpsest.api._headers`: Headers every response carries, whatever route or error
   produced it.
 - :mod:`palimpsest.api._json_bodies`: Every JSON request body parsed strictly before a
@@ -22,8 +25,8 @@ Modules:
 - :mod:`palimpsest.api._logformat`: Structured logs: one JSON object per line.
 - :mod:`palimpsest.api.mcp`: The MCP server: the tools for agents, at ``/mcp`` and over
   stdio.
-- :mod:`palimpsest.api._metrics`: Prometheus metrics of one app instance, and the
-  middleware that records them.
+- :mod:`palimpsest.api._metrics`: Prometheus metrics of one app instance, and how a
+  request is recorded in them.
 - :mod:`palimpsest.api._plain_requests`: Plain requests answered without FastAPI's
   dependency solving.
 - :mod:`palimpsest.api._problems`: RFC 9457 problem details: one mapping from error class

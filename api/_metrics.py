@@ -1,4 +1,8 @@
-"""Prometheus metrics of one app instance, and the middleware that records them."""
+"""Prometheus metrics of one app instance, and what records them for each request.
+
+:class:`palimpsest.api._edge.Edge` counts, times and logs every request
+(:func:`record_request`) and holds each body to the size limit (:class:`BodySize`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from palimpsest.api._problems import problem_response
 from palimpsest.projections.drains.counters import (
@@ -21,7 +25,7 @@ from palimpsest.projections.drains.counters import (
 )
 from palimpsest.projections.drains.judge_budget import OPERATION
 
-__all__ = ["Metrics", "ObserveRequests"]
+__all__ = ["BodySize", "BodyTooLargeError", "Metrics", "record_request"]
 
 _log = logging.getLogger("palimpsest.http")
 
@@ -192,100 +196,76 @@ _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 """Methods counted by name; any other is counted as ``other``."""
 
 
-class _TooLargeError(Exception):
-    pass
+class BodyTooLargeError(Exception):
+    """Raised by :meth:`BodySize.add` once a body has passed the limit."""
 
 
-class ObserveRequests:
-    """Count, time and log every request; refuse bodies over ``max_request_bytes`` with 413.
+class BodySize:
+    """The bytes of one request's body so far, against ``max_request_bytes``.
 
-    The size is checked on the declared ``Content-Length`` and again on the
-    bytes actually received, so a chunked upload cannot slip past it.
+    The size is checked on the declared ``Content-Length`` (:meth:`declared_too_large`)
+    and again on the bytes actually received (:meth:`add`), so a chunked upload
+    cannot slip past it. Over the limit, the request is answered
+    :meth:`too_large` (413), whatever the app made of the error.
     """
 
-    def __init__(self, app: ASGIApp, metrics: Metrics, max_request_bytes: int) -> None:
-        self.app = app
-        self.metrics = metrics
-        self.max_request_bytes = max_request_bytes
+    __slots__ = ("exceeded", "limit", "received")
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = {"code": 500}
-        limit = self.max_request_bytes
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.received = 0
+        self.exceeded = False
+
+    def declared_too_large(self, scope: Scope) -> bool:
+        """Return whether the request's ``Content-Length`` is over the limit."""
         declared = dict(scope.get("headers", [])).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._too_large(scope, receive, send, status)
-            self._record(scope, status["code"], started)
-            return
-        received = {"bytes": 0, "too_large": False}
+        return declared is not None and declared.isdigit() and int(declared) > self.limit
 
-        async def counting_receive() -> Message:
-            message = await receive()
-            if message["type"] == "http.request":
-                received["bytes"] += len(message.get("body", b""))
-                if received["bytes"] > limit:
-                    received["too_large"] = True
-                    raise _TooLargeError
-            return message
+    def add(self, message: Message) -> None:
+        """Count a received message's body bytes.
 
-        async def recording_send(message: Message) -> None:
-            if received["too_large"]:
-                # The app turned the error we raised while it read the body into
-                # an answer of its own (FastAPI: 400 "error parsing the body"):
-                # ours, the 413, replaces it.
-                return
-            if message["type"] == "http.response.start":
-                status["code"] = message["status"]
-            await send(message)
+        Raises:
+            BodyTooLargeError: the body has passed the limit (:attr:`exceeded` is set).
+        """
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            if self.received > self.limit:
+                self.exceeded = True
+                raise BodyTooLargeError
 
-        try:
-            await self.app(scope, counting_receive, recording_send)
-        except _TooLargeError:
-            pass
-        except Exception:
-            # Unhandled: Starlette's outermost middleware answers 500 after this
-            # one. It is counted and logged like any other answer.
-            self._record(scope, status["code"], started)
-            raise
-        if received["too_large"]:
-            await self._too_large(scope, receive, send, status)
-        self._record(scope, status["code"], started)
-
-    async def _too_large(
-        self, scope: Scope, receive: Receive, send: Send, status: dict[str, int]
-    ) -> None:
-        status["code"] = 413
+    async def too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer 413 problem+json."""
         response = problem_response(
             413,
             "content-too-large",
             "Content too large",
-            f"the request body exceeds {self.max_request_bytes} bytes",
+            f"the request body exceeds {self.limit} bytes",
             instance=scope.get("path"),
         )
         await response(scope, receive, send)
 
-    def _record(self, scope: Scope, status: int, started: float) -> None:
-        elapsed = time.perf_counter() - started
-        route: Any = scope.get("route")
-        template = getattr(route, "path", None) or "unmatched"
-        # Label values come from closed sets: a client choosing the method
-        # (any token is valid HTTP) must not grow /metrics without bound.
-        raw = scope.get("method", "")
-        method = raw if raw in _METHODS else "other"
-        self.metrics.requests.labels(method, template, str(status)).inc()
-        self.metrics.latency.labels(method, template).observe(elapsed)
-        state = scope.get("state") or {}
-        _log.info(
-            "http request",
-            extra={
-                "method": method,
-                "path": scope.get("path"),
-                "route": template,
-                "status": status,
-                "duration_ms": round(elapsed * 1000, 2),
-                "tenant_id": state.get("tenant_id"),
-            },
-        )
+
+def record_request(metrics: Metrics, scope: Scope, status: int, started: float) -> None:
+    """Count, time (since ``started``, a :func:`time.perf_counter`) and log one answered
+    HTTP request, unhandled errors included, by route template and status."""
+    elapsed = time.perf_counter() - started
+    route: Any = scope.get("route")
+    template = getattr(route, "path", None) or "unmatched"
+    # Label values come from closed sets: a client choosing the method
+    # (any token is valid HTTP) must not grow /metrics without bound.
+    raw = scope.get("method", "")
+    method = raw if raw in _METHODS else "other"
+    metrics.requests.labels(method, template, str(status)).inc()
+    metrics.latency.labels(method, template).observe(elapsed)
+    state = scope.get("state") or {}
+    _log.info(
+        "http request",
+        extra={
+            "method": method,
+            "path": scope.get("path"),
+            "route": template,
+            "status": status,
+            "duration_ms": round(elapsed * 1000, 2),
+            "tenant_id": state.get("tenant_id"),
+        },
+    )

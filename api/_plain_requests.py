@@ -319,7 +319,7 @@ async def _body_and_ids(plan: _Plan, request: Request) -> dict[str, Any] | None:
                 return None
             name, model = plan.body
             parsed = request.scope.get(PARSED_SCOPE_KEY, _UNPARSED)
-            if parsed is _UNPARSED:  # an app without StrictJson (none of ours)
+            if parsed is _UNPARSED:  # an app without the edge's JSON check (none of ours)
                 parsed = parse_json(await request.body())
             values[name] = model.model_validate(parsed)
         for name, alias in plan.path_ids:

@@ -318,7 +318,7 @@ def install_problem_handlers(app: FastAPI) -> None:
             "Internal error",
             "the service failed; see its log",
             instance=request.url.path,
-            # Sent by Starlette's outermost middleware, past api.headers.NoSniff.
+            # Sent by Starlette's outermost middleware, past api._edge.Edge's header.
             headers={"X-Content-Type-Options": "nosniff"},
         )
 

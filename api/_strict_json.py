@@ -11,7 +11,7 @@ UTF-8. So the service reads a body one way: UTF-8 only, each key once, JSON's
 own numbers, at most :data:`MAX_DEPTH` arrays and objects deep, each refusal
 with a problem type of its own.
 
-:class:`palimpsest.api._json_bodies.StrictJson` parses every JSON body with
+:func:`palimpsest.api._json_bodies.read_json_body` parses every JSON body with
 :func:`parse_json` before a route sees it; ``/mcp`` answers in JSON-RPC, so its
 endpoint calls :func:`parse_json` itself.
 """
@@ -39,7 +39,7 @@ schema of ours (a batch of memories with metadata is 5), far below the parser's
 recursion limit."""
 
 PARSED_SCOPE_KEY = "palimpsest.json"
-"""Where :class:`palimpsest.api._json_bodies.StrictJson` leaves a parsed body in the
+"""Where :func:`palimpsest.api._json_bodies.read_json_body` leaves a parsed body in the
 request's ASGI scope."""
 
 _BOM = b"\xef\xbb\xbf"

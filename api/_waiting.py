@@ -11,7 +11,7 @@ waits holds a ``wait`` slot (:mod:`palimpsest.api._admission`) while it does.
 
 An event stream awaits the same notices, and also the writes this process
 committed, by tenant (a :class:`~palimpsest.projections.views.publications.TenantWakers`),
-announced by :class:`AnnounceWrites` once each write has answered. Publication notices
+announced by :func:`announce_write` once each write has answered. Publication notices
 cover writes of any process that change a belief; the rest (an observation,
 a token) written by another process is seen at the stream's next recheck.
 """
@@ -31,11 +31,18 @@ from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.views.publications import TenantWakers
 
 if TYPE_CHECKING:
-    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+    from starlette.types import Scope
 
     from palimpsest.api._admission import Holder, Slot
 
-__all__ = ["AnnounceWrites", "RECHECK_LISTENING_S", "RECHECK_S", "await_drains", "jittered"]
+__all__ = [
+    "RECHECK_LISTENING_S",
+    "RECHECK_S",
+    "announce_write",
+    "await_drains",
+    "is_write",
+    "jittered",
+]
 
 RECHECK_S = 1.0
 """Longest time between two checks while the publication watch is not listening:
@@ -133,28 +140,20 @@ def _wait_slot(holder: Holder, when_full: Literal["refuse", "answer"]) -> Slot |
         return None
 
 
-class AnnounceWrites:
-    """Wake ``writes`` for each write that succeeded, by its caller's tenant.
+def is_write(scope: Scope) -> bool:
+    """Return whether an HTTP request may be a write: its method changes state."""
+    return scope["method"] in _WRITE_METHODS
 
-    A write is a request with a method that changes state, answered below
-    400, by an authenticated caller (the route put its tenant on the request
-    state). It is announced when its answer starts, after its commit.
+
+def announce_write(writes: TenantWakers, scope: Scope, status: int) -> None:
+    """Wake ``writes`` for a write (:func:`is_write`) whose answer starts with ``status``,
+    by its caller's tenant, if it succeeded.
+
+    A write succeeded when answered below 400 for an authenticated caller (the
+    route put its tenant on the request state). Called once its answer has
+    started, after its commit.
     """
-
-    def __init__(self, app: ASGIApp, writes: TenantWakers) -> None:
-        self.app = app
-        self.writes = writes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") not in _WRITE_METHODS:
-            await self.app(scope, receive, send)
-            return
-
-        async def announcing_send(message: Message) -> None:
-            await send(message)
-            if message["type"] == "http.response.start" and message["status"] < 400:
-                tenant = (scope.get("state") or {}).get("tenant_id")
-                if tenant is not None:
-                    self.writes.wake(UUID(tenant))
-
-        await self.app(scope, receive, announcing_send)
+    if status < 400:
+        tenant = (scope.get("state") or {}).get("tenant_id")
+        if tenant is not None:
+            writes.wake(UUID(tenant))

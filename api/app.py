@@ -12,14 +12,12 @@ from fastapi import Depends, FastAPI
 import palimpsest
 from palimpsest.api._admission import Admission, Caps
 from palimpsest.api._candidate_budget import CandidateBudget
-from palimpsest.api._headers import NoSniff
-from palimpsest.api._json_bodies import StrictJson
-from palimpsest.api._metrics import Metrics, ObserveRequests
+from palimpsest.api._edge import Edge
+from palimpsest.api._metrics import Metrics
 from palimpsest.api._problems import install_problem_handlers
 from palimpsest.api._query_params import refuse_unknown_query
 from palimpsest.api._sessions import Sessions
 from palimpsest.api._settings import ApiSettings
-from palimpsest.api._waiting import AnnounceWrites
 from palimpsest.api.mcp._http import mount_mcp
 from palimpsest.api.routers import (
     _admin as admin,
@@ -186,12 +184,14 @@ def create_app(
     ):
         app.include_router(module.router)
     mount_mcp(app, settings.host)  # /mcp: the MCP tools, authenticated by bearer token
-    app.add_middleware(StrictJson)  # every JSON body, one strict parser (api/_strict_json.py)
-    app.add_middleware(AnnounceWrites, writes=app.state.writes)
+    # Our one layer (api/_edge.py): nosniff on every answer, errors included; metrics
+    # and the body size limit; writes announced to event streams; strict JSON bodies.
     app.add_middleware(
-        ObserveRequests, metrics=app.state.metrics, max_request_bytes=settings.max_request_bytes
+        Edge,
+        metrics=app.state.metrics,
+        max_request_bytes=settings.max_request_bytes,
+        writes=app.state.writes,
     )
-    app.add_middleware(NoSniff)  # outermost: every answer carries it, errors included
     return app
 
 

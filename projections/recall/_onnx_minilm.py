@@ -64,11 +64,11 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _PROBE = "Which vector does this text have? The cached model must give torch's."
 _PROBE_KEY = "palimpsest.probe"
 _TOLERANCE = 1e-5
+"""How far a cached model's probe vector may lie from torch's, coordinate by coordinate
+(the two runtimes differ by about 1e-7)."""
 STALE_TEMPORARY_S = 3600
 """A temporary file of an export older than this is left over (its writer was killed
 mid-write: the model is about 90 MB, written in well under a minute) and is removed."""
-"""How far a cached model's probe vector may lie from torch's, coordinate by coordinate
-(the two runtimes differ by about 1e-7)."""
 
 
 def missing_onnx_model() -> str | None:

@@ -24,6 +24,13 @@ by the same route wrapper.
 Only the arguments are built here: the endpoint, the response model's
 serialisation (:func:`fastapi.routing.serialize_response`), the middlewares and
 the exception handlers are the ones every request goes through.
+
+A route may also serialise its own answer where it read it (:class:`JsonAnswer`): on
+the worker thread, not on the event loop, which every request's routing, sending
+and receiving wait for (under 8 clients it spent a fifth of its time in answers'
+``dump_json``, issue 48). The bytes are the ones FastAPI would have made: the route's
+response model is the one given here, validated and dumped by the same field FastAPI
+builds for a route (``fastapi.utils.create_model_field``), with the route's options.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from __future__ import annotations
 import copy
 import inspect
 import typing
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -39,9 +46,10 @@ from uuid import UUID
 from fastapi import Request, Response
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.dependencies.utils import request_params_to_args
+from fastapi.exceptions import ResponseValidationError
 from fastapi.routing import APIRoute, APIRouter, serialize_response
 from fastapi.security.utils import get_authorization_scheme_param
-from fastapi.utils import is_body_allowed_for_status_code
+from fastapi.utils import create_model_field, is_body_allowed_for_status_code
 from pydantic import BaseModel, TypeAdapter
 
 from palimpsest.api._admission import get_holder
@@ -60,7 +68,14 @@ from palimpsest.api._strict_json import PARSED_SCOPE_KEY, parse_json
 from palimpsest.domain.errors import PalimpsestError
 from palimpsest.projections.commands.caller import Caller
 
-__all__ = ["PlainQueryRoute", "PlainRoute", "SKIPPED_WITHOUT_QUERY", "SUPPLIED", "plain_route"]
+__all__ = [
+    "JsonAnswer",
+    "PlainQueryRoute",
+    "PlainRoute",
+    "SKIPPED_WITHOUT_QUERY",
+    "SUPPLIED",
+    "plain_route",
+]
 
 _UUID: TypeAdapter[UUID] = TypeAdapter(UUID)
 _UNPARSED = object()
@@ -73,7 +88,8 @@ class _Given:
     """What FastAPI would have handed a route's dependencies, for a plain request."""
 
     request: Request
-    response: Response
+    response: Response | None
+    """None when neither the endpoint nor a dependency of it shapes the response."""
     caller: Caller
     key: str | None
 
@@ -82,9 +98,14 @@ async def _the_caller(given: _Given) -> Caller:
     return given.caller
 
 
+def _shaped(given: _Given) -> Response:
+    assert given.response is not None, "a route whose write shapes the response has one"
+    return given.response
+
+
 SUPPLIED: dict[Callable[..., Any], Callable[[_Given], Awaitable[Any]]] = {
     get_open_caller: _the_caller,
-    get_write: lambda g: get_write(g.request, g.response, g.caller, g.key),
+    get_write: lambda g: get_write(g.request, _shaped(g), g.caller, g.key),
     get_holder: lambda g: get_holder(g.request, g.caller),
     get_runtime: lambda g: get_runtime(g.request),
     get_clock: lambda g: get_clock(g.request),
@@ -94,6 +115,9 @@ would call it once the caller (``get_open_caller``) is known."""
 
 _NEED_THE_CALLER = (get_open_caller, get_write, get_holder)
 """The supplied dependencies FastAPI solves by authenticating the caller."""
+
+_ATOMIC = (type(None), bool, int, float, str, bytes)
+"""Defaults ``copy.deepcopy`` returns as they are: a plain request takes them uncopied."""
 
 SKIPPED_WITHOUT_QUERY: tuple[Callable[..., Any], ...] = (refuse_unknown_query,)
 """The dependencies a plain request has no use for: it has no query string, or (on a
@@ -156,12 +180,16 @@ class _Plan:
     """The route as included (an ``APIRoute``, or FastAPI's included copy of one)."""
     path_ids: tuple[tuple[str, str], ...]
     """Each path id's parameter name, and the name the path gives it."""
-    query_defaults: tuple[tuple[str, Any], ...]
+    query_defaults: tuple[tuple[str, Any, bool], ...]
+    """Each query parameter's name, default, and whether it is copied (not atomic)."""
     query_names: frozenset[str] | None
     """The query parameters the route declares, when a plain request may have a query
     (:class:`PlainQueryRoute`); None when it may not."""
     body: tuple[str, type[BaseModel]] | None
     response_name: str | None
+    shapes: bool
+    """Whether the endpoint or a dependency of it may shape the response (its status
+    and headers): only then is one made for a request."""
     supplied: tuple[tuple[str, Callable[[_Given], Awaitable[Any]]], ...]
     role_checks: tuple[RoleCheck, ...]
     keyed: bool
@@ -210,16 +238,20 @@ def _plan_of(route: Any, *, query: bool = False) -> _Plan:
     response_name = dependant.response_param_name
     if set(parameters) - {response_name} != plain:
         raise _refusal(route, "the endpoint takes a parameter a plain request cannot supply")
+    keyed = any(call is SUPPLIED[get_write] for _, call in supplied)
     return _Plan(
         route=route,
         path_ids=tuple((f.name, f.alias) for f in dependant.path_params),
-        query_defaults=tuple((f.name, f.default) for f in dependant.query_params),
+        query_defaults=tuple(
+            (f.name, f.default, type(f.default) not in _ATOMIC) for f in dependant.query_params
+        ),
         query_names=declared_query_names(dependant) if query else None,
         body=body,
         response_name=response_name,
+        shapes=response_name is not None or keyed,  # a write may answer a replay's header
         supplied=supplied,
         role_checks=role_checks,
-        keyed=any(call is SUPPLIED[get_write] for _, call in supplied),
+        keyed=keyed,
     )
 
 
@@ -249,9 +281,11 @@ def _dependencies(
     return tuple(supplied.items()), tuple(role_checks)
 
 
-async def _plain_values(plan: _Plan, request: Request) -> tuple[dict[str, Any], Response] | None:
-    """Return the endpoint's arguments and the response it may shape, or None if
-    the request is not plain."""
+async def _plain_values(
+    plan: _Plan, request: Request
+) -> tuple[dict[str, Any], Response | None] | None:
+    """Return the endpoint's arguments and the response it may shape (None if it shapes
+    none), or None if the request is not plain."""
     query = request.scope.get("query_string")
     if (query and plan.query_names is None) or request.app.dependency_overrides:
         return None
@@ -279,9 +313,11 @@ async def _plain_values(plan: _Plan, request: Request) -> tuple[dict[str, Any], 
     if query_values is None:
         return None
     values |= query_values
-    response = Response()
-    del response.headers["content-length"]
-    response.status_code = None  # type: ignore[assignment]  # as FastAPI's sub-response
+    response = None
+    if plan.shapes:
+        response = Response()
+        del response.headers["content-length"]
+        response.status_code = None  # type: ignore[assignment]  # as FastAPI's sub-response
     given = _Given(request, response, caller, key)
     for name, supply in plan.supplied:
         values[name] = await supply(given)
@@ -296,7 +332,10 @@ def _query_values(plan: _Plan, request: Request) -> dict[str, Any] | None:
     if it would refuse the query (a parameter the route does not declare, or a value
     its validation does not accept)."""
     if plan.query_names is None:
-        return {name: copy.deepcopy(default) for name, default in plan.query_defaults}
+        return {
+            name: copy.deepcopy(default) if copied else default
+            for name, default, copied in plan.query_defaults
+        }
     params = request.query_params
     if not plan.query_names.issuperset(params.keys()):
         return None
@@ -329,9 +368,9 @@ async def _body_and_ids(plan: _Plan, request: Request) -> dict[str, Any] | None:
     return values
 
 
-async def _answer(plan: _Plan, values: dict[str, Any], shaped: Response) -> Response:
+async def _answer(plan: _Plan, values: dict[str, Any], shaped: Response | None) -> Response:
     """Call the endpoint and answer as FastAPI would: the body through the
-    response model, with the status and headers the endpoint set."""
+    response model, with the status and headers the endpoint set (on ``shaped``)."""
     route = plan.route
     returned = await route.endpoint(**values)
     if isinstance(returned, Response):
@@ -350,24 +389,82 @@ async def _answer(plan: _Plan, values: dict[str, Any], shaped: Response) -> Resp
     answer = Response(
         content=content,
         media_type="application/json",
-        status_code=shaped.status_code or route.status_code or 200,
+        status_code=(shaped and shaped.status_code) or route.status_code or 200,
     )
     if not is_body_allowed_for_status_code(answer.status_code):
         answer.body = b""
-    answer.headers.raw.extend(shaped.headers.raw)
+    if shaped is not None:
+        answer.headers.raw.extend(shaped.headers.raw)
     return answer
+
+
+class JsonAnswer:
+    """A route's JSON answers, made by the endpoint itself: ``dump`` its answer where it
+    has it (on the worker thread that read it), return ``response(bytes)``.
+
+    The route is declared with it (:func:`plain_route`'s ``answers``), which gives the
+    route this response model and ``exclude_none``: its schema (OpenAPI) is the one
+    the model declares, and the bytes are the ones FastAPI would make of the same
+    answer, validated and dumped as :func:`fastapi.routing.serialize_response` does
+    (``dump_json``, by alias) through the same kind of field. A returned ``Response``
+    is sent as it is, on FastAPI's path and on the plain one alike.
+    """
+
+    __slots__ = ("_field", "exclude_none", "response_model")
+
+    def __init__(self, response_model: Any, *, exclude_none: bool = False) -> None:
+        self.response_model = response_model
+        self.exclude_none = exclude_none
+        self._field = create_model_field(
+            name="Response_ready", type_=response_model, mode="serialization"
+        )
+
+    def dump(self, content: Any) -> bytes:
+        """Return ``content`` as the route's JSON answer.
+
+        Raises:
+            ResponseValidationError: ``content`` is not of the response model (as
+                FastAPI raises it for an endpoint's answer).
+        """
+        value, errors = self._field.validate(content, {}, loc=("response",))
+        if errors:
+            raise ResponseValidationError(errors=errors, body=content)
+        return self._field.serialize_json(value, by_alias=True, exclude_none=self.exclude_none)
+
+    @staticmethod
+    def response(body: bytes, headers: Sequence[tuple[bytes, bytes]] = ()) -> Response:
+        """Return the answer of ``body`` (200), with ``headers`` after its own, where
+        FastAPI puts those an endpoint sets on its ``Response`` parameter."""
+        answer = Response(content=body, media_type="application/json")
+        answer.headers.raw.extend(headers)
+        return answer
 
 
 _Endpoint = typing.TypeVar("_Endpoint", bound=Callable[..., Any])
 
 
 def plain_route(
-    router: APIRouter, method: str, path: str, *, query: bool = False, **options: Any
+    router: APIRouter,
+    method: str,
+    path: str,
+    *,
+    query: bool = False,
+    answers: JsonAnswer | None = None,
+    **options: Any,
 ) -> Callable[[_Endpoint], _Endpoint]:
     """Register the decorated endpoint as ``router.api_route(path, methods=[method],
     **options)`` would, as a :class:`PlainRoute` (a :class:`PlainQueryRoute` with
-    ``query``)."""
+    ``query``). With ``answers``, the endpoint returns :meth:`JsonAnswer.response`, and
+    the route takes its response model and ``exclude_none`` from ``answers``."""
     route_class = PlainQueryRoute if query else PlainRoute
+    if answers is not None:
+        if {"response_model", "response_model_exclude_none"} & set(options):
+            msg = f"PlainRoute {path}: the response model is the one of its answers"
+            raise TypeError(msg)
+        options |= {
+            "response_model": answers.response_model,
+            "response_model_exclude_none": answers.exclude_none,
+        }
 
     def register(endpoint: _Endpoint) -> _Endpoint:
         router.add_api_route(

@@ -80,6 +80,8 @@ def shown_settings(every: list[BaseSettings]) -> dict[str, object]:
         if isinstance(settings, DatabaseSettings):
             shown["database_url"] = _masked_url(settings)
             shown["embedded"] = settings.embedded
+        if isinstance(settings, EmbeddingSettings):
+            shown["embedder"] = settings.chosen_embedder  # unset: the runtime it picks
     shown["token"] = _MASK if os.environ.get(_TOKEN_VARIABLE) else None
     return shown
 

@@ -466,7 +466,15 @@ class _EmbedderLoader:
                 self._stop.wait(wait_s)
                 wait_s = min(wait_s * 2, longest_s)
             else:
-                _log.info("embedder loaded", extra={"model": self._runtime.embedder.model_id})
+                runtime = self._runtime
+                _log.info(
+                    "embedder loaded",
+                    # Which runtime, too: unset, the setting picks one (onnxruntime or torch).
+                    extra={
+                        "model": runtime.embedder.model_id,
+                        "embedder": runtime.embedding.chosen_embedder,
+                    },
+                )
                 return
 
     def stop(self, timeout_s: float = 30.0) -> None:

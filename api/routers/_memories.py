@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from palimpsest.api._admission import OVER_CAP, Holder, HolderDep
 from palimpsest.api._cursor import decode_cursor, encode_cursor
 from palimpsest.api._deps import CallerDep, ClockDep, RuntimeDep, WriteDep, WriteRequest
-from palimpsest.api._plain_requests import plain_route
+from palimpsest.api._plain_requests import JsonAnswer, plain_route
 from palimpsest.api._specs import (
     edge_spec,
     label_spec,
@@ -55,7 +55,6 @@ from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.aggregate_cache import aggregate_cache
 from palimpsest.projections.views.access_stamps import scores_of, stamp_accesses
 from palimpsest.projections.views.as_of import (
-    BeliefAsOf,
     belief_as_of,
     list_beliefs_as_of,
     position_at,
@@ -67,10 +66,10 @@ from palimpsest.projections.views.candidates import (
     potential_contradictions,
 )
 from palimpsest.projections.views.current_beliefs import (
+    BeliefAnswer,
     CurrentBelief,
     ErasedBelief,
     PendingBelief,
-    UnprojectableBelief,
     current_belief,
     list_beliefs,
 )
@@ -437,7 +436,11 @@ def list_memories(
     )
 
 
-@plain_route(router, "GET", "/batch", query=True, response_model=MemoryBatchPublic)
+_BATCH = JsonAnswer(MemoryBatchPublic)
+"""The batch read's answers, serialised on the worker thread that read them."""
+
+
+@plain_route(router, "GET", "/batch", query=True, answers=_BATCH)
 async def read_memories(
     caller: CallerDep,
     runtime: RuntimeDep,
@@ -453,19 +456,20 @@ async def read_memories(
     include_content: Annotated[
         QueryFlag, Query(description="Each current memory's text (false leaves it out)")
     ] = True,
-) -> MemoryBatchPublic:
+) -> Response:
     """Read up to 100 memories by id in one call: each as `GET /v1/memories/{id}` answers
     it (archived ones flagged, erased ones as placeholders), in the order given (each
     once), and the ids that name no memory of the tenant in `not_found`. Each current
     one counts as an access, as a read by id does. It never waits for revision."""
-    return await in_thread(_read_by_ids, runtime, caller, ids, clock(), include_content)
+    body = await in_thread(_read_by_ids, runtime, caller, ids, clock(), include_content)
+    return _BATCH.response(body)
 
 
 def _read_by_ids(
     runtime: Runtime, caller: Caller, ids: list[UUID], now: datetime, include_content: bool
-) -> MemoryBatchPublic:
-    """Return the memories of ``ids`` in the order given (each once), and the ids not
-    found; the current ones count as accessed."""
+) -> bytes:
+    """Return the answer (JSON) of the memories of ``ids`` in the order given (each
+    once), and the ids not found; the current ones count as accessed."""
     wanted = list(dict.fromkeys(ids))
     # One statement: the beliefs, their texts and their salience (with the accesses
     # this process has not written yet); this read's own accesses are buffered.
@@ -474,9 +478,11 @@ def _read_by_ids(
         runtime.log, caller.tenant_id, [i.id for i in scored if isinstance(i, CurrentBelief)], now
     )
     found = {i.id: i for i in scored}
-    return MemoryBatchPublic(
-        items=[found[i] for i in wanted if i in found],
-        not_found=[i for i in wanted if i not in found],
+    return _BATCH.dump(
+        MemoryBatchPublic(
+            items=[found[i] for i in wanted if i in found],
+            not_found=[i for i in wanted if i not in found],
+        )
     )
 
 
@@ -500,10 +506,16 @@ def read_history(memory_id: UUID, caller: CallerDep, runtime: RuntimeDep) -> Mem
     return memory_history(runtime.log, caller.tenant_id, memory_id)
 
 
-@plain_route(router, "GET", "/{memory_id}", response_model=BeliefPublic, responses=OVER_CAP)
+_BELIEF = JsonAnswer(BeliefPublic)
+"""A read by id's answers, serialised on the worker thread that read them."""
+
+_PENDING = ((b"retry-after", b"1"),)
+"""The header of a ``pending`` answer."""
+
+
+@plain_route(router, "GET", "/{memory_id}", answers=_BELIEF, responses=OVER_CAP)
 async def read_memory(
     memory_id: UUID,
-    response: Response,
     caller: CallerDep,
     holder: HolderDep,
     runtime: RuntimeDep,
@@ -513,7 +525,7 @@ async def read_memory(
         int | None, Query(ge=0, le=MAX_POSITION, description="Log position to read at")
     ] = None,
     as_of: Annotated[Rfc3339 | None, Query(description="RFC 3339 time to read at")] = None,
-) -> CurrentBelief | PendingBelief | UnprojectableBelief | ErasedBelief | BeliefAsOf:
+) -> Response:
     """Return what palimpsest currently believes about a memory. The answer is `current`
     (with the belief) only when every accepted write that could change it has been
     projected; otherwise it is `pending`, with the requested and published revisions,
@@ -526,28 +538,30 @@ async def read_memory(
     by the same projection function from the log up to that position; given both, the
     earlier of the two positions). It is never pending."""
     if at_position is not None or as_of is not None:
-        return await in_thread(_read_as_of, runtime, caller, memory_id, at_position, as_of)
+        body = await in_thread(_read_as_of, runtime, caller, memory_id, at_position, as_of)
+        return _BELIEF.response(body)
 
-    def check() -> CurrentBelief | PendingBelief | UnprojectableBelief | ErasedBelief:
+    def check() -> tuple[BeliefAnswer, bytes]:
         at = clock()
         # One round trip; this read's access is buffered, written later in a batch
         # (views/access_buffer.py), never in a transaction of the read's own.
         answer = read_current(runtime.log, caller.tenant_id, memory_id, at)
         if isinstance(answer, CurrentBelief):
             stamp_accesses(runtime.log, caller.tenant_id, [memory_id], at)
-        return answer
+        return answer, _BELIEF.dump(answer)
 
-    answer = await await_drains(
-        runtime,
-        caller.tenant_id,
-        check,
-        lambda answer: not isinstance(answer, PendingBelief),
-        wait,
-        holder,  # a wait beyond the caps answers 429
-    )
-    if isinstance(answer, PendingBelief):
-        response.headers["Retry-After"] = "1"
-    return answer
+    if wait == 0:  # what await_drains does without a wait, less its subscription
+        answer, body = await in_thread(check)
+    else:
+        answer, body = await await_drains(
+            runtime,
+            caller.tenant_id,
+            check,
+            lambda checked: not isinstance(checked[0], PendingBelief),
+            wait,
+            holder,  # a wait beyond the caps answers 429
+        )
+    return _BELIEF.response(body, _PENDING if isinstance(answer, PendingBelief) else ())
 
 
 def _read_as_of(
@@ -556,10 +570,10 @@ def _read_as_of(
     memory_id: UUID,
     at_position: int | None,
     as_of: datetime | None,
-) -> BeliefAsOf | ErasedBelief | UnprojectableBelief:
+) -> bytes:
     position = _as_of_position(runtime, caller, at_position, as_of)
     assert position is not None  # one of the two is given
-    return belief_as_of(runtime.log, caller.tenant_id, memory_id, position)
+    return _BELIEF.dump(belief_as_of(runtime.log, caller.tenant_id, memory_id, position))
 
 
 _Item = TypeVar("_Item")

@@ -34,7 +34,6 @@ from eventsourcing.domain import Snapshot
 from eventsourcing.persistence import Mapper
 from eventsourcing.utils import get_topic
 from psycopg import sql
-from psycopg.types.json import Jsonb
 
 from palimpsest.domain.memory import Memory
 from palimpsest.projections.history._replay_mapper import replay_mapper
@@ -256,10 +255,6 @@ def _swap_when_readers_allow(conn: psycopg.Connection[Any], schema: str) -> None
             time.sleep(0.05)
 
 
-def _adapt(value: Any) -> Any:
-    return Jsonb(value) if isinstance(value, dict) else value
-
-
 def _copy_tenant(
     cur: psycopg.Cursor[Any],
     schema: str,
@@ -291,9 +286,12 @@ def _copy_tenant(
         )
         types = _column_types(cur, shadow, columns)
         with cur.copy(statement) as copy:
+            # Typed: a dict in a jsonb column is dumped by the jsonb dumper itself,
+            # unwrapped (the bytes psycopg's Jsonb gives).
             copy.set_types(types)
+            write_row, tenant_id = copy.write_row, models.tenant_id
             for key, values in models.table_rows(spec.name):
-                copy.write_row((models.tenant_id, *key, *map(_adapt, values)))
+                write_row((tenant_id, *key, *values))
 
 
 def _column_types(

@@ -197,9 +197,10 @@ class SearchRow(TypedDict):
     memory_time: datetime | None
     """The memory's time (:mod:`palimpsest.domain.memory_time`), None until indexed."""
     newer: list[UUID]
-    """The newer memories that may supersede it, unsettled, newest first
-    (:func:`palimpsest.projections.recall._conflict_marks.superseding`); none read when
-    the query asks for no possible supersessions."""
+    """The newer memories among recall's candidates that may supersede it, unsettled
+    (:func:`palimpsest.projections.recall._conflict_marks.superseding`): filled by
+    :func:`recall` once both searches' candidates are known; :func:`search` leaves it
+    empty."""
 
 
 def rank_key(similarity: float, salience: float, recency: int, memory_id: str) -> tuple[Any, ...]:
@@ -321,8 +322,8 @@ class _Search:
         self, cur: Cursor[Any], found: list[dict[str, Any]], now: datetime
     ) -> dict[tuple[UUID, str], dict[str, Any]]:
         """Return the state of the candidates ``found`` (:func:`state_statement`), by
-        memory and content digest, each with the newer memories that may supersede it
-        (``newer``, read in the same round trip); a candidate not yet projected has none."""
+        memory and content digest (``newer`` empty: :func:`recall` reads the pairs once
+        it holds every search's candidates); a candidate not yet projected has none."""
         if not found:
             return {}
         ids = [row["memory_id"] for row in found]
@@ -339,12 +340,8 @@ class _Search:
                 prepare=True,
             )
             state = {(row["memory_id"], row["content_digest"]): row for row in cur.fetchall()}
-            # Every candidate's pairs, not only the first k's: ranking places a newer
-            # one above an older one found with it, whichever list found either, and
-            # reading them here costs no round trip of its own.
-            pairs = superseding(cur, self.schema, ids) if self.where.possible_supersessions else {}
-        for (memory_id, _), row in state.items():
-            row["newer"] = pairs.get(memory_id, [])
+        for row in state.values():
+            row["newer"] = []
             _with_unwritten_accesses(row)
         return state
 
@@ -555,8 +552,21 @@ def recall(
             nearest=closest,
         )
     }
-    candidates = [*kept.values(), *_newer_of(kept, rows)]
-    items = _rank(log, tenant_id, candidates, query, now, places)
+    if query.possible_supersessions and kept:
+        # One transaction after both searches: the pairs between their candidates, then
+        # the whole lists of the answers. Each search reading every pair of its own
+        # candidates cost each 3 to 6 ms of PostgreSQL at 2,000 templated facts (issue 48).
+        with tenant_transaction(log.datastore, tenant_id, commit=False, pipelined=True) as cur:
+            # Generic: the same plan suits any memories (each row found by key).
+            run_unread(cur, "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
+            schema = log.datastore.schema
+            _pair(rows, superseding(cur, schema, list(rows), among=list(rows)))
+            candidates = [*kept.values(), *_newer_of(kept, rows)]
+            items = _rank(
+                log, tenant_id, candidates, query, now, places, partial(superseding, cur, schema)
+            )
+    else:
+        items = _rank(log, tenant_id, list(kept.values()), query, now, places, None)
     done = time.perf_counter()
     return RecallResult(
         items=items,
@@ -567,16 +577,16 @@ def recall(
     )
 
 
-def _conflicts_first(
-    ordered: list[SearchRow], wanted: int, newer: dict[UUID, list[UUID]]
-) -> list[SearchRow]:
-    """Return ``ordered`` with each memory possibly superseded by a newer one found with
-    it placed right below it (:mod:`palimpsest.projections.recall._conflict_marks`), and
-    fill ``newer`` with the newer ones of the first ``wanted``. Each candidate's pairs
-    came with its state (:meth:`_Search.state`)."""
-    ordered = conflicts_first(ordered, lambda r: r["memory_id"], lambda r: r["newer"], _yields)
-    newer.update((r["memory_id"], r["newer"]) for r in ordered[:wanted] if r["newer"])
-    return ordered
+def _pair(rows: dict[UUID, SearchRow], pairs: dict[UUID, list[UUID]]) -> None:
+    """Give each of the candidates ``rows`` (both searches') the newer ones among them
+    that may supersede it (``pairs``: :func:`superseding` of the candidates among
+    themselves). Ranking needs no other pair: it places a newer memory above an older
+    one found with it, and shows what may have replaced a memory when a search found
+    it (:func:`_newer_of`). The whole lists are read for the answers alone
+    (:func:`_rank`): on the templated facts of tests/benchmarks/agent_ops.py a memory
+    holds 33 pairs on average, about 4 of them with another candidate."""
+    for memory_id, row in rows.items():
+        row["newer"] = pairs.get(memory_id, [])
 
 
 def _newer_of(kept: dict[UUID, SearchRow], found: dict[UUID, SearchRow]) -> list[SearchRow]:
@@ -634,9 +644,13 @@ def _rank(
     query: RecallQuery,
     now: datetime,
     places: dict[UUID, Fused],
+    superseded: Callable[[list[UUID]], dict[UUID, list[UUID]]] | None,
 ) -> list[RecalledCurrent | RecalledPending]:
-    """Rank by rounded relevance, salience, recency and id; shape the ``k`` answers
-    after the first ``offset``; stamp an access on each current one returned."""
+    """Rank by rounded relevance, salience, recency and id; with ``superseded`` (each
+    memory's newer ones that may supersede it: :func:`superseding`), place each memory
+    possibly superseded by a newer one among ``rows`` right below it (``newer``) and
+    mark the answers with all of theirs; shape the ``k`` answers after the first
+    ``offset``; stamp an access on each current one returned."""
     current: dict[UUID, BeliefDocument] = {
         r["memory_id"]: r["belief"]
         for r in rows
@@ -662,10 +676,13 @@ def _rank(
         )
 
     ordered = sorted(rows, key=key_of)
-    newer: dict[UUID, list[UUID]] = {}
-    if query.possible_supersessions:
-        ordered = _conflicts_first(ordered, query.offset + query.k, newer)
+    if superseded is not None:
+        ordered = conflicts_first(ordered, lambda r: r["memory_id"], lambda r: r["newer"], _yields)
     ordered = ordered[: query.offset + query.k]
+    # Every pair of the answers, the newer one a candidate or not: read for them only.
+    newer = (
+        {} if superseded is None else superseded([r["memory_id"] for r in ordered[query.offset :]])
+    )
     items: list[RecalledCurrent | RecalledPending] = []
     previous = key_of(ordered[query.offset - 1]) if 0 < query.offset <= len(ordered) else None
     first = _FIRST_KEY[query.mode]

@@ -36,9 +36,13 @@ class EmbeddingSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="PALIMPSEST_", frozen=True, extra="ignore")
 
-    embedder: Literal["local", "local-onnx", "http"] = "local"
+    embedder: Literal["local", "local-onnx", "http"] | None = None
     """``local``: the local model on torch; ``local-onnx``: the same model (the same
-    vectors) on onnxruntime; ``http``: an OpenAI-compatible endpoint."""
+    vectors) on onnxruntime; ``http``: an OpenAI-compatible endpoint. Unset: the local
+    model, on onnxruntime when the ``onnx`` extra is installed (a query's embedding in
+    about a third of torch's time), else on torch (:attr:`chosen_embedder`). The two
+    runtimes record the same model id and compute the same vectors, so whichever is
+    chosen reads an index the other built."""
     embedding_url: str | None = None
     """Base URL of an OpenAI-compatible endpoint (``embedder=http``)."""
     embedding_model: str | None = None
@@ -68,6 +72,14 @@ class EmbeddingSettings(BaseSettings):
             raise ValueError(msg)
         return self
 
+    @property
+    def chosen_embedder(self) -> Literal["local", "local-onnx", "http"]:
+        """The embedder :meth:`make_embedder` builds: :attr:`embedder` when set, else
+        ``local-onnx`` when its extra is installed, else ``local``."""
+        if self.embedder is not None:
+            return self.embedder
+        return "local-onnx" if missing_onnx_model() is None else "local"
+
     def make_embedder(self) -> Embedder:
         """Return the configured embedder (the local model loads on first use).
 
@@ -76,7 +88,8 @@ class EmbeddingSettings(BaseSettings):
                 installed (``palimpsest-memory[local]``: torch, sentence-transformers,
                 the weights; ``[onnx]`` adds onnxruntime, onnx and tokenizers).
         """
-        if self.embedder == "http":
+        chosen = self.chosen_embedder
+        if chosen == "http":
             assert self.embedding_url is not None and self.embedding_model is not None
             key = self.embedding_api_key
             return OpenAICompatibleEmbedder(
@@ -86,7 +99,7 @@ class EmbeddingSettings(BaseSettings):
                 api_key=key.get_secret_value() if key else None,
                 batch_size=self.embedding_batch,
             )
-        if self.embedder == "local-onnx":
+        if chosen == "local-onnx":
             if (missing := missing_onnx_model()) is not None:
                 raise ConfigurationError(missing)
             return OnnxMiniLM(

@@ -160,11 +160,15 @@ def _one(schema: str, memory_id: ColumnElement[Any]) -> Select[Any]:
 @lru_cache(maxsize=16)
 def _positional(schema: str, by_ids: bool) -> tuple[bytes, tuple[str, ...], tuple[str, ...]]:
     """The statement's text with positional placeholders (a queued statement's), the
-    parameters' names in their order, and the columns' names."""
+    parameters' names in their order, and the columns' names.
+
+    Every parameter goes in binary (``%b``): psycopg dumps an array's elements as text
+    through a regular expression each (a batch of 20 ids whose last versions this
+    process knows: 20 ids, 80 version ids, 80 digests, 315 µs as text, 44 µs in binary)."""
     text = shaped_sql(_statement, schema, by_ids)
     names = tuple(_NAMED.findall(text))
     columns = tuple(str(c.key) for c in _statement(schema, by_ids).selected_columns)
-    return _NAMED.sub("%s", text).encode(), names, columns
+    return _NAMED.sub("%b", text).encode(), names, columns
 
 
 def _rows(

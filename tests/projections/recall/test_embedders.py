@@ -21,7 +21,7 @@ from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
 from palimpsest.api.cli import main
 from palimpsest.projections.commands.tokens import create_tenant
-from palimpsest.projections.recall.embedders import LocalMiniLM, OpenAICompatibleEmbedder
+from palimpsest.projections.recall.embedders import LocalModel, OpenAICompatibleEmbedder
 from palimpsest.projections.recall.indexing import index_pending, unindexed_count
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.errors import EmbedderUnavailableError
@@ -76,7 +76,7 @@ def test_both_backends_give_the_same_unit_vectors(
 ) -> None:
     url, seen = model_server
     local = runtime.embedder
-    assert isinstance(local, LocalMiniLM) and local.dimension == 384
+    assert isinstance(local, LocalModel) and local.dimension == 384  # either runtime
     remote = OpenAICompatibleEmbedder(url, "minilm-served", 384, api_key="k", batch_size=2)
     texts = ["I prefer dark mode", "The deploy is on Friday", "Tea, not coffee"]
     for a, b in zip(local.embed(texts), remote.embed(texts), strict=True):

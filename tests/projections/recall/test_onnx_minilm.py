@@ -260,3 +260,29 @@ def test_a_batch_gives_way_to_a_query_between_its_steps(
     # The rule LocalMiniLM keeps (tests/projections/recall/give_way.py), on onnxruntime.
     model, single, steps = slow_single
     check_batch_gives_way(model, single.release, steps)
+
+
+def test_unset_the_local_model_runs_on_onnxruntime_when_installed_else_on_torch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With ``PALIMPSEST_EMBEDDER`` unset, a service whose ``onnx`` extra is installed
+    embeds on onnxruntime; one installed with ``local`` alone still starts, on torch.
+    Either records the same model id, so neither reindexes what the other built."""
+    monkeypatch.delenv("PALIMPSEST_EMBEDDER", raising=False)
+    unset = EmbeddingSettings(embedding_cache_dir=tmp_path)
+    assert unset.embedder is None and unset.chosen_embedder == "local-onnx"
+    fast = unset.make_embedder()
+    assert isinstance(fast, OnnxMiniLM)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "onnxruntime" else real(name, *a),
+    )
+    without_onnxruntime = EmbeddingSettings(embedding_cache_dir=tmp_path)
+    assert without_onnxruntime.chosen_embedder == "local"
+    slow = without_onnxruntime.make_embedder()
+    assert isinstance(slow, LocalMiniLM) and slow.model_id == fast.model_id
+    # Chosen explicitly, the choice stands: no silent fallback to torch.
+    with pytest.raises(ConfigurationError):
+        EmbeddingSettings(embedder="local-onnx", embedding_cache_dir=tmp_path).make_embedder()

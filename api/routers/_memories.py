@@ -550,17 +550,14 @@ async def read_memory(
             stamp_accesses(runtime.log, caller.tenant_id, [memory_id], at)
         return answer, _BELIEF.dump(answer)
 
-    if wait == 0:  # what await_drains does without a wait, less its subscription
-        answer, body = await in_thread(check)
-    else:
-        answer, body = await await_drains(
-            runtime,
-            caller.tenant_id,
-            check,
-            lambda checked: not isinstance(checked[0], PendingBelief),
-            wait,
-            holder,  # a wait beyond the caps answers 429
-        )
+    answer, body = await await_drains(
+        runtime,
+        caller.tenant_id,
+        check,
+        lambda checked: not isinstance(checked[0], PendingBelief),
+        wait,
+        holder,  # a wait beyond the caps answers 429
+    )
     return _BELIEF.response(body, _PENDING if isinstance(answer, PendingBelief) else ())
 
 

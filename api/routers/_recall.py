@@ -82,7 +82,8 @@ async def recall_memories(
     (the `position` a write answered) the recall first waits, at most 5 s, until
     every write up to it is indexed, holding no thread. Similarity only recalls: it
     never decides anything. `Server-Timing` reports the wait, the query's embedding
-    and the search separately."""
+    and the search separately, and the search's two parts: `index` (the searches) and
+    `rank` (fusion, the floor, possible supersessions, the answers)."""
     offset = _offset(body)
     tenant_id = caller.tenant_id
     if body.after is None:
@@ -142,7 +143,8 @@ def _answer(
     waited = f"wait;dur={waited_ms:.2f}, " if caught is not None else ""
     response.headers["Server-Timing"] = (
         f"{waited}embed;dur={found.embed_ms:.2f}, search;dur={found.search_ms:.2f}"
-    )
+        + "".join(f", {name};dur={ms:.2f}" for name, ms in found.timings.items())
+    )  # the search's parts after it: which part of a slow search was slow
     following = offset + body.k
     more = len(found.items) == body.k and following < _DEEPEST
     return RecallPublic(

@@ -164,6 +164,9 @@ class RecallResult:
     embed_ms: float
     search_ms: float
     timings: dict[str, float] = field(default_factory=dict)
+    """The parts of ``search_ms``, in milliseconds: ``index`` (the searches, each with
+    its candidates' state) and ``rank`` (fusion, the default floor, the possible
+    supersessions, the answers' shape and their access stamps)."""
 
 
 class SearchRow(TypedDict):

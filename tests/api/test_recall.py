@@ -53,6 +53,37 @@ def test_paraphrases_rank_above_unrelated_memories(
         assert first["rank"]["decided_by"] == "first" and found["strategy"] in ("hnsw", "exact")
 
 
+def _server_timing(response: Any) -> dict[str, float]:
+    """The metrics of a ``Server-Timing`` header, by name, in their order."""
+    metrics: dict[str, float] = {}
+    for metric in response.headers["server-timing"].split(","):
+        name, *params = (part.strip() for part in metric.split(";"))
+        [duration] = [float(p.removeprefix("dur=")) for p in params if p.startswith("dur=")]
+        metrics[name] = duration
+    return metrics
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
+def test_server_timing_splits_the_search_into_its_searches_and_its_ranking(
+    client: TestClient, tenant: Tenant, runtime: Runtime, mode: str
+) -> None:
+    # Which part of a slow recall was slow: the embedding, the searches, the ranking.
+    headers = tenant.headers()
+    written = remember(client, headers, type="note", content="The standup is at 9:30")
+    index_until_caught_up(runtime, tenant.id)
+    body = {"query": "when is the standup", "mode": mode}
+    response = post(client, "/v1/recall", body, headers)
+    assert response.status_code == 200, response.text
+    timing = _server_timing(response)
+    assert list(timing) == ["embed", "search", "index", "rank"]
+    assert all(ms >= 0 for ms in timing.values())
+    assert (timing["embed"] > 0) == (mode != "text")  # text mode embeds nothing
+    # The parts are of the search, rounded each to 0.01 ms.
+    assert timing["index"] + timing["rank"] <= timing["search"] + 0.02
+    waited = post(client, "/v1/recall", {**body, "after": written["position"]}, headers)
+    assert list(_server_timing(waited)) == ["wait", "embed", "search", "index", "rank"]
+
+
 def test_recall_stamps_accesses_and_equal_relevance_ranks_by_salience(
     client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:

@@ -20,8 +20,8 @@ spread over the rounds:
 - revise (``POST /v1/memories/{id}/versions``) vs the same;
 - recall hybrid, k=10, each query a new text vs ``/healthz``; the server's own
   split (``Server-Timing``: the query's embedding, and the search step of hybrid
-  and of vector recall), and the model embedding one query in this plain process
-  as the embedding's floor;
+  and of vector recall with its two parts, the searches and the ranking), and the
+  model embedding one query in this plain process as the embedding's floor;
 - recall hybrid of a repeated query (its embedding remembered) vs text-mode recall
   of the same queries;
 - 8 clients, 90% reads by id and 10% creates vs 8 clients on ``/healthz``
@@ -375,6 +375,9 @@ def _recall_timing(
     plain: list[float] = []
     paced: list[float] = []
     search: dict[str, list[float]] = {"hybrid": [], "vector": []}
+    parts: dict[str, dict[str, list[float]]] = {
+        mode: {"index": [], "rank": []} for mode in ("hybrid", "vector")
+    }
     embedder = _plain_embedder(runtime_name)
     per_round = max(1, count // rounds)
     with httpx2.Client(base_url=base, headers=headers) as client:
@@ -389,6 +392,8 @@ def _recall_timing(
                 timing = dict(re.findall(r"(\w+);dur=([\d.]+)", response.headers["Server-Timing"]))
                 embed.append(float(timing["embed"]))
                 search[mode].append(float(timing["search"]))
+                for part, took in parts[mode].items():
+                    took.append(float(timing[part]))
                 gaps.append(1000 * (time.perf_counter() - started) - embed[-1])
             plain += _block(lambda i: embedder.embed([_query(i, new=True)]), 2 * per_round, 0)
             pause = statistics.median(gaps) / 1000
@@ -402,6 +407,7 @@ def _recall_timing(
 
             _block(after_pause, 2 * per_round, 0)
     hybrid, vector = (statistics.median(search[m]) for m in ("hybrid", "vector"))
+    split = {m: [statistics.median(parts[m][p]) for p in ("index", "rank")] for m in parts}
     server = statistics.median(embed)
     print(
         f"recall's split (server-timing): embedding p50 {server:.2f} ms"
@@ -411,7 +417,9 @@ def _recall_timing(
         f" p50 {statistics.median(paced):.2f} ms p99 {percentile(paced, 0.99):.2f} ms"
         f" ({server / statistics.median(paced):.2f}x; {rounds} alternated blocks);"
         f" search step p50 hybrid {hybrid:.2f} ms, vector {vector:.2f} ms"
-        f" ({hybrid / vector:.2f}x)",
+        f" ({hybrid / vector:.2f}x); its parts p50, index (the searches) / rank: hybrid"
+        f" {split['hybrid'][0]:.2f} / {split['hybrid'][1]:.2f} ms,"
+        f" vector {split['vector'][0]:.2f} / {split['vector'][1]:.2f} ms",
         flush=True,
     )
 

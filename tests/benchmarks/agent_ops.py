@@ -2,6 +2,7 @@
 
 Usage: python tests/benchmarks/agent_ops.py [--memories N] [--rounds R] [--ops N]
                                             [--mix-seconds S] [--no-recall] [--reads-only]
+                                            [--mix-only]
 
 One ``palimpsest serve --workers 1`` (its drains in their own process, the local
 embedding model) over a tenant of ``--memories`` memories (loaded through the
@@ -25,12 +26,15 @@ spread over the rounds:
 - recall hybrid of a repeated query (its embedding remembered) vs text-mode recall
   of the same queries;
 - 8 clients, 90% reads by id and 10% creates vs 8 clients on ``/healthz``
-  (throughput, and the reads' p99).
+  (throughput, and the reads' p99), with the CPU each used, by process: the
+  server, its children (the drain process), PostgreSQL and this client, which all
+  share the machine's cores.
 
 ``--reads-only`` runs the two read rows (read by id and batch of 20, each against
 ``/healthz``) and nothing else: minutes less when working on reads. The memories are
 still embedded and indexed, as before any full run's rows, unless ``--no-recall``
 (then a read finds no current text in recall's text index, and reads it apart).
+``--mix-only`` runs the 8 clients' rows and nothing else.
 
 It measures and prints; it asserts nothing.
 """
@@ -38,7 +42,9 @@ It measures and prints; it asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
+import os
 import random
 import re
 import statistics
@@ -50,6 +56,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import psycopg
 from psycopg.conninfo import make_conninfo
 
@@ -58,6 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from palimpsest.projections.commands.tokens import authenticate, create_tenant
 from palimpsest.projections.commands.writer import MemorySpec
 from palimpsest.projections.recall.embedders import Embedder
+from palimpsest.projections.recall.indexing import unindexed_count
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.settings import DatabaseSettings
 from tests.api.cli.serving import stop_serve
@@ -227,6 +235,9 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         "--reads-only", action="store_true", help="only read by id and batch of 20 vs /healthz"
     )
     parser.add_argument(
+        "--mix-only", action="store_true", help="only 8 clients on the mix vs on /healthz"
+    )
+    parser.add_argument(
         "--embedder",
         choices=("local", "local-onnx"),
         default="local",
@@ -234,7 +245,9 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
     )
     args = parser.parse_args()
     embedded = not args.no_recall  # the memories' texts indexed, as recall leaves them
-    recall = embedded and not args.reads_only
+    # The server embeds what it is written (as a user's does) unless only reads run.
+    embeds = embedded and not args.reads_only
+    recall = embeds and not args.mix_only
     runtime = start_runtime(DatabaseSettings(data_dir=Path(tempfile.mkdtemp(prefix="pal-ops-"))))
     served = None
     clients: list[KeepAliveClient] = []
@@ -254,7 +267,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         )
         raw = psycopg.connect(conninfo)
         settings = {"PALIMPSEST_DRAIN_PROCESS": "1"}
-        if recall:  # serve_env points the embedder nowhere; recall needs the model
+        if embeds:  # serve_env points the embedder nowhere; recall needs the model
             settings |= {"PALIMPSEST_EMBEDDER": args.embedder}
         served, base = start_benchmark_serve(runtime, 1, settings)
         drained(runtime)  # before the client connects: uvicorn closes a connection idle 5 s
@@ -316,6 +329,8 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         }
         if args.reads_only:
             pairs = {row: pairs[row] for row in ("read by id / healthz", "batch of 20 / healthz")}
+        if args.mix_only:
+            pairs = {}
         if recall:
 
             def recall_op(mode: str, new: bool) -> Op:
@@ -335,16 +350,26 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
         for op, floor in pairs.values():  # statements prepared, caches warm
             _block(op, 30, 10_000_000)
             _block(floor, 30, 10_000_000)
-        print(
-            f"\nagent ops: {args.memories:,} memories, {args.rounds} rounds of {args.ops}"
-            " a block, one keep-alive client, blocks alternated with their floors",
-            flush=True,
-        )
-        _alternated(pairs, args.rounds, args.ops)
+        if pairs:
+            print(
+                f"\nagent ops: {args.memories:,} memories, {args.rounds} rounds of {args.ops}"
+                " a block, one keep-alive client, blocks alternated with their floors",
+                flush=True,
+            )
+            _alternated(pairs, args.rounds, args.ops)
         if recall:
             _recall_timing(base, headers, args.ops, args.embedder, args.rounds)
         if not args.reads_only:
-            _mix(base, headers, ids, args.mix_seconds, args.rounds)
+            _mix(
+                runtime,
+                tenant_id if embeds else None,
+                base,
+                headers,
+                ids,
+                args.mix_seconds,
+                args.rounds,
+                served.pid,
+            )
     finally:
         for one in clients:
             one.close()
@@ -424,10 +449,68 @@ def _recall_timing(
     )
 
 
+def _cpu_seconds(server_pid: int) -> dict[int, tuple[str, float]]:
+    """CPU seconds so far (user and system) of each process of the server, its children
+    (the drain process, other workers), PostgreSQL and this benchmark (its client
+    threads), by pid, with its group."""
+    server = psutil.Process(server_pid)
+    children = {child.pid for child in server.children(recursive=True)}
+    found: dict[int, tuple[str, float]] = {}
+    for process in psutil.process_iter(["pid", "name"]):
+        pid = process.info["pid"]
+        if pid == server_pid:
+            group = "server"
+        elif pid in children:
+            group = "its children"
+        elif process.info["name"] == "postgres":
+            group = "PostgreSQL"
+        elif pid == os.getpid():
+            group = "this client"
+        else:
+            continue
+        with contextlib.suppress(psutil.Error):  # ended meanwhile
+            times = process.cpu_times()
+            found[pid] = (group, times.user + times.system)
+    return found
+
+
+def _cpu_used(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    """CPU seconds each group used between two :func:`_cpu_seconds` (a process started
+    in between counts whole; one that ended in between is not seen)."""
+    used = dict.fromkeys(("server", "its children", "PostgreSQL", "this client"), 0.0)
+    for pid, (group, total) in after.items():
+        used[group] += total - before.get(pid, (group, 0.0))[1]
+    return used
+
+
+def _at_rest(runtime: Runtime, indexed: uuid.UUID | None, timeout_s: float = 300.0) -> None:
+    """Wait until the served drains have published every write and, when the server
+    embeds (``indexed``: the tenant whose writes it indexes), indexed it."""
+    drained(runtime, timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while indexed and unindexed_count(runtime.log, indexed) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 def _mix(
-    base: str, headers: dict[str, str], ids: list[uuid.UUID], seconds: float, rounds: int
+    runtime: Runtime,
+    indexed: uuid.UUID | None,
+    base: str,
+    headers: dict[str, str],
+    ids: list[uuid.UUID],
+    seconds: float,
+    rounds: int,
+    server_pid: int,
 ) -> None:
-    """8 clients on the 90/10 mix, alternated with 8 clients on ``/healthz``."""
+    """8 clients on the 90/10 mix, alternated with 8 clients on ``/healthz``; and where
+    the machine's CPU went during each (cores used, by process).
+
+    Each block starts with the drains caught up: the mix's writes leave the drain
+    process embedding them for seconds after, and a floor measured meanwhile shared
+    the cores with it (2026-12-07: the drain process used 0.49 cores during the
+    ``/healthz`` block that followed a mix)."""
 
     def mixed(client: KeepAliveClient, i: int) -> str:
         if i % 10 == 9:
@@ -447,11 +530,25 @@ def _mix(
     mix_rates: list[float] = []
     health_rates: list[float] = []
     read_ms: list[float] = []
+    used: dict[str, dict[str, float]] = {"mix": {}, "healthz": {}}
+    spent = dict.fromkeys(used, 0.0)
+
+    def measured(
+        kind: str, one: Callable[[KeepAliveClient, int], str]
+    ) -> tuple[float, list[float]]:
+        _at_rest(runtime, indexed)  # no backlog left by the block before
+        before, started = _cpu_seconds(server_pid), time.perf_counter()
+        rate, reads = _clients(base, headers, seconds, one)
+        spent[kind] += time.perf_counter() - started
+        for group, cpu in _cpu_used(before, _cpu_seconds(server_pid)).items():
+            used[kind][group] = used[kind].get(group, 0.0) + cpu
+        return rate, reads
+
     for _ in range(max(2, rounds // 2)):
-        rate, reads = _clients(base, headers, seconds, mixed)
+        rate, reads = measured("mix", mixed)
         mix_rates.append(rate)
         read_ms.extend(reads)
-        health_rates.append(_clients(base, headers, seconds, health)[0])
+        health_rates.append(measured("healthz", health)[0])
     ratios = [m / h for m, h in zip(mix_rates, health_rates, strict=True)]
     print(
         f"8 clients 90/10: {statistics.median(mix_rates):,.0f} ops/s (read p50"
@@ -461,6 +558,9 @@ def _mix(
         f" ({min(ratios):.2f}-{max(ratios):.2f})",
         flush=True,
     )
+    for kind, groups in used.items():
+        cores = ", ".join(f"{group} {cpu / spent[kind]:.2f}" for group, cpu in groups.items())
+        print(f"  CPU cores used during {kind} (of {os.cpu_count()}): {cores}", flush=True)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ embedding model) over a tenant of ``--memories`` memories (loaded through the
 library's writer in batches, drained and embedded before serving). One
 keep-alive client runs each operation in a block, then its floor in a block,
 ``--rounds`` times (the machine's speed moves within minutes; alternated blocks
-meet its fast and slow moments alike), and the run prints, per row, p50 and p99
+meet its fast and slow moments alike), each block once the drains have caught up
+with the writes of the block before (published and embedded: a block that follows
+150 creates or revisions would otherwise share the cores with their embedding), and
+the run prints, per row, p50 and p99
 of every round's operation and floor, the ratio of the p50s overall and its
 spread over the rounds:
 
@@ -68,6 +71,7 @@ from palimpsest.projections.recall.embedders import Embedder
 from palimpsest.projections.recall.indexing import unindexed_count
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.projections.views.revision_status import revision_totals
 from tests.api.cli.serving import stop_serve
 from tests.benchmarks.append import (
     drained,
@@ -148,14 +152,20 @@ def _block(op: Op, count: int, offset: int) -> list[float]:
     return out
 
 
-def _alternated(pairs: dict[str, tuple[Op, Op]], rounds: int, ops: int) -> None:
+def _alternated(
+    pairs: dict[str, tuple[Op, Op]], rounds: int, ops: int, settle: Callable[[], None]
+) -> None:
     """For each row, ``rounds`` times: a block of the operation, then one of its floor
-    (the order of the rows alternating); print p50/p99 and the p50 ratio's spread."""
+    (the order of the rows alternating), each after ``settle`` (the drains caught up:
+    a block after one of writes ran beside their embedding, 150 versions' worth); print
+    p50/p99 and the p50 ratio's spread."""
     took: dict[str, tuple[list[list[float]], list[list[float]]]] = {row: ([], []) for row in pairs}
     for r in range(rounds):
         for row in list(pairs) if r % 2 == 0 else list(reversed(pairs)):
             op, floor = pairs[row]
+            settle()
             took[row][0].append(_block(op, ops, r * ops))
+            settle()
             took[row][1].append(_block(floor, ops, r * ops))
         print(f"  round {r} done", flush=True)
     print(
@@ -356,7 +366,13 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
                 " a block, one keep-alive client, blocks alternated with their floors",
                 flush=True,
             )
-            _alternated(pairs, args.rounds, args.ops)
+            indexed = tenant_id if embeds else None
+            _alternated(
+                pairs,
+                args.rounds,
+                args.ops,
+                lambda: _at_rest(runtime, indexed, lambda: client.request("GET", "/healthz")),
+            )
         if recall:
             _recall_timing(base, headers, args.ops, args.embedder, args.rounds)
         if not args.reads_only:
@@ -485,13 +501,24 @@ def _cpu_used(
     return used
 
 
-def _at_rest(runtime: Runtime, indexed: uuid.UUID | None, timeout_s: float = 300.0) -> None:
+def _at_rest(
+    runtime: Runtime,
+    indexed: uuid.UUID | None,
+    ping: Callable[[], object] = lambda: None,
+    timeout_s: float = 300.0,
+) -> None:
     """Wait until the served drains have published every write and, when the server
-    embeds (``indexed``: the tenant whose writes it indexes), indexed it."""
-    drained(runtime, timeout_s)
+    embeds (``indexed``: the tenant whose writes it indexes), indexed it; ``ping``
+    meanwhile (a keep-alive connection that waits idle 5 s is closed by uvicorn)."""
     deadline = time.monotonic() + timeout_s
-    while indexed and unindexed_count(runtime.log, indexed) and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        if revision_totals(runtime.log)["dirty_memories"] == 0 and not (
+            indexed and unindexed_count(runtime.log, indexed)
+        ):
+            return
+        ping()
         time.sleep(0.2)
+    print(f"  (drains still behind after {timeout_s:.0f} s)", flush=True)
 
 
 def _mix(

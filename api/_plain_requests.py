@@ -74,6 +74,7 @@ __all__ = [
     "PlainRoute",
     "SKIPPED_WITHOUT_QUERY",
     "SUPPLIED",
+    "model_bytes",
     "plain_route",
 ]
 
@@ -368,16 +369,13 @@ async def _body_and_ids(plan: _Plan, request: Request) -> dict[str, Any] | None:
     return values
 
 
-async def _answer(plan: _Plan, values: dict[str, Any], shaped: Response | None) -> Response:
-    """Call the endpoint and answer as FastAPI would: the body through the
-    response model, with the status and headers the endpoint set (on ``shaped``)."""
-    route = plan.route
-    returned = await route.endpoint(**values)
-    if isinstance(returned, Response):
-        return returned  # sent as it is, as FastAPI sends it
-    content = await serialize_response(
+async def model_bytes(route: APIRoute, content: Any) -> bytes:
+    """Return what FastAPI sends for ``content`` returned by ``route``'s endpoint: its
+    response model's serialisation, with the route's options, as FastAPI's handler
+    calls :func:`fastapi.routing.serialize_response`."""
+    dumped = await serialize_response(
         field=route.response_field,
-        response_content=returned,
+        response_content=content,
         include=route.response_model_include,
         exclude=route.response_model_exclude,
         by_alias=route.response_model_by_alias,
@@ -386,6 +384,18 @@ async def _answer(plan: _Plan, values: dict[str, Any], shaped: Response | None) 
         exclude_none=route.response_model_exclude_none,
         dump_json=True,
     )
+    assert isinstance(dumped, bytes)  # dump_json
+    return dumped
+
+
+async def _answer(plan: _Plan, values: dict[str, Any], shaped: Response | None) -> Response:
+    """Call the endpoint and answer as FastAPI would: the body through the
+    response model, with the status and headers the endpoint set (on ``shaped``)."""
+    route = plan.route
+    returned = await route.endpoint(**values)
+    if isinstance(returned, Response):
+        return returned  # sent as it is, as FastAPI sends it
+    content = await model_bytes(route, returned)
     answer = Response(
         content=content,
         media_type="application/json",

@@ -12,10 +12,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from fastapi.routing import APIRoute, serialize_response
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from palimpsest.api._deps import get_clock
+from palimpsest.api._plain_requests import model_bytes
 from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
 from palimpsest.api.routers._memories import router
@@ -54,22 +55,7 @@ def _route(path: str) -> APIRoute:
 def _fastapi_bytes(path: str, answer: Any) -> bytes:
     """What FastAPI sends for ``answer`` from the route of ``path``: its response model's
     serialisation (``fastapi.routing.serialize_response``, as its handler calls it)."""
-    route = _route(path)
-    content = asyncio.run(
-        serialize_response(
-            field=route.response_field,
-            response_content=answer,
-            include=route.response_model_include,
-            exclude=route.response_model_exclude,
-            by_alias=route.response_model_by_alias,
-            exclude_unset=route.response_model_exclude_unset,
-            exclude_defaults=route.response_model_exclude_defaults,
-            exclude_none=route.response_model_exclude_none,
-            dump_json=True,
-        )
-    )
-    assert isinstance(content, bytes)
-    return content
+    return asyncio.run(model_bytes(_route(path), answer))
 
 
 def _names(answer: Any) -> list[str]:

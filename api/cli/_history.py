@@ -67,6 +67,7 @@ def run_rebuild(runtime: Runtime, args: argparse.Namespace) -> int:
             "events_per_s": round(done.events / max(done.seconds, 1e-9)),
             "swap_seconds": round(done.swap_seconds, 3),
             "workers": done.workers,
+            "split_tenants": done.split,
             "unprojectable": done.unprojectable,
         }
     )

@@ -11,13 +11,21 @@ others still import); the others are processes.
 A worker is driven over a pipe. Its :class:`WorkerPlan` comes first (so a
 process can start, and import, before the snapshot exists); then commands:
 
-- ``("replay", head)``: take tenants one at a time (``("next",)``, answered
-  ``("tenant", id)``, or ``("tenant", None)`` when none is left), replay each
+- ``("replay", head)``: take units one at a time (``("next",)``, answered
+  ``("tenant", unit)``, or ``("tenant", None)`` when none is left), replay each
   up to ``head`` (in the snapshot), sending ``("progress", events)`` as it
   goes, and run its task's ``after_replay`` on it in the same snapshot; then
-  send ``("replayed", results)``. Tenants are handed out largest first to
-  whichever worker asks, so a worker that started late, or drew slow tenants,
-  takes fewer;
+  send ``("replayed", results)``. A unit is a tenant, or one part of a large
+  one (:func:`replay_units`). Units are handed out largest first to whichever
+  worker asks, so a worker that started late, or drew slow tenants, takes
+  fewer. A part is kept aside once replayed and reported (``("part", tenant,
+  clean)``); when every part of its tenant has been reported the coordinator
+  sends ``("verdict", tenant, keep)`` to the workers holding them: each part
+  goes on to ``after_replay``, or, when a part met an event it could not
+  decode or apply (:mod:`~palimpsest.projections.views.read_model_parts`),
+  all are dropped and the whole tenant is handed out as one more unit. The
+  coordinator answers ``("next",)`` with None only once no verdict is
+  outstanding;
 - ``("catch_up", position, new_tenants)``: (rebuild only) replay what was
   committed since, in a fresh transaction, for the tenants it replayed and
   ``new_tenants``, and send ``("caught_up", result)``;
@@ -47,15 +55,26 @@ from eventsourcing.persistence import Mapper
 
 from palimpsest.projections.history._replay_mapper import replay_mapper
 from palimpsest.projections.history.log_scan import Progress, replay_tenant
+from palimpsest.projections.views.read_model_parts import TenantPart
 from palimpsest.projections.views.read_models import TenantReadModels
 
 __all__ = [
     "ReplayTask",
+    "SPLIT_FROM",
+    "Unit",
     "WorkerPlan",
     "WorkerPool",
     "default_workers",
     "largest_first",
+    "replay_units",
+    "workers_for",
 ]
+
+
+SPLIT_FROM = 50_000
+"""From how many events a tenant may be replayed in parts. A worker process starts
+(spawns and imports) about 1.4 s after the run: a smaller tenant is replayed by the
+first worker in about that time."""
 
 
 def default_workers() -> int:
@@ -147,25 +166,80 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _next_tenant(pipe: Connection) -> UUID | None:
-    """Ask the coordinator for a tenant to replay; None when none is left.
+Unit = tuple[UUID, TenantPart | None]
+"""What a worker replays at once: a tenant, whole (None) or one part of it."""
+
+
+def _receive(pipe: Connection) -> Any:
+    """Return the coordinator's next message.
 
     Raises:
         psycopg.Rollback: told to stop instead (the run is abandoned): the
             transaction it is raised in rolls back, and nothing copied remains.
     """
-    pipe.send(("next",))
-    answer = pipe.recv()
-    if answer[0] != "tenant":
+    message = pipe.recv()
+    if message[0] == "stop":
         raise psycopg.Rollback
-    tenant: UUID | None = answer[1]
-    return tenant
+    return message
+
+
+class _Replay:
+    """One ``replay`` command in a worker: its units, the parts awaiting their verdict,
+    and what ``after_replay`` answered."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        plan: WorkerPlan,
+        pipe: Connection,
+        models: dict[tuple[UUID, int], TenantReadModels],
+    ) -> None:
+        self.conn, self.plan, self.pipe, self.models = conn, plan, pipe, models
+        self.mapper = replay_mapper()
+        self.progress = _Progress(pipe)
+        self.waiting: dict[tuple[UUID, int], TenantReadModels] = {}
+        self.results: list[Any] = []
+
+    def run(self, head: int) -> list[Any]:
+        while True:
+            self.pipe.send(("next",))
+            while (answer := _receive(self.pipe))[0] == "verdict":
+                self._settle(answer[1], answer[2])
+            unit: Unit | None = answer[1]
+            if unit is None:
+                break
+            self._replay(unit, head)
+        # The coordinator answers None once every verdict has been sent.
+        assert not self.waiting, self.waiting
+        return self.results
+
+    def _replay(self, unit: Unit, head: int) -> None:
+        tenant_id, part = unit
+        tenant = TenantReadModels(tenant_id, part=part)
+        replay_tenant(
+            self.conn, self.plan.schema, self.mapper, tenant, upto=head, progress=self.progress
+        )
+        self.progress.flush()
+        if part is None:
+            self._keep((tenant_id, 0), tenant)
+            return
+        self.waiting[(tenant_id, part.index)] = tenant
+        self.pipe.send(("part", tenant_id, not tenant.unreadable))
+
+    def _settle(self, tenant_id: UUID, keep: bool) -> None:
+        for key in [key for key in self.waiting if key[0] == tenant_id]:
+            tenant = self.waiting.pop(key)
+            if keep:
+                self._keep(key, tenant)
+
+    def _keep(self, key: tuple[UUID, int], tenant: TenantReadModels) -> None:
+        self.models[key] = tenant
+        self.results.append(self.plan.task.after_replay(self.conn, self.mapper, [tenant]))
 
 
 def _serve(plan: WorkerPlan, pipe: Connection) -> None:
     mapper = replay_mapper()
-    models: dict[UUID, TenantReadModels] = {}
-    progress = _Progress(pipe)
+    models: dict[tuple[UUID, int], TenantReadModels] = {}
     with psycopg.connect(**plan.conninfo, autocommit=True) as conn:
         while True:
             command = pipe.recv()
@@ -180,22 +254,13 @@ def _serve(plan: WorkerPlan, pipe: Connection) -> None:
                             psycopg.sql.Literal(plan.snapshot)
                         )
                     )
-                    replayed = []
-                    while (tenant_id := _next_tenant(pipe)) is not None:
-                        tenant = models[tenant_id] = TenantReadModels(tenant_id)
-                        upto = command[1]
-                        replay_tenant(
-                            conn, plan.schema, mapper, tenant, upto=upto, progress=progress
-                        )
-                        progress.flush()
-                        replayed.append(plan.task.after_replay(conn, mapper, [tenant]))
-                    results = replayed
+                    results = _Replay(conn, plan, pipe, models).run(command[1])
                 if results is None:
                     return  # told to stop: the transaction rolled back
                 pipe.send(("replayed", results))
             elif command[0] == "catch_up":
                 for tenant_id in command[2]:
-                    models[tenant_id] = TenantReadModels(tenant_id)
+                    models[(tenant_id, 0)] = TenantReadModels(tenant_id)
                 changed = []
                 with _cyclic_gc_paused(), conn.transaction():
                     for tenant in models.values():
@@ -205,6 +270,48 @@ def _serve(plan: WorkerPlan, pipe: Connection) -> None:
                             changed.append(tenant)
                     result = plan.task.after_catch_up(conn, mapper, changed)
                 pipe.send(("caught_up", result))
+
+
+@dataclass
+class _Handout:
+    """The coordinator's side of a replay's units: who asks for one, which split
+    tenants await parts' reports, and the verdicts (see the module)."""
+
+    units: list[Unit]
+    asking: list[Connection] = field(default_factory=list)
+    parts_left: dict[UUID, int] = field(default_factory=dict)
+    reports: dict[UUID, list[tuple[Connection, bool]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for tenant_id, part in self.units:
+            if part is not None:
+                self.parts_left[tenant_id] = part.count
+        self.units.reverse()  # handed out from the end
+
+    def reported(self, pipe: Connection, tenant_id: UUID, *, clean: bool) -> None:
+        """Note a replayed part; once its tenant's last is in, send the verdict to
+        every worker holding one, and hand the tenant out whole if one was not clean."""
+        held = self.reports.setdefault(tenant_id, [])
+        held.append((pipe, clean))
+        self.parts_left[tenant_id] -= 1
+        if self.parts_left[tenant_id]:
+            return
+        del self.parts_left[tenant_id]
+        keep = all(clean for _, clean in held)
+        for holder in dict.fromkeys(p for p, _ in held):
+            holder.send(("verdict", tenant_id, keep))
+        if not keep:
+            self.units.append((tenant_id, None))
+
+    def answer(self) -> None:
+        """Give the workers asking a unit each while any is left; None once none is
+        left and no verdict is outstanding (a dropped tenant comes back as a unit)."""
+        while self.asking and self.units:
+            self.asking.pop(0).send(("tenant", self.units.pop()))
+        if not self.units and not self.parts_left:
+            for pipe in self.asking:
+                pipe.send(("tenant", None))
+            self.asking.clear()
 
 
 @dataclass
@@ -243,17 +350,18 @@ class WorkerPool:
         commands: list[tuple[Any, ...]],
         done: str,
         progress: Callable[[int], None] = lambda _: None,
-        tenants: Sequence[UUID] = (),
+        units: Sequence[Unit] = (),
     ) -> list[Any]:
         """Send each worker its command and collect each one's ``done`` result,
-        handing out ``tenants``, in order, to the workers that ask (a replay).
+        handing out ``units``, in order, to the workers that ask (a replay), and
+        judging the parts of split tenants (see the module).
 
         Raises:
             RuntimeError: a worker failed (its message and traceback included).
         """
         for pipe, command in zip(self._pipes, commands, strict=True):
             pipe.send(command)
-        waiting_tenants = list(reversed(tenants))
+        handout = _Handout(list(units))
         results: dict[int, Any] = {}
         while len(results) < len(self._pipes):
             waiting = [p for i, p in enumerate(self._pipes) if i not in results]
@@ -267,13 +375,16 @@ class WorkerPool:
                 if kind == "progress":
                     progress(payload[0])
                 elif kind == "next":
-                    ready.send(("tenant", waiting_tenants.pop() if waiting_tenants else None))
+                    handout.asking.append(ready)
+                elif kind == "part":
+                    handout.reported(ready, payload[0], clean=payload[1])
                 elif kind == "error":
                     msg = f"a replay worker failed: {payload[0]}"
                     raise RuntimeError(msg)
                 else:
                     assert kind == done, kind
                     results[self._pipes.index(ready)] = payload[0]
+                handout.answer()
         return [results[i] for i in range(len(self._pipes))]
 
     def stop(self, *, at_once: bool = False) -> None:
@@ -300,3 +411,24 @@ def largest_first(sizes: dict[UUID, int]) -> list[UUID]:
     """Return the tenants in the order workers take them: largest first (a large
     tenant taken last would keep one worker busy after the others are done)."""
     return [t for t, _ in sorted(sizes.items(), key=lambda item: (-item[1], str(item[0])))]
+
+
+def replay_units(sizes: dict[UUID, int], workers: int, *, split_from: int) -> list[Unit]:
+    """Return what workers replay, in the order they take it: tenants largest first,
+    a tenant in ``workers`` parts (consecutive) when it has at least ``split_from``
+    events and more than a worker's share of the store's."""
+    total = sum(sizes.values())
+    units: list[Unit] = []
+    for tenant_id in largest_first(sizes):
+        size = sizes[tenant_id]
+        if workers > 1 and size >= split_from and size * workers > total:
+            units.extend((tenant_id, TenantPart(i, workers)) for i in range(workers))
+        else:
+            units.append((tenant_id, None))
+    return units
+
+
+def workers_for(sizes: dict[UUID, int], workers: int, *, split_from: int) -> int:
+    """Return how many of ``workers`` a replay of tenants of ``sizes`` can keep busy:
+    no more than the units it makes (:func:`replay_units`), at least one."""
+    return max(1, min(workers, len(replay_units(sizes, workers, split_from=split_from))))

@@ -20,6 +20,7 @@ from eventsourcing.persistence import Mapper, StoredEvent
 from palimpsest.projections.store.sql import schema_sql
 from palimpsest.projections.store.tenancy import set_tenant
 from palimpsest.projections.store.unreadable import UnreadableEventError, decode_event
+from palimpsest.projections.views.read_model_parts import TenantPart
 from palimpsest.projections.views.read_models import TenantReadModels
 
 __all__ = [
@@ -108,10 +109,13 @@ def replay_tenant(
     marked: set[UUID] = set()
     with conn.cursor() as cur:
         set_tenant(cur, models.tenant_id)
-    for position, events in _writes(conn, schema, mapper, models.tenant_id, models.position, upto):
+    part = models.part
+    for position, events, counted in _writes(
+        conn, schema, mapper, models.tenant_id, models.position, upto, part
+    ):
         marked |= models.apply_write(events, position)
         if progress is not None:
-            progress.advance(len(events))
+            progress.advance(counted)
     return marked
 
 
@@ -122,10 +126,17 @@ def _writes(
     tenant_id: UUID,
     after: int,
     upto: int,
-) -> Iterator[tuple[int, list[Any]]]:
-    """Yield ``(position, events)`` per write of one tenant, in log order; an event that
-    cannot be decoded is yielded as its
+    part: TenantPart | None = None,
+) -> Iterator[tuple[int, list[Any], int]]:
+    """Yield ``(position, events, counted)`` per write of one tenant, in log order; an
+    event that cannot be decoded is yielded as its
     :class:`~palimpsest.projections.store.unreadable.UnreadableEvent`.
+
+    With a ``part``, only the events it reads are decoded and only those it keeps are
+    yielded (another part's memory's event that cannot be decoded is that part's to
+    report); every write is yielded, if empty, so that the part's position is the
+    tenant's. ``counted`` is how many of the write's events are the part's own
+    (all of them without a part): the parts' counts add up to the tenant's events.
 
     The tenant is named in the query as well as set for row-level security:
     a superuser owner (the embedded default's) bypasses row-level security.
@@ -149,19 +160,31 @@ def _writes(
             size=_FETCH_ROWS,
         )
         write: list[Any] = []
+        counted = 0
         transaction: str | None = None
         position = after
         for notification_id, xmin, originator_id, version, topic, state in rows:
-            if xmin != transaction and write:
-                yield position, write
-                write = []
+            if xmin != transaction and transaction is not None:
+                if write or part is not None:
+                    yield position, write, counted
+                write, counted = [], 0
             transaction = xmin
             position = notification_id
+            if part is not None:
+                counted += part.counts(topic, originator_id)
+                if not part.reads(topic, originator_id):
+                    continue
+            else:
+                counted += 1
             stored = StoredEvent(originator_id, version, topic, state)
             try:
-                write.append(decode_event(mapper, stored))
+                event = decode_event(mapper, stored)
             except UnreadableEventError as error:
                 # Its memory is quarantined by the read models; the scan goes on.
-                write.append(error.event)
-        if write:
-            yield position, write
+                if part is None or part.counts(topic, originator_id):
+                    write.append(error.event)
+                continue
+            if part is None or part.keeps(event):
+                write.append(event)
+        if transaction is not None and (write or part is not None):
+            yield position, write, counted

@@ -38,20 +38,30 @@ from psycopg import sql
 from palimpsest.domain.memory import Memory
 from palimpsest.projections.history._replay_mapper import replay_mapper
 from palimpsest.projections.history._replay_workers import (
+    SPLIT_FROM,
     WorkerPlan,
     WorkerPool,
     default_workers,
-    largest_first,
+    replay_units,
+    workers_for,
 )
 from palimpsest.projections.history.log_scan import Progress, log_head, replay_tenant, tenant_ids
 from palimpsest.projections.store.database import Database
 from palimpsest.projections.store.schema import EVENTS_TABLE, SNAPSHOTS_TABLE
 from palimpsest.projections.views.read_models import TABLES, TenantReadModels
 
-__all__ = ["RebuildReport", "rebuild", "rebuild_tenant", "tenant_sizes"]
+__all__ = [
+    "RebuildReport",
+    "SPLIT_FROM",
+    "rebuild",
+    "rebuild_tenant",
+    "tenant_sizes",
+]
 
 _log = logging.getLogger(__name__)
 _LIVE_TABLES = (*(t.name for t in TABLES), SNAPSHOTS_TABLE)
+_OWNERS = {**{t.name: t.owner for t in TABLES}, SNAPSHOTS_TABLE: "originator_id"}
+"""Each live table's column naming the memory whose part holds a row (None: part 0)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,8 @@ class RebuildReport:
     unprojectable: int = 0
     """Memories rebuilt quarantined: an event of theirs cannot be read, or the
     projection raises on them (``palimpsest verify`` lists them)."""
+    split: int = 0
+    """Tenants replayed in parts, side by side (see ``rebuild``)."""
 
 
 def _shadow(table: str) -> str:
@@ -316,25 +328,36 @@ class _RebuildTask:
     def after_replay(
         self, conn: psycopg.Connection[Any], mapper: Mapper[UUID], models: list[TenantReadModels]
     ) -> int:
+        """Copy the tenants' rows; return how many were replayed in parts (counted by
+        their part 0)."""
         with conn.cursor() as cur:
             for tenant in models:
                 _copy_tenant(cur, self.schema, mapper, tenant)
-        return len(models)
+        return sum(t.part is not None and t.part.holds_tenant_rows for t in models)
 
     def after_catch_up(
         self, conn: psycopg.Connection[Any], mapper: Mapper[UUID], changed: list[TenantReadModels]
     ) -> int:
         with conn.cursor() as cur:
             for tenant in changed:
-                for table in _LIVE_TABLES:
-                    cur.execute(
-                        sql.SQL("DELETE FROM {} WHERE tenant_id = %s").format(
-                            _ident(self.schema, _shadow(table))
-                        ),
-                        (tenant.tenant_id,),
-                    )
+                _delete_copied(cur, self.schema, tenant)
                 _copy_tenant(cur, self.schema, mapper, tenant)
-        return len(changed)
+        return sum(t.part is None or t.part.holds_tenant_rows for t in changed)
+
+
+def _delete_copied(cur: psycopg.Cursor[Any], schema: str, tenant: TenantReadModels) -> None:
+    """Delete from the shadows what ``_copy_tenant`` copied of the tenant (of its part)."""
+    part = tenant.part
+    for table in _LIVE_TABLES:
+        statement = sql.SQL("DELETE FROM {} WHERE tenant_id = %s").format(
+            _ident(schema, _shadow(table))
+        )
+        owner = _OWNERS[table]
+        if part is not None and owner is not None:
+            statement += sql.SQL(" AND ") + part.owned(owner)
+        elif part is not None and not part.holds_tenant_rows:
+            continue
+        cur.execute(statement, (tenant.tenant_id,))
 
 
 def tenant_sizes(cur: psycopg.Cursor[Any], schema: str) -> dict[UUID, int]:
@@ -354,10 +377,11 @@ def _replay_into_shadows(
     database: Database,
     pool: WorkerPool,
     progress: Progress,
-) -> set[UUID]:
+    split_from: int,
+) -> tuple[set[UUID], int]:
     """In one exported snapshot, have the workers replay every tenant into the
     shadows (``progress.total`` becomes the snapshot's head). Returns the tenants
-    replayed."""
+    replayed, and how many of them were replayed in parts."""
     schema = database.schema
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -366,26 +390,31 @@ def _replay_into_shadows(
         assert exported is not None
         head = log_head(cur, schema)
         progress.total = head
-        tenants = largest_first(tenant_sizes(cur, schema))
+        sizes = tenant_sizes(cur, schema)
         pool.assign(
             WorkerPlan(database.owner_conninfo(), schema, exported[0], _RebuildTask(schema))
         )
         # The snapshot must outlive the workers' SET TRANSACTION SNAPSHOT: this
         # transaction stays open until they have replayed.
-        pool.run([("replay", head)] * pool.workers, "replayed", progress.advance, tenants)
-    return set(tenants)
+        units = replay_units(sizes, pool.workers, split_from=split_from)
+        results = pool.run([("replay", head)] * pool.workers, "replayed", progress.advance, units)
+    return set(sizes), sum(sum(worker) for worker in results)
 
 
 def rebuild(
     database: Database,
     *,
     workers: int | None = None,
+    split_from: int = SPLIT_FROM,
     report: Callable[[str], None] = lambda _: None,
 ) -> RebuildReport:
     """Rebuild every read model of every tenant from the log and swap them in.
 
     ``workers`` replay tenants in parallel (default: one per core): one in a
-    thread of this process, the others in processes.
+    thread of this process, the others in processes. A tenant of at least
+    ``split_from`` events that holds more than a worker's share of the store is
+    replayed in parts, side by side
+    (:mod:`~palimpsest.projections.views.read_model_parts`).
 
     Raises:
         KeyboardInterrupt: passed on after dropping the shadow tables; the live
@@ -396,14 +425,15 @@ def rebuild(
     progress = Progress("rebuild", 0, report)
     with database.owner_connection(autocommit=True) as conn:
         with conn.transaction(), conn.cursor() as cur:
-            tenants_now = len(tenant_ids(cur, schema))
+            sizes_now = tenant_sizes(cur, schema)
         # Workers start first: their imports overlap the preparation below.
-        pool = WorkerPool(max(1, min(workers or default_workers(), tenants_now)))
+        wanted = workers or default_workers()
+        pool = WorkerPool(workers_for(sizes_now, wanted, split_from=split_from))
         pool.start()
         try:
             with conn.transaction(), conn.cursor() as cur:
                 _create_shadows(cur, schema)
-            known = _replay_into_shadows(conn, database, pool, progress)
+            known, split = _replay_into_shadows(conn, database, pool, progress, split_from)
             report(progress.line())
             report(f"rebuild: replayed and copied in {time.monotonic() - started:.1f} s")
             with conn.transaction(), conn.cursor() as cur:
@@ -443,6 +473,7 @@ def rebuild(
         swap_seconds=swap_seconds,
         workers=pool.workers,
         unprojectable=unprojectable,
+        split=split,
     )
 
 

@@ -25,10 +25,12 @@ from eventsourcing.persistence import Mapper, StoredEvent
 from psycopg import sql
 
 from palimpsest.projections.history._replay_workers import (
+    SPLIT_FROM,
     WorkerPlan,
     WorkerPool,
     default_workers,
-    largest_first,
+    replay_units,
+    workers_for,
 )
 from palimpsest.projections.history.log_scan import Progress, log_head
 from palimpsest.projections.history.rebuild import tenant_sizes
@@ -37,6 +39,7 @@ from palimpsest.projections.store.schema import SNAPSHOTS_TABLE
 from palimpsest.projections.store.sql import schema_sql
 from palimpsest.projections.store.tenancy import set_tenant
 from palimpsest.projections.views.belief_facts import projection_error
+from palimpsest.projections.views.read_model_parts import TenantPart
 from palimpsest.projections.views.read_models import TABLES, TableSpec, TenantReadModels
 
 __all__ = ["Divergence", "VerifyReport", "verify"]
@@ -131,17 +134,20 @@ def _compare(
 
 
 def _live_rows(
-    cur: Any, schema: str, spec: TableSpec, tenant_id: UUID
+    cur: Any, schema: str, spec: TableSpec, tenant_id: UUID, part: TenantPart | None
 ) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    """Return the live rows of ``spec``'s table that the tenant's ``part`` holds."""
+    if part is not None and spec.owner is None and not part.holds_tenant_rows:
+        return {}
     # The tenant is named as well as set: a superuser owner bypasses row-level security.
-    cur.execute(
-        sql.SQL("SELECT {} FROM {}.{} WHERE tenant_id = %s").format(
-            sql.SQL(", ").join(map(sql.Identifier, spec.columns)),
-            sql.Identifier(schema),
-            sql.Identifier(spec.name),
-        ),
-        (tenant_id,),
+    statement = sql.SQL("SELECT {} FROM {}.{} WHERE tenant_id = %s").format(
+        sql.SQL(", ").join(map(sql.Identifier, spec.columns)),
+        sql.Identifier(schema),
+        sql.Identifier(spec.name),
     )
+    if part is not None and spec.owner is not None:
+        statement += sql.SQL(" AND ") + part.owned(spec.owner)
+    cur.execute(statement, (tenant_id,))
     width = len(spec.key)
     return {tuple(row[:width]): tuple(row[width:]) for row in cur.fetchall()}
 
@@ -151,7 +157,8 @@ def _verify_tenant(
 ) -> None:
     tenant_id = models.tenant_id
     set_tenant(cur, tenant_id)
-    live = {spec.name: _live_rows(cur, schema, spec, tenant_id) for spec in TABLES}
+    part = models.part
+    live = {spec.name: _live_rows(cur, schema, spec, tenant_id, part) for spec in TABLES}
     for spec in TABLES:
         if spec.name in {"revisions", "beliefs"}:
             continue
@@ -203,7 +210,7 @@ def _verify_tenant(
         elif current > 0:
             expected_beliefs[key] = (current, *values[1:])
     _compare(report, tenant_id, beliefs_spec, live["beliefs"], expected_beliefs)
-    if marked != models.marked:
+    if (part is None or part.holds_tenant_rows) and marked != models.marked:
         report.divergences.append(
             Divergence(
                 tenant_id,
@@ -224,14 +231,14 @@ def _verify_snapshots(
     A snapshot the write path failed to take is not a divergence (it costs only
     speed); rebuild writes the full set.
     """
-    cur.execute(
-        schema_sql(
-            "SELECT originator_id, originator_version, topic, state"
-            " FROM {schema}.palimpsest_snapshots WHERE tenant_id = %s",
-            schema,
-        ),
-        (models.tenant_id,),
+    statement = schema_sql(
+        "SELECT originator_id, originator_version, topic, state"
+        " FROM {schema}.palimpsest_snapshots WHERE tenant_id = %s",
+        schema,
     )
+    if models.part is not None:
+        statement += sql.SQL(" AND ") + models.part.owned("originator_id")
+    cur.execute(statement, (models.tenant_id,))
     for originator_id, version, topic, state in cur.fetchall():
         report.rows += 1
         key = {"memory_id": str(originator_id), "originator_version": str(version)}
@@ -267,7 +274,8 @@ class _VerifyTask:
     def after_replay(
         self, conn: Any, mapper: Mapper[UUID], models: list[TenantReadModels]
     ) -> VerifyReport:
-        result = VerifyReport(position=0, tenants=len(models))
+        whole = [t for t in models if t.part is None or t.part.holds_tenant_rows]
+        result = VerifyReport(position=0, tenants=len(whole))
         # Binary: ids, times and numbers read from the live tables as the same values,
         # without parsing their text.
         with conn.cursor(binary=True) as cur:
@@ -285,6 +293,7 @@ def verify(
     *,
     tenant: UUID | None = None,
     workers: int | None = None,
+    split_from: int = SPLIT_FROM,
     report: Callable[[str], None] = lambda _: None,
 ) -> VerifyReport:
     """Recompute every read model (of one tenant, or all) at one pinned position and
@@ -292,7 +301,8 @@ def verify(
 
     ``workers`` compare tenants in parallel (default: one per core; one in a
     thread of this process, the others in processes), all in the same exported
-    snapshot.
+    snapshot; a large tenant in parts, as :func:`~palimpsest.projections.history.rebuild.rebuild`
+    replays it.
     """
     schema = database.schema
     with database.owner_connection(autocommit=True) as conn, conn.transaction():
@@ -309,7 +319,9 @@ def verify(
                 )
             )
             marks = dict(cur.fetchall())
-        pool = WorkerPool(max(1, min(workers or default_workers(), len(sizes))))
+        wanted = workers or default_workers()
+        pool = WorkerPool(workers_for(sizes, wanted, split_from=split_from))
+        units = replay_units(sizes, pool.workers, split_from=split_from)
         pool.start()
         progress = Progress("verify", head, report)
         try:
@@ -321,7 +333,7 @@ def verify(
                     [("replay", head)] * pool.workers,
                     "replayed",
                     progress.advance,
-                    largest_first(sizes),
+                    units,
                 )
                 for part in results
             ]

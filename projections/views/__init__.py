@@ -48,6 +48,8 @@ Modules:
   verdicts with both memories side by side.
 - :mod:`palimpsest.projections.views.publications`: Waiting for revision without holding
   a thread: publication notices.
+- :mod:`palimpsest.projections.views.read_model_parts`: A tenant's read models in
+  disjoint parts, each replayed apart from the others.
 - :mod:`palimpsest.projections.views.read_models`: Every read model, recomputed from the
   log in memory.
 - :mod:`palimpsest.projections.views.receipts`: Erasure receipts: what an erasure or a
@@ -95,6 +97,7 @@ __all__ = [
     "operator_items",
     "proposals",
     "publications",
+    "read_model_parts",
     "read_models",
     "receipts",
     "record",

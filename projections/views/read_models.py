@@ -52,6 +52,7 @@ from palimpsest.projections.store.unreadable import (
     reason_of,
 )
 from palimpsest.projections.views.belief_facts import belief_document, facts_from, projection_error
+from palimpsest.projections.views.read_model_parts import TenantPart
 from palimpsest.projections.views.table_writers import VIEW_WRITERS
 
 __all__ = [
@@ -68,6 +69,9 @@ class TableSpec:
     name: str
     key: tuple[str, ...]
     values: tuple[str, ...]
+    owner: str | None = None
+    """The key column naming the memory whose part holds a row (None: part 0's
+    table, :class:`~palimpsest.projections.views.read_model_parts.TenantPart`)."""
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -80,18 +84,24 @@ TABLES: tuple[TableSpec, ...] = (
         "memory_index",
         ("memory_id",),
         ("memory_type", "scope", "project", "topic", "position", "erased_position"),
+        "memory_id",
     ),
     TableSpec(
-        "memory_links", ("memory_id", "edge_id"), ("linked_id", "kind", "outgoing", "position")
+        "memory_links",
+        ("memory_id", "edge_id"),
+        ("linked_id", "kind", "outgoing", "position"),
+        "memory_id",
     ),
-    TableSpec("evidence_links", ("observation_id", "memory_id"), ("position",)),
-    TableSpec("proposer_links", ("proposer_id", "model_id", "memory_id"), ("position",)),
+    TableSpec("evidence_links", ("observation_id", "memory_id"), ("position",), "memory_id"),
+    TableSpec(
+        "proposer_links", ("proposer_id", "model_id", "memory_id"), ("position",), "memory_id"
+    ),
     TableSpec(
         "observation_deadlines",
         ("observation_id",),
         ("digest", "deadline", "expired_position", "transient", "erased_position"),
     ),
-    TableSpec("version_digests", ("digest", "memory_id"), ("released_position",)),
+    TableSpec("version_digests", ("digest", "memory_id"), ("released_position",), "memory_id"),
     TableSpec("decision_index", ("decision_id",), ("kind", "logical_key", "position", "part_of")),
     TableSpec(
         "retention_proposals",
@@ -139,6 +149,7 @@ TABLES: tuple[TableSpec, ...] = (
         "revisions",
         ("memory_id",),
         ("requested", "published", "unprojectable_at", "unprojectable_error"),
+        "memory_id",
     ),
     TableSpec(
         "beliefs",
@@ -153,6 +164,7 @@ TABLES: tuple[TableSpec, ...] = (
             "grade",
             "belief",
         ),
+        "memory_id",
     ),
 )
 """Every per-tenant read model. Operational columns (``requested_at``,
@@ -205,6 +217,9 @@ class TenantReadModels:
     """One tenant's read models, as the log up to :attr:`position` determines them."""
 
     tenant_id: UUID
+    part: TenantPart | None = None
+    """The part of the tenant held (None: all of it); the log scan hands it only the
+    events the part reads (:meth:`TenantPart.reads`)."""
     position: int = 0
     marked: int = 0
     memories: dict[UUID, Memory] = field(default_factory=dict)
@@ -231,6 +246,9 @@ class TenantReadModels:
     def apply_write(self, events: Sequence[Any], position: int) -> set[UUID]:
         """Apply one write (the events of one transaction; ``position`` is its last)
         and return the memories whose requested revision it raised."""
+        if not events:  # a write of another part's events only
+            self.marked = self.position = position
+            return set()
         recorded: dict[UUID, int] = {}
         readable: list[Any] = []
         poisoned: set[UUID] = set()
@@ -267,6 +285,8 @@ class TenantReadModels:
             if version // SNAPSHOT_INTERVAL > (version - count) // SNAPSHOT_INTERVAL:
                 self.snapshots[(key, version)] = _snapshot_state(self.memories[key])
         found = storable_rows(dependencies_of(readable, _RULES))
+        if self.part is not None:
+            self.part.own(found)
         self._record_rows(found, position)
         closure = self._closure(found) | {key for key in poisoned if key in self.memories}
         for memory_id in closure:

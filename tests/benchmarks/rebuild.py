@@ -1,7 +1,10 @@
 """Rebuild and verify at scale, and as-of reads of a memory with a long history.
 
 Usage: python tests/benchmarks/rebuild.py [--events 1000000] [--tenants 4] [--blocks 3]
-[--reads 500] [--data-dir D]
+[--reads 500] [--data-dir D] [--also-whole]
+
+``--also-whole`` runs, in each block, rebuild and verify a second time with every
+tenant replayed whole (no tenant split in parts): the change measured in one run.
 
 With ``--data-dir`` naming a store an earlier run generated, generation is
 skipped (it takes minutes; the measurements do not depend on it).
@@ -56,7 +59,7 @@ from palimpsest.projections.commands.writer import (
     WriteSpec,
 )
 from palimpsest.projections.drains.revision import drain_revisions
-from palimpsest.projections.history.rebuild import rebuild
+from palimpsest.projections.history.rebuild import SPLIT_FROM, rebuild
 from palimpsest.projections.history.verify import verify
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.schema import EVENTS_TABLE
@@ -245,42 +248,55 @@ def _raw_rate(runtime: Runtime, rates: list[float], label: str) -> float:
     return rates[-1]
 
 
-def _measure_blocks(runtime: Runtime, blocks: int) -> None:
-    """Rebuild and verify, each between raw scans, ``blocks`` times; print every ratio."""
+def _measure_blocks(runtime: Runtime, blocks: int, ways: dict[str, int]) -> None:
+    """Rebuild and verify, each between raw scans, ``blocks`` times, each of ``ways``
+    (a name and the ``split_from`` it passes) in turn; print every ratio."""
     raw_rates: list[float] = []
-    rebuild_ratios: list[float] = []
-    verify_ratios: list[float] = []
+    rebuild_ratios: dict[str, list[float]] = {way: [] for way in ways}
+    verify_ratios: dict[str, list[float]] = {way: [] for way in ways}
     for block in range(1, blocks + 1):
-        # Alternated with the raw scan, so each is judged against the floor
-        # measured on either side of it: the machine is shared and its load moves.
-        before = _raw_rate(runtime, raw_rates, f"block {block}")
-        done = rebuild(runtime.database, report=lambda line: print("  " + line, flush=True))
-        rate = done.events / done.seconds
-        after = _raw_rate(runtime, raw_rates, f"block {block}")
-        rebuild_ratios.append(rate / ((before + after) / 2))
+        for way, split_from in ways.items():
+            # Alternated with the raw scan, so each is judged against the floor
+            # measured on either side of it: the machine is shared and its load moves.
+            label = f"block {block} {way}"
+            before = _raw_rate(runtime, raw_rates, f"block {block}")
+            done = rebuild(
+                runtime.database,
+                split_from=split_from,
+                report=lambda line: print("  " + line, flush=True),
+            )
+            rate = done.events / done.seconds
+            after = _raw_rate(runtime, raw_rates, f"block {block}")
+            rebuild_ratios[way].append(rate / ((before + after) / 2))
+            print(
+                f"{label} rebuild: {done.events:,} events in {done.seconds:.1f} s = "
+                f"{rate:,.0f} events/s ({rebuild_ratios[way][-1]:.2f}x raw scan), "
+                f"{done.workers} workers; swap {done.swap_seconds:.2f} s ({_load()})",
+                flush=True,
+            )
+            started = time.perf_counter()
+            checked = verify(
+                runtime.database,
+                split_from=split_from,
+                report=lambda line: print("  " + line, flush=True),
+            )
+            verify_s = time.perf_counter() - started
+            verify_rate = checked.events / verify_s
+            later = _raw_rate(runtime, raw_rates, f"block {block}")
+            verify_ratios[way].append(verify_rate / ((after + later) / 2))
+            print(
+                f"{label} verify: {checked.events:,} events, {checked.rows:,} rows, "
+                f"{len(checked.divergences)} divergences in {verify_s:.1f} s = "
+                f"{verify_rate:,.0f} events/s ({verify_ratios[way][-1]:.2f}x raw scan) "
+                f"({_load()})",
+                flush=True,
+            )
+    for way in ways:
         print(
-            f"block {block} rebuild: {done.events:,} events in {done.seconds:.1f} s = "
-            f"{rate:,.0f} events/s ({rebuild_ratios[-1]:.2f}x raw scan), "
-            f"{done.workers} workers; swap {done.swap_seconds:.2f} s ({_load()})",
-            flush=True,
+            f"median of {blocks} blocks, {way}: raw scan {statistics.median(raw_rates):,.0f}"
+            f" events/s; rebuild {statistics.median(rebuild_ratios[way]):.2f}x raw,"
+            f" verify {statistics.median(verify_ratios[way]):.2f}x raw ({_load()})"
         )
-        started = time.perf_counter()
-        checked = verify(runtime.database, report=lambda line: print("  " + line, flush=True))
-        verify_s = time.perf_counter() - started
-        verify_rate = checked.events / verify_s
-        later = _raw_rate(runtime, raw_rates, f"block {block}")
-        verify_ratios.append(verify_rate / ((after + later) / 2))
-        print(
-            f"block {block} verify: {checked.events:,} events, {checked.rows:,} rows, "
-            f"{len(checked.divergences)} divergences in {verify_s:.1f} s = "
-            f"{verify_rate:,.0f} events/s ({verify_ratios[-1]:.2f}x raw scan) ({_load()})",
-            flush=True,
-        )
-    print(
-        f"median of {blocks} blocks: raw scan {statistics.median(raw_rates):,.0f} events/s;"
-        f" rebuild {statistics.median(rebuild_ratios):.2f}x raw,"
-        f" verify {statistics.median(verify_ratios):.2f}x raw ({_load()})"
-    )
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -295,6 +311,11 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=500, help="as-of reads (0: none)")
     parser.add_argument("--blocks", type=int, default=3, help="alternated measuring blocks")
     parser.add_argument("--data-dir", type=Path, help="reuse a store an earlier run generated")
+    parser.add_argument(
+        "--also-whole",
+        action="store_true",
+        help="in each block, also rebuild and verify with no tenant split in parts",
+    )
     args = parser.parse_args()
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="pal-rebuild-"))
     print(f"store: {data_dir}", flush=True)
@@ -323,7 +344,8 @@ def main() -> None:
     while drain_revisions(runtime.log, limit=1000).claimed:
         pass
 
-    _measure_blocks(runtime, args.blocks)
+    ways = {"default": SPLIT_FROM, **({"whole tenants": 2**62} if args.also_whole else {})}
+    _measure_blocks(runtime, args.blocks, ways)
     if args.reads == 0:
         runtime.close()
         return

@@ -257,10 +257,19 @@ def _mutate_once(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    "way",
+    [
+        pytest.param({}, id="whole"),
+        # Each table twice, the tenant in two parts: each verify starts a worker process.
+        pytest.param({"workers": 2, "split_from": 0}, id="in-parts"),
+    ],
+)
 def test_verify_catches_every_single_row_or_field_mutation(
-    client: TestClient, tenant: Tenant, runtime: Runtime
+    way: dict[str, Any], client: TestClient, tenant: Tenant, runtime: Runtime
 ) -> None:
     rng = random.Random(20261129)
+    specs = [rng.choice(TABLES) for _ in range(120)] if not way else [*TABLES, *TABLES]
     _populate(client, tenant, rng)
     # A deletion in progress, so the tenant_deletions row is there to mutate too.
     headers = tenant.headers()
@@ -269,14 +278,13 @@ def test_verify_catches_every_single_row_or_field_mutation(
     erase_deleted_tenants(runtime.log, limit=2)
     drain_until_caught_up(runtime)
     database = runtime.database
-    assert verify(database, tenant=tenant.id).divergences == []
+    assert verify(database, tenant=tenant.id, **way).divergences == []
     caught: dict[str, int] = {}
     with database.owner_connection(autocommit=True) as conn:
-        for trial in range(120):
-            spec = rng.choice(TABLES)
+        for trial, spec in enumerate(specs):
             operation, row, undo = _mutate_once(conn, database.schema, tenant.id, spec, rng)
             try:
-                found = verify(database, tenant=tenant.id).divergences
+                found = verify(database, tenant=tenant.id, **way).divergences
                 assert found, (trial, spec.name, operation, row)
                 named = {d.memory_id for d in found} | {json.dumps(d.key) for d in found}
                 expected = row["memory_id"] if "memory_id" in spec.key else None
@@ -290,7 +298,7 @@ def test_verify_catches_every_single_row_or_field_mutation(
             finally:
                 undo()
             caught[spec.name] = caught.get(spec.name, 0) + 1
-    assert verify(database, tenant=tenant.id).divergences == []
+    assert verify(database, tenant=tenant.id, **way).divergences == []
     assert set(caught) == {t.name for t in TABLES}  # every table was mutated
 
 

@@ -193,9 +193,10 @@ class _Replay:
         plan: WorkerPlan,
         pipe: Connection,
         models: dict[tuple[UUID, int], TenantReadModels],
+        mapper: Mapper[UUID],
     ) -> None:
         self.conn, self.plan, self.pipe, self.models = conn, plan, pipe, models
-        self.mapper = replay_mapper()
+        self.mapper = mapper
         self.progress = _Progress(pipe)
         self.waiting: dict[tuple[UUID, int], TenantReadModels] = {}
         self.results: list[Any] = []
@@ -254,7 +255,7 @@ def _serve(plan: WorkerPlan, pipe: Connection) -> None:
                             psycopg.sql.Literal(plan.snapshot)
                         )
                     )
-                    results = _Replay(conn, plan, pipe, models).run(command[1])
+                    results = _Replay(conn, plan, pipe, models, mapper).run(command[1])
                 if results is None:
                     return  # told to stop: the transaction rolled back
                 pipe.send(("replayed", results))

@@ -42,22 +42,20 @@ __all__ = ["TenantPart"]
 
 
 @cache
-def _memory_topic(topic: str) -> bool | None:
-    """Whether events of ``topic`` are a memory's (None: the topic names no class)."""
-    try:
-        kind = resolve_topic(topic)
-    except Exception:  # decoding it will fail too, and say why
-        return None
-    return isinstance(kind, type) and issubclass(kind, Memory.Event)
-
-
-@cache
-def _edge_topic(topic: str) -> bool:
+def _topic_kind(topic: str) -> type | None:
+    """The event class ``topic`` names (None: no class; decoding it will fail and say
+    why), looked up once per topic."""
     try:
         kind = resolve_topic(topic)
     except Exception:
-        return False
-    return isinstance(kind, type) and issubclass(kind, Memory.EdgeAdded)
+        return None
+    return kind if isinstance(kind, type) else None
+
+
+def _memory_topic(topic: str) -> bool | None:
+    """Whether events of ``topic`` are a memory's (None: the topic names no class)."""
+    kind = _topic_kind(topic)
+    return None if kind is None else issubclass(kind, Memory.Event)
 
 
 @dataclass(frozen=True)
@@ -87,10 +85,10 @@ class TenantPart:
         A topic that names no class is read by the part of the memory the event
         would belong to: decoding it fails there, and the tenant is replayed whole.
         """
-        memory = _memory_topic(topic)
-        if memory is False:
+        if _memory_topic(topic) is False:
             return self.holds_tenant_rows
-        return self.owns(originator_id) or (memory is True and _edge_topic(topic))
+        kind = _topic_kind(topic)
+        return self.owns(originator_id) or (kind is not None and issubclass(kind, Memory.EdgeAdded))
 
     def counts(self, topic: str, originator_id: UUID) -> bool:
         """Whether a stored event is this part's own (each event is one part's): what

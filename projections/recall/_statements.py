@@ -23,7 +23,13 @@ from palimpsest.projections.views.statement import events_table, inline, param
 if TYPE_CHECKING:
     from sqlalchemy import Select
 
-__all__ = ["search_statement", "selected_count", "state_statement", "vector_literal"]
+__all__ = [
+    "search_statement",
+    "selected_count",
+    "similarity_statement",
+    "state_statement",
+    "vector_literal",
+]
 
 
 def vector_literal(values: list[float]) -> str:
@@ -67,6 +73,22 @@ def search_statement(
     else:
         near = _vector_candidates(tables, dimension, exact, filtered, topic, under)
     return select(*near.c)
+
+
+def similarity_statement(schema: str, dimension: int) -> Select[Any]:
+    """Return the cosine similarity to ``%(q)s`` of the embedding of ``%(model)s`` (of
+    ``dimension``) of each of the memories ``%(ids)s`` that has one: the similarity
+    the text search's candidates are reported and filtered by, read apart because
+    hybrid recall's text search runs before the query is embedded."""
+    e = tables_in(schema)["memory_embeddings"].alias("e")
+    vector_type = Vector(dimension)
+    query = cast(param("q", vector_type), vector_type)
+    distance = cast(e.c.embedding, vector_type).cosine_distance(query)
+    return select(e.c.memory_id, (inline(1) - distance).label("similarity")).where(
+        e.c.memory_id == func.any_(param("ids", ARRAY(PG_UUID(as_uuid=True)))),
+        e.c.model_id == param("model", e.c.model_id.type),
+        e.c.dimension == inline(dimension),
+    )
 
 
 def _vector_candidates(

@@ -54,6 +54,17 @@ class QueryVectors:
                 del self._vectors[key]
         return len(mine)
 
+    def remembered(self, tenant_id: UUID, text: str) -> list[float] | None:
+        """Return the vector remembered for ``text`` asked by ``tenant_id`` (a hit), or
+        None (not counted: :meth:`vector` counts the miss when it embeds)."""
+        key = (tenant_id, text)
+        with self._lock:
+            found = self._vectors.get(key)
+            if found is not None:
+                self._vectors.move_to_end(key)
+                self.hits += 1
+            return found
+
     def vector(self, embedder: Embedder, tenant_id: UUID, text: str) -> list[float]:
         """Return ``text``'s unit vector by ``embedder`` (whose cache this is), asked
         by ``tenant_id``: remembered, or embedded now and remembered.
@@ -61,17 +72,15 @@ class QueryVectors:
         Raises:
             EmbedderUnavailableError: the query had to be embedded, and could not be.
         """
-        key = (tenant_id, text)
+        found = self.remembered(tenant_id, text)
+        if found is not None:
+            return found
         with self._lock:
-            found = self._vectors.get(key)
-            if found is not None:
-                self._vectors.move_to_end(key)
-                self.hits += 1
-                return found
             self.misses += 1
         # Embedded outside the lock: two recalls of one new query may both embed it,
         # which costs less than making every other recall wait for the model.
         vector = embedder.embed([text])[0]
+        key = (tenant_id, text)
         with self._lock:
             self._vectors[key] = vector
             self._vectors.move_to_end(key)

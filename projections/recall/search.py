@@ -24,18 +24,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
+from psycopg.rows import dict_row
 from typing_extensions import TypedDict
 
 from palimpsest.projections.recall._conflict_marks import conflicts_first, superseding
 from palimpsest.projections.recall._filters import filters_of
 from palimpsest.projections.recall._fusion import Fused, dated, fuse
+from palimpsest.projections.recall._large_selections import LargeSelections
 from palimpsest.projections.recall._named_months import named_months
 from palimpsest.projections.recall._relevance import (
     BACKGROUND_RANK,
@@ -47,6 +49,7 @@ from palimpsest.projections.recall._relevance import (
 from palimpsest.projections.recall._statements import (
     search_statement,
     selected_count,
+    similarity_statement,
     state_statement,
     vector_literal,
 )
@@ -242,7 +245,7 @@ def _searched(
     ``BEGIN``, the tenant and the search's settings go out with the search itself)."""
     with tenant_transaction(log.datastore, tenant_id, commit=False, pipelined=True) as cur:
         found = search.candidates(cur, exact=exact, words=words)
-        return _joined(found, search.state(cur, found, now))
+        return _joined(found, search.state(cur, found, now)[0])
 
 
 @dataclass(frozen=True)
@@ -257,17 +260,33 @@ class _Search:
     where: RecallQuery
     limit: int
 
-    def selects_few(self, cur: Cursor[Any]) -> bool:
-        """Whether the tenant and filters select at most :data:`EXACT_BELOW` embedded
-        memories (counting no further: a few thousand btree entries at most), so
-        that the vector search is exact from the start."""
-        filters = filters_of(self.where)
+    def selects_few(self, cur: Cursor[Any], tenant_id: UUID) -> bool:
+        """Whether ``tenant_id`` and the filters select at most :data:`EXACT_BELOW`
+        embedded memories (counting no further: a few thousand btree entries at most),
+        so that the vector search is exact from the start. A selection counted large
+        in the last few seconds is not counted again
+        (:mod:`palimpsest.projections.recall._large_selections`)."""
+        where = self.where
+        key = (
+            tenant_id,
+            self.model_id,
+            where.memory_type,
+            where.scope,
+            where.project,
+            where.topic,
+            where.project_under,
+        )
+        if _LARGE_SELECTIONS.large(key):
+            return False
+        filters = filters_of(where)
         cur.execute(
             shaped_sql(selected_count, self.schema, *filters.shape),
             {**filters.params, "model": self.model_id, "upto": EXACT_BELOW + 1},
         )
         row = cur.fetchone()
-        return (int(row["n"]) if row else 0) <= EXACT_BELOW
+        few = (int(row["n"]) if row else 0) <= EXACT_BELOW
+        _LARGE_SELECTIONS.counted(key, large=not few)
+        return few
 
     def candidates(self, cur: Cursor[Any], *, exact: bool, words: bool) -> list[dict[str, Any]]:
         """Return the search's candidates (:func:`search_statement`'s rows)."""
@@ -322,31 +341,49 @@ class _Search:
         return cur.fetchall()
 
     def state(
-        self, cur: Cursor[Any], found: list[dict[str, Any]], now: datetime
-    ) -> dict[tuple[UUID, str], dict[str, Any]]:
+        self,
+        cur: Cursor[Any],
+        found: list[dict[str, Any]],
+        now: datetime,
+        *,
+        similar: list[UUID] | None = None,
+    ) -> tuple[dict[tuple[UUID, str], dict[str, Any]], dict[UUID, float]]:
         """Return the state of the candidates ``found`` (:func:`state_statement`), by
         memory and content digest (``newer`` empty: :func:`recall` reads the pairs once
-        it holds every search's candidates); a candidate not yet projected has none."""
-        if not found:
-            return {}
-        ids = [row["memory_id"] for row in found]
+        it holds every search's candidates; a candidate not yet projected has none),
+        and the similarity to the query of each of the memories ``similar`` that has an
+        embedding (:func:`similarity_statement`), in one round trip."""
+        similarities: dict[UUID, float] = {}
+        if not found and not similar:
+            return {}, similarities
         with cur.connection.pipeline():
             # The same plan suits any candidates (each row found by primary key).
             run_unread(cur, "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
+            measured = None
+            if similar:
+                assert self.vector is not None, "similarities need the query's vector"
+                measured = cur.connection.cursor(row_factory=dict_row)
+                measured.execute(
+                    shaped_sql(similarity_statement, self.schema, self.dimension),
+                    {"ids": similar, "model": self.model_id, "q": vector_literal(self.vector)},
+                    prepare=True,
+                )
             cur.execute(
                 shaped_sql(state_statement, self.schema),
                 {
-                    "ids": ids,
+                    "ids": [row["memory_id"] for row in found],
                     "digests": [row["content_digest"] for row in found],
                     "now": now,
                 },
                 prepare=True,
             )
             state = {(row["memory_id"], row["content_digest"]): row for row in cur.fetchall()}
+            if measured is not None:
+                similarities = {r["memory_id"]: r["similarity"] for r in measured.fetchall()}
         for row in state.values():
             row["newer"] = []
             _with_unwritten_accesses(row)
-        return state
+        return state, similarities
 
 
 def _with_unwritten_accesses(row: dict[str, Any]) -> None:
@@ -381,39 +418,65 @@ def _kept(rows: list[SearchRow], query: RecallQuery) -> list[SearchRow]:
     return [r for r in rows if query.include_archived or not _archived(r)]
 
 
+_LARGE_SELECTIONS = LargeSelections()
+"""The selections this process counted large lately (their count is skipped)."""
+
 _TEXT_SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-words")
 """Hybrid recall's text searches, run beside its vector searches, each on its own
 pooled connection."""
 
 
+@dataclass(frozen=True)
+class _Words:
+    """Hybrid recall's text search, running on its own pooled connection."""
+
+    found: Future[list[SearchRow]]
+    measured: bool
+    """Whether it reads its candidates' similarities itself (the query's vector was
+    known when it started); if not, :func:`_first_searches` reads them."""
+
+
+def _words_first(
+    log: EventLog, tenant_id: UUID, query: RecallQuery, search: _Search, now: datetime
+) -> _Words | None:
+    """Start hybrid recall's text search (none in the other modes) before the query is
+    embedded: it needs the vector only for its candidates' similarities, so when the
+    query is new it runs without, while the model embeds on the other core
+    (:func:`_first_searches` then reads the similarities)."""
+    if query.mode != "hybrid":
+        return None
+    words = replace(search, limit=(query.offset + query.k) * TEXT_OVERFETCH)
+    found = _TEXT_SEARCHES.submit(_searched, log, tenant_id, words, now, exact=False, words=True)
+    return _Words(found, measured=search.vector is not None)
+
+
 def _first_searches(
-    log: EventLog, tenant_id: UUID, search: _Search, now: datetime, *, text_limit: int | None
+    log: EventLog, tenant_id: UUID, search: _Search, now: datetime, words: _Words | None
 ) -> tuple[list[SearchRow], list[SearchRow], bool]:
-    """Return the first vector search's memories, the text search's (at most
-    ``text_limit``; none when None), and whether the vector search was exact (when
-    the tenant and filters select few memories). The text search runs beside the
-    vector one, each with its candidates' state in its own transaction on its own
-    connection: hybrid costs the slower of the two, and neither holds a connection
-    while waiting for the other (reading the state of both at once, after both,
-    cost one more transaction on the slower one's path)."""
-    matching = (
-        _TEXT_SEARCHES.submit(
-            _searched,
-            log,
-            tenant_id,
-            replace(search, limit=text_limit),
-            now,
-            exact=False,
-            words=True,
-        )
-        if text_limit is not None
-        else None
-    )
+    """Return the first vector search's memories, the text search's (``words``; none
+    when None) with their similarities, and whether the vector search was exact (when
+    the tenant and filters select few memories). One transaction: the vector
+    candidates, then their state and, when the text search did not read them, the
+    similarities of its candidates the vector search did not find, in one round trip.
+    A text search that reads its own is not waited for inside the transaction."""
+    worded: list[SearchRow] | None = None
     with tenant_transaction(log.datastore, tenant_id, commit=False, pipelined=True) as cur:
-        exact = search.selects_few(cur)
+        exact = search.selects_few(cur, tenant_id)
         near = search.candidates(cur, exact=exact, words=False)
-        nearest = _joined(near, search.state(cur, near, now))
-    return nearest, matching.result() if matching else [], exact
+        if words is None or words.measured:
+            state, _ = search.state(cur, near, now)
+        else:
+            # Done nearly always: it ran while the model embedded the query.
+            worded = words.found.result()
+            close = {row["memory_id"]: row["similarity"] for row in near}
+            unmeasured = [r["memory_id"] for r in worded if r["memory_id"] not in close]
+            state, similar = search.state(cur, near, now, similar=unmeasured)
+            close |= similar
+            for row in worded:
+                row["similarity"] = close.get(row["memory_id"])
+    if worded is None:
+        worded = words.found.result() if words else []
+    return _joined(near, state), worded, exact
 
 
 def _vector_limit(want: int, mode: RecallMode) -> int:
@@ -481,11 +544,24 @@ def recall(
     Raises:
         EmbedderUnavailableError: the query could not be embedded.
     """
-    started = time.perf_counter()
+    begun = time.perf_counter()
     want = query.offset + query.k
     embed = query.mode != "text" or bool(query.min_similarity)
     # A repeated query is not embedded again (:mod:`palimpsest.projections.recall.query_vectors`).
-    vector = query_vectors(embedder).vector(embedder, tenant_id, query.text) if embed else None
+    vectors = query_vectors(embedder)
+    vector = vectors.remembered(tenant_id, query.text) if embed else None
+    first = _Search(
+        log.datastore.schema,
+        vector,
+        embedder.model_id,
+        embedder.dimension,
+        query,
+        _vector_limit(want, query.mode),
+    )
+    words = _words_first(log, tenant_id, query, first, now)
+    started = time.perf_counter()
+    if embed and vector is None:
+        vector = vectors.vector(embedder, tenant_id, query.text)
     embedded = time.perf_counter()
     find = partial(
         search,
@@ -503,20 +579,8 @@ def recall(
     if query.mode == "text":
         by_text = _kept(find(exact=False, limit=want * HNSW_OVERFETCH, words=True), query)
     else:
-        first = _Search(
-            log.datastore.schema,
-            vector,
-            embedder.model_id,
-            embedder.dimension,
-            query,
-            _vector_limit(want, query.mode),
-        )
         nearest, matched, exact = _first_searches(
-            log,
-            tenant_id,
-            first,
-            now,
-            text_limit=want * TEXT_OVERFETCH if query.mode == "hybrid" else None,
+            log, tenant_id, replace(first, vector=vector), now, words
         )
         by_vector, strategy = _nearest(find, query, want, exact, nearest)
         by_text = _kept(matched, query)
@@ -575,8 +639,11 @@ def recall(
         items=items,
         strategy=strategy,
         embed_ms=(embedded - started) * 1000,
-        search_ms=(done - embedded) * 1000,
-        timings={"index": (searched - embedded) * 1000, "rank": (done - searched) * 1000},
+        search_ms=(done - embedded + started - begun) * 1000,
+        timings={
+            "index": (searched - embedded + started - begun) * 1000,
+            "rank": (done - searched) * 1000,
+        },
     )
 
 

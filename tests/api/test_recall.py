@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
+from palimpsest.projections.recall._large_selections import LargeSelections
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.views.candidates import candidate_pairs
 from tests.api.helpers import post, problem_slug, remember
@@ -318,12 +319,8 @@ def test_the_index_path_and_its_exact_fallback(
     assert sorted(i["id"] for i in short["items"]) == sorted(wanted)
 
 
-def test_a_selection_erased_below_the_index_path_still_answers_every_memory_left(
-    client: TestClient, tenant: Tenant, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The index path finds the selection large; an erasure shrinks it, and what is left
-    # is found whole (the exact search takes over when the index leaves it short).
-    monkeypatch.setattr("palimpsest.projections.recall.search.EXACT_BELOW", 5)
+def _launch_facts_among_notes(client: TestClient, tenant: Tenant, runtime: Runtime) -> list[str]:
+    """Twelve facts of a launch window among thirty notes, indexed; the facts' ids."""
     headers = tenant.headers()
     facts = [
         remember(client, headers, type="fact", content=f"Apollo launch window {i}")["id"]
@@ -332,19 +329,60 @@ def test_a_selection_erased_below_the_index_path_still_answers_every_memory_left
     for i in range(30):
         remember(client, headers, type="note", content=f"Note {i}: the launch moved again")
     index_until_caught_up(runtime, tenant.id)
-    query = {"query": "apollo launch", "k": 5, "type": "fact", "min_similarity": 0}
-    assert _recall(client, headers, **query)["strategy"] == "hnsw"
+    return facts
+
+
+def _erase(client: TestClient, tenant: Tenant, runtime: Runtime, ids: list[str]) -> None:
     erased = post(
         client,
         "/v1/erasures",
-        {"memory_ids": facts[2:], "reason": "the user asked"},
+        {"memory_ids": ids, "reason": "the user asked"},
         tenant.headers("admin"),
     )
     assert erased.status_code == 201, erased.text
     index_until_caught_up(runtime, tenant.id)
+
+
+def test_a_selection_erased_below_the_index_path_still_answers_every_memory_left(
+    client: TestClient, tenant: Tenant, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The index path finds the selection large; an erasure shrinks it, and what is left
+    # is found whole (the exact search takes over when the index leaves it short).
+    monkeypatch.setattr("palimpsest.projections.recall.search.EXACT_BELOW", 5)
+    headers = tenant.headers()
+    facts = _launch_facts_among_notes(client, tenant, runtime)
+    query = {"query": "apollo launch", "k": 5, "type": "fact", "min_similarity": 0}
+    assert _recall(client, headers, **query)["strategy"] == "hnsw"
+    _erase(client, tenant, runtime, facts[2:])
     left = _recall(client, headers, **query)
     assert sorted(i["id"] for i in left["items"]) == sorted(facts[:2])
     assert left["strategy"] == "exact"
+
+
+def test_a_selection_counted_large_is_walked_for_a_while_then_counted_again(
+    client: TestClient, tenant: Tenant, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Counting the selection is a round trip of every recall; a large count is taken
+    # as still large for a few seconds, and what a shrunken selection holds is found.
+    monkeypatch.setattr("palimpsest.projections.recall.search.EXACT_BELOW", 5)
+    now = [0.0]
+    selections = LargeSelections(seconds=10.0, clock=lambda: now[0])
+    monkeypatch.setattr("palimpsest.projections.recall.search._LARGE_SELECTIONS", selections)
+    headers = tenant.headers()
+    facts = _launch_facts_among_notes(client, tenant, runtime)
+    query = {"query": "apollo launch window", "k": 2, "type": "fact", "min_similarity": 0}
+    assert _recall(client, headers, **query)["strategy"] == "hnsw"
+    _erase(client, tenant, runtime, facts[4:])
+    # Four facts are left, fewer than "large": within the ten seconds, not counted.
+    now[0] = 9.9
+    walked = _recall(client, headers, **query)
+    assert walked["strategy"] == "hnsw"
+    assert len(walked["items"]) == 2 and {i["id"] for i in walked["items"]} <= set(facts[:4])
+    # Past them, counted again: small, searched exactly.
+    now[0] = 10.0
+    counted = _recall(client, headers, **query)
+    assert counted["strategy"] == "exact"
+    assert [i["id"] for i in counted["items"]] == [i["id"] for i in walked["items"]]
 
 
 def test_candidates_of_unknown_or_malformed_memories_are_refused(

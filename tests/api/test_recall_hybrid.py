@@ -297,3 +297,35 @@ def test_a_question_whose_rare_word_one_turn_holds_is_answered_first_by_default(
     assert by_meaning.index(answer) >= 2
     assert _ids(found)[0] == answer
     assert found["items"][0]["rank"]["text_rank"] == 1
+
+
+def test_a_memory_found_by_words_alone_carries_its_similarity_in_hybrid_mode(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    # Given more memories near the question's meaning than the vector search reads,
+    # and one far from it that holds the question's rare identifier
+    headers = tenant.headers()
+    for n in range(30):
+        remember(
+            client,
+            headers,
+            type="note",
+            content=f"The weekly standup meeting moved to {8 + n % 3}:{10 + n} in room {n}",
+        )
+    parcel = remember(
+        client, headers, type="note", content="Parcel QX-7781 holds spare bicycle tyres"
+    )["id"]
+    index_until_caught_up(runtime, tenant.id)
+    question = "When is the standup meeting QX-7781?"
+    by_meaning = _recall(client, headers, query=question, mode="vector", k=40, min_similarity=0)
+    similarity = next(i["similarity"] for i in by_meaning["items"] if i["id"] == parcel)
+    # When hybrid recall finds it by its words, not among the nearest by meaning
+    found = _recall(client, headers, query=question, k=10, min_similarity=0)
+    item = next(i for i in found["items"] if i["id"] == parcel)
+    assert item["rank"]["text_rank"] is not None and item["rank"]["vector_rank"] is None
+    # Then it reports the similarity vector mode measures for it, and a floor on
+    # similarity keeps it or leaves it out by that similarity
+    assert item["similarity"] == pytest.approx(similarity, abs=1e-6)
+    below = _recall(client, headers, query=question, k=10, min_similarity=similarity - 0.01)
+    above = _recall(client, headers, query=question, k=10, min_similarity=similarity + 0.01)
+    assert parcel in _ids(below) and parcel not in _ids(above)

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Response
 from palimpsest.api._admission import OVER_CAP, HolderDep
 from palimpsest.api._cursor import decode_recall_cursor, encode_recall_cursor
 from palimpsest.api._deps import CallerDep, ClockDep, RuntimeDep
+from palimpsest.api._plain_requests import JsonAnswer, plain_route
 from palimpsest.api._waiting import await_drains
 from palimpsest.api._worker_threads import in_thread
 from palimpsest.api.schemas import RecallCreate, RecallPublic
@@ -53,15 +54,17 @@ def _request(body: RecallCreate) -> str:
     return body.model_dump_json(exclude={"cursor", "k", "after"})
 
 
-@router.post("", response_model=RecallPublic, responses=OVER_CAP)
+_RECALL = JsonAnswer(RecallPublic)
+
+
+@plain_route(router, "POST", "", answers=_RECALL, responses=OVER_CAP)
 async def recall_memories(
     body: RecallCreate,
-    response: Response,
     caller: CallerDep,
     holder: HolderDep,
     runtime: RuntimeDep,
     clock: ClockDep,
-) -> RecallPublic:
+) -> Response:
     """Return the `k` current memories that best match `query`, filtered by type, scope,
     project (or `project_under`: a project and those below it), topic and
     `min_similarity` inside the database (before the search keeps its best, never
@@ -87,40 +90,46 @@ async def recall_memories(
     offset = _offset(body)
     tenant_id = caller.tenant_id
     if body.after is None:
-        return await in_thread(_answer, body, response, runtime, tenant_id, clock(), offset, None)
+        return _answered(await in_thread(_answer, body, runtime, tenant_id, clock(), offset, None))
     after = body.after
     started = time.perf_counter()
 
     def check() -> bool:
         return caught_up(runtime.log, tenant_id, after)
 
-    def first_try() -> tuple[bool, RecallPublic | None]:
+    def first_try() -> tuple[bool, tuple[bytes, str] | None]:
         # Usually caught up already: then the check and the recall share a thread hop.
         if not check():
             return False, None
-        return True, _answer(body, response, runtime, tenant_id, clock(), offset, True, 0.0)
+        return True, _answer(body, runtime, tenant_id, clock(), offset, True, 0.0)
 
     ready, answered = await in_thread(first_try)
     if answered is not None:
-        return answered
+        return _answered(answered)
     ready = await await_drains(runtime, tenant_id, check, bool, WAIT_S, holder, first=ready)
     waited_ms = (time.perf_counter() - started) * 1000
-    return await in_thread(
-        _answer, body, response, runtime, tenant_id, clock(), offset, ready, waited_ms
+    return _answered(
+        await in_thread(_answer, body, runtime, tenant_id, clock(), offset, ready, waited_ms)
     )
+
+
+def _answered(answer: tuple[bytes, str]) -> Response:
+    """The response of :func:`_answer`'s JSON and ``Server-Timing``."""
+    body, timing = answer
+    return _RECALL.response(body, [(b"server-timing", timing.encode())])
 
 
 def _answer(
     body: RecallCreate,
-    response: Response,
     runtime: Runtime,
     tenant_id: UUID,
     now: datetime,
     offset: int,
     caught: bool | None,
     waited_ms: float = 0.0,
-) -> RecallPublic:
-    """Recall (blocking: run it on a worker thread) and shape the answer."""
+) -> tuple[bytes, str]:
+    """Recall (blocking: run it on a worker thread); return the answer's JSON (made
+    here, off the event loop) and its ``Server-Timing``."""
     found = recall(
         runtime.log,
         runtime.embedder,
@@ -141,13 +150,12 @@ def _answer(
         now=now,
     )
     waited = f"wait;dur={waited_ms:.2f}, " if caught is not None else ""
-    response.headers["Server-Timing"] = (
-        f"{waited}embed;dur={found.embed_ms:.2f}, search;dur={found.search_ms:.2f}"
-        + "".join(f", {name};dur={ms:.2f}" for name, ms in found.timings.items())
+    timing = f"{waited}embed;dur={found.embed_ms:.2f}, search;dur={found.search_ms:.2f}" + "".join(
+        f", {name};dur={ms:.2f}" for name, ms in found.timings.items()
     )  # the search's parts after it: which part of a slow search was slow
     following = offset + body.k
     more = len(found.items) == body.k and following < _DEEPEST
-    return RecallPublic(
+    answer = RecallPublic(
         items=found.items,
         strategy=found.strategy,
         model=runtime.embedder.model_id,
@@ -158,3 +166,4 @@ def _answer(
         else None,
         caught_up=caught,
     )
+    return _RECALL.dump(answer), timing

@@ -368,16 +368,18 @@ class _Search:
                     {"ids": similar, "model": self.model_id, "q": vector_literal(self.vector)},
                     prepare=True,
                 )
-            cur.execute(
-                shaped_sql(state_statement, self.schema),
-                {
-                    "ids": [row["memory_id"] for row in found],
-                    "digests": [row["content_digest"] for row in found],
-                    "now": now,
-                },
-                prepare=True,
-            )
-            state = {(row["memory_id"], row["content_digest"]): row for row in cur.fetchall()}
+            state: dict[tuple[UUID, str], dict[str, Any]] = {}
+            if found:
+                cur.execute(
+                    shaped_sql(state_statement, self.schema),
+                    {
+                        "ids": [row["memory_id"] for row in found],
+                        "digests": [row["content_digest"] for row in found],
+                        "now": now,
+                    },
+                    prepare=True,
+                )
+                state = {(r["memory_id"], r["content_digest"]): r for r in cur.fetchall()}
             if measured is not None:
                 similarities = {r["memory_id"]: r["similarity"] for r in measured.fetchall()}
         for row in state.values():
@@ -456,27 +458,43 @@ def _first_searches(
     """Return the first vector search's memories, the text search's (``words``; none
     when None) with their similarities, and whether the vector search was exact (when
     the tenant and filters select few memories). One transaction: the vector
-    candidates, then their state and, when the text search did not read them, the
-    similarities of its candidates the vector search did not find, in one round trip.
-    A text search that reads its own is not waited for inside the transaction."""
+    candidates, then their state and, when the text search is done but did not read
+    them, the similarities of its candidates the vector search did not find, in one
+    round trip. The text search is never waited for inside the transaction: a
+    transaction holding a pooled connection while waiting for a search that needs
+    one could, with enough recalls at once, leave every connection waiting.
+    Unfinished, its similarities are read after it, in a transaction of their own."""
     worded: list[SearchRow] | None = None
     with tenant_transaction(log.datastore, tenant_id, commit=False, pipelined=True) as cur:
         exact = search.selects_few(cur, tenant_id)
         near = search.candidates(cur, exact=exact, words=False)
-        if words is None or words.measured:
-            state, _ = search.state(cur, near, now)
-        else:
-            # Done nearly always: it ran while the model embedded the query.
+        close = {row["memory_id"]: row["similarity"] for row in near}
+        # Done nearly always when it did not read them: it ran while the model embedded.
+        if words is not None and not words.measured and words.found.done():
             worded = words.found.result()
-            close = {row["memory_id"]: row["similarity"] for row in near}
-            unmeasured = [r["memory_id"] for r in worded if r["memory_id"] not in close]
-            state, similar = search.state(cur, near, now, similar=unmeasured)
-            close |= similar
-            for row in worded:
-                row["similarity"] = close.get(row["memory_id"])
-    if worded is None:
-        worded = words.found.result() if words else []
-    return _joined(near, state), worded, exact
+            state, similar = search.state(cur, near, now, similar=_unmeasured(worded, close))
+            _measure(worded, close | similar)
+        else:
+            state, _ = search.state(cur, near, now)
+    if worded is None and words is not None:
+        worded = words.found.result()
+        if not words.measured:
+            with tenant_transaction(log.datastore, tenant_id, commit=False, pipelined=True) as cur:
+                _, similar = search.state(cur, [], now, similar=_unmeasured(worded, close))
+            _measure(worded, close | similar)
+    return _joined(near, state), worded or [], exact
+
+
+def _unmeasured(worded: list[SearchRow], close: dict[UUID, float]) -> list[UUID]:
+    """The text candidates ``worded`` whose similarity the vector search (``close``,
+    by memory) did not measure."""
+    return [r["memory_id"] for r in worded if r["memory_id"] not in close]
+
+
+def _measure(worded: list[SearchRow], similarities: dict[UUID, float]) -> None:
+    """Give each text candidate its similarity (None: no embedding of this model)."""
+    for row in worded:
+        row["similarity"] = similarities.get(row["memory_id"])
 
 
 def _vector_limit(want: int, mode: RecallMode) -> int:

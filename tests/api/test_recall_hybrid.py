@@ -6,6 +6,9 @@ the indexing drain; these tests write through the API, drain, and recall.
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,6 +18,7 @@ from psycopg import sql
 
 from palimpsest.projections.drains._expiry import expire_due
 from palimpsest.projections.drains._retention import apply_retention
+from palimpsest.projections.recall.search import RecallQuery, recall
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.tenancy import tenant_transaction
 from tests.api.helpers import observe, post, problem_slug, remember
@@ -299,11 +303,9 @@ def test_a_question_whose_rare_word_one_turn_holds_is_answered_first_by_default(
     assert found["items"][0]["rank"]["text_rank"] == 1
 
 
-def test_a_memory_found_by_words_alone_carries_its_similarity_in_hybrid_mode(
-    client: TestClient, tenant: Tenant, runtime: Runtime
-) -> None:
-    # Given more memories near the question's meaning than the vector search reads,
-    # and one far from it that holds the question's rare identifier
+def _standups_and_a_parcel(client: TestClient, tenant: Tenant, runtime: Runtime) -> str:
+    """More memories near :data:`_STANDUP_QUESTION`'s meaning than the vector search
+    reads, and one far from it that holds its rare identifier (the parcel: its id)."""
     headers = tenant.headers()
     for n in range(30):
         remember(
@@ -316,16 +318,108 @@ def test_a_memory_found_by_words_alone_carries_its_similarity_in_hybrid_mode(
         client, headers, type="note", content="Parcel QX-7781 holds spare bicycle tyres"
     )["id"]
     index_until_caught_up(runtime, tenant.id)
-    question = "When is the standup meeting QX-7781?"
-    by_meaning = _recall(client, headers, query=question, mode="vector", k=40, min_similarity=0)
-    similarity = next(i["similarity"] for i in by_meaning["items"] if i["id"] == parcel)
-    # When hybrid recall finds it by its words, not among the nearest by meaning
-    found = _recall(client, headers, query=question, k=10, min_similarity=0)
+    return str(parcel)
+
+
+_STANDUP_QUESTION = "When is the standup meeting QX-7781?"
+
+
+def _similarity(client: TestClient, tenant: Tenant, query: str, memory_id: str) -> float:
+    """``memory_id``'s similarity to ``query`` as vector mode measures it."""
+    found = _recall(client, tenant.headers(), query=query, mode="vector", k=40, min_similarity=0)
+    return float(next(i["similarity"] for i in found["items"] if i["id"] == memory_id))
+
+
+class _RightAway:
+    """Runs what is submitted at once, in the caller's thread: a text search done
+    before the vector search starts."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        done: Future[Any] = Future()
+        done.set_result(fn(*args, **kwargs))
+        return done
+
+
+@pytest.mark.parametrize("words_done_first", [True, False])
+def test_a_memory_found_by_words_alone_carries_its_similarity_in_hybrid_mode(
+    client: TestClient,
+    tenant: Tenant,
+    runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
+    words_done_first: bool,
+) -> None:
+    # Given more memories near the question's meaning than the vector search reads,
+    # and one far from it that holds the question's rare identifier
+    parcel = _standups_and_a_parcel(client, tenant, runtime)
+    if words_done_first:  # its similarity read with the vector candidates' state
+        monkeypatch.setattr("palimpsest.projections.recall.search._TEXT_SEARCHES", _RightAway())
+    headers = tenant.headers()
+    # When hybrid recall finds it by its words, not among the nearest by meaning (a
+    # new query: its text search ran before the query was embedded)
+    found = _recall(client, headers, query=_STANDUP_QUESTION, k=10, min_similarity=0)
     item = next(i for i in found["items"] if i["id"] == parcel)
     assert item["rank"]["text_rank"] is not None and item["rank"]["vector_rank"] is None
     # Then it reports the similarity vector mode measures for it, and a floor on
-    # similarity keeps it or leaves it out by that similarity
+    # similarity keeps it or leaves it out by that similarity (the query remembered)
+    similarity = _similarity(client, tenant, _STANDUP_QUESTION, parcel)
     assert item["similarity"] == pytest.approx(similarity, abs=1e-6)
-    below = _recall(client, headers, query=question, k=10, min_similarity=similarity - 0.01)
-    above = _recall(client, headers, query=question, k=10, min_similarity=similarity + 0.01)
+    query = {"query": _STANDUP_QUESTION, "k": 10}
+    below = _recall(client, headers, **query, min_similarity=similarity - 0.01)
+    above = _recall(client, headers, **query, min_similarity=similarity + 0.01)
     assert parcel in _ids(below) and parcel not in _ids(above)
+
+
+def test_a_slow_text_search_is_not_waited_for_inside_the_vector_search_transaction(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    # A vector search's transaction waiting for its text search would hold a pooled
+    # connection; with enough recalls at once every connection would be waiting.
+    parcel = _standups_and_a_parcel(client, tenant, runtime)
+    schema, app_user = runtime.database.schema, runtime.database.app_user
+    query = RecallQuery(_STANDUP_QUESTION, 10, min_similarity=0)
+    answers: list[Any] = []
+    with runtime.database.owner_connection() as owner, owner.transaction():
+        # Given the text search held up by a lock on the words' table
+        owner.execute(
+            sql.SQL("LOCK TABLE {}.memory_lexemes IN ACCESS EXCLUSIVE MODE").format(
+                sql.Identifier(schema)
+            )
+        )
+        recalling = threading.Thread(
+            target=lambda: answers.append(
+                recall(runtime.log, runtime.embedder, tenant.id, query, now=datetime.now(UTC))
+            )
+        )
+        recalling.start()
+        deadline = time.monotonic() + 10
+        waiting: list[Any] = []
+        while not waiting and time.monotonic() < deadline:
+            # In a transaction the activity is one snapshot until it is cleared.
+            owner.execute("SELECT pg_stat_clear_snapshot()")
+            waiting = owner.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE usename = %s AND wait_event_type = 'Lock'",
+                (app_user,),
+            ).fetchall()
+            time.sleep(0.02)
+        assert waiting, "the text search never waited for the lock"
+        time.sleep(1.0)  # the query embedded and the vector search ran meanwhile
+        # Then no connection of the service sits in a transaction but the text search
+        # (a pipelined one waits for its client as "active", not "idle in transaction")
+        in_transaction: list[int] = []
+        for _ in range(10):
+            owner.execute("SELECT pg_stat_clear_snapshot()")
+            counted = owner.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE usename = %s"
+                " AND xact_start IS NOT NULL AND wait_event_type IS DISTINCT FROM 'Lock'",
+                (app_user,),
+            ).fetchone()
+            in_transaction.append(int(counted[0]) if counted else 0)
+            time.sleep(0.02)
+        assert min(in_transaction) == 0, in_transaction
+        assert recalling.is_alive()
+    recalling.join(timeout=30)
+    # And once it ends, the memory it found by words carries its similarity
+    item = next(i for i in answers[0].items if str(i.id) == parcel)
+    assert item.rank.text_rank is not None and item.rank.vector_rank is None
+    similarity = _similarity(client, tenant, _STANDUP_QUESTION, parcel)
+    assert item.similarity == pytest.approx(similarity, abs=1e-6)

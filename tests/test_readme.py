@@ -98,6 +98,7 @@ def test_the_desktop_mcp_config_starts_a_server_that_remembers_and_recalls(
     assert [item["id"] for item in found["items"]] == [made["memory_id"]]
 
 
+@pytest.mark.slow  # a served process or two models loaded: 14 to 19 s
 def test_the_http_mcp_config_reaches_the_running_service(url: str, tenant: Tenant) -> None:
     config = json.loads(_block("**MCP over HTTP**", "json"))["mcpServers"]["palimpsest"]
     assert config["type"] == "http"

@@ -77,6 +77,7 @@ def _farthest(a: list[list[float]], b: list[list[float]]) -> float:
     return max(abs(p - q) for x, y in zip(a, b, strict=True) for p, q in zip(x, y, strict=True))
 
 
+@pytest.mark.slow  # a served process or two models loaded: 14 to 19 s
 def test_both_runtimes_give_the_same_vectors_singly_and_in_batches(
     torch_model: LocalMiniLM, exported: OnnxMiniLM
 ) -> None:

@@ -382,6 +382,7 @@ class _Search:
                 state = {(r["memory_id"], r["content_digest"]): r for r in cur.fetchall()}
             if measured is not None:
                 similarities = {r["memory_id"]: r["similarity"] for r in measured.fetchall()}
+                measured.close()
         for row in state.values():
             row["newer"] = []
             _with_unwritten_accesses(row)
@@ -478,10 +479,13 @@ def _first_searches(
             state, _ = search.state(cur, near, now)
     if worded is None and words is not None:
         worded = words.found.result()
-        if not words.measured:
+        unmeasured = [] if words.measured else _unmeasured(worded, close)
+        later: dict[UUID, float] = {}
+        if unmeasured:
             with tenant_transaction(log.datastore, tenant_id, commit=False, pipelined=True) as cur:
-                _, similar = search.state(cur, [], now, similar=_unmeasured(worded, close))
-            _measure(worded, close | similar)
+                _, later = search.state(cur, [], now, similar=unmeasured)
+        if not words.measured:
+            _measure(worded, close | later)
     return _joined(near, state), worded or [], exact
 
 

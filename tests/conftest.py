@@ -59,6 +59,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_OWN_BASETEMP] = config.option.basetemp
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``--numprocesses=auto`` (the default run's): a worker per core, at most four.
+
+    Each worker starts its own embedded PostgreSQL (or database on ``DATABASE_URL``)
+    and loads the embedding model, so beyond a few workers memory grows faster than
+    the run shortens. ``-n 0`` runs in one process, as the slow step does.
+    """
+    return max(1, min(4, len(os.sched_getaffinity(0))))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Remove this run's own directory when it passed (kept for a failure's logs)."""
     own = session.config.stash.get(_OWN_BASETEMP, None)

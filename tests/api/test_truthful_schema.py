@@ -25,6 +25,9 @@ from tests.conftest import Tenant, drain_until_caught_up
 
 MEMORY = {"type": "fact", "scope": "user", "content": "The sky is blue"}
 NUL = "ok\u0000x"
+# An identifier no store holds, the same in every process (pytest-xdist's workers
+# must collect the same parametrized test names).
+NOWHERE = uuid.UUID("0b6e1c52-6f8e-4a44-9c1d-3f1e2d7a5b90")
 
 
 def _refused(response: Any, status: int = 422) -> str:
@@ -44,7 +47,7 @@ def _refused(response: Any, status: int = 422) -> str:
         ("/v1/memories", {**MEMORY, "topic": NUL}),
         ("/v1/memories", {**MEMORY, "model_id": NUL}),
         ("/v1/recall", {"query": NUL}),
-        ("/v1/erasures", {"memory_ids": [str(uuid.uuid4())], "reason": NUL}),
+        ("/v1/erasures", {"memory_ids": [str(NOWHERE)], "reason": NUL}),
         ("/v1/proposers/model=m/withdraw", {"reason": NUL}),
         ("/v1/proposers/model=m/withdraw", {"model": NUL}),
         ("/v1/batch", {"items": [{"op": "create_observation", "content": "x", "source": NUL}]}),
@@ -83,8 +86,8 @@ def test_a_nul_in_a_reason_is_refused_wherever_it_falls(
         ("GET", "/v1/observations?cursor=a%00b"),
         ("POST", "/v1/proposers/model=a%00b/withdraw"),
         ("POST", "/v1/proposers/model=%01x/withdraw"),
-        ("POST", f"/v1/proposers/{uuid.uuid4()}/withdraw?model=%01"),
-        ("POST", f"/v1/proposers/{uuid.uuid4()}/withdraw?model=a%00b"),
+        ("POST", f"/v1/proposers/{NOWHERE}/withdraw?model=%01"),
+        ("POST", f"/v1/proposers/{NOWHERE}/withdraw?model=a%00b"),
         ("DELETE", "/v1/tenant?reason=a%00b"),
         ("DELETE", "/v1/tenant?confirm=a%00b"),
     ],
@@ -303,7 +306,7 @@ def test_two_different_models_narrow_a_withdrawal_to_nothing(
         ("reader", "POST", "/v1/memories", {"content": 5}),
         ("reader", "POST", "/v1/observations", {}),
         ("reader", "POST", "/v1/batch", {"items": []}),
-        ("reader", "POST", f"/v1/memories/{uuid.uuid4()}/forget", {"reason": ""}),
+        ("reader", "POST", f"/v1/memories/{NOWHERE}/forget", {"reason": ""}),
         ("reader", "POST", "/v1/proposers/model=m/withdraw", {"model": ""}),
         ("writer", "POST", "/v1/erasures", {"reason": ""}),
         ("writer", "PUT", "/v1/tenant/retention", {"raw_hours": "x"}),

@@ -17,7 +17,7 @@ from palimpsest.projections.drains.loop import DrainLoop
 from palimpsest.projections.drains.settings import DrainSettings
 from palimpsest.projections.runtime import Runtime
 from tests.api.live_server import live_server
-from tests.conftest import drain_until_caught_up
+from tests.conftest import drain_until_caught_up, index_until_caught_up
 
 
 @pytest.fixture(scope="session")
@@ -44,6 +44,10 @@ def served_with_drains(runtime: Runtime) -> Iterator[str]:
     write and sweeping as configured, and the model loaded, as ``palimpsest serve``
     runs them; yield its base URL."""
     runtime.load_embedder()
+    # From rest, as a service that has been running: the session's store holds every
+    # earlier test's writes, and a backlog left to the drains would delay the first
+    # test's own write by however many came before it in this process.
+    index_until_caught_up(runtime)
     settings = DrainSettings()
     drains = DrainLoop(
         runtime.log,

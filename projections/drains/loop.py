@@ -102,16 +102,23 @@ class DrainLoop:
         # done anything: work done (a shortened retention, a publish) can make a
         # later stage due, which then reads its tenants itself.
         known = self._due()
-        for stage in self.stages:
-            widen = first
-            due = None if known is None or stage.kind is None else known[stage.kind]
-            while not self._stop.is_set():
+        stages = list(self.stages)
+        widen = first
+        while stages and not self._stop.is_set():
+            busy = False
+            for stage in stages:
+                if self._stop.is_set():
+                    return
+                due = None if known is None or stage.kind is None else known[stage.kind]
                 did = run_pass(stage, self.backoff, first=widen, due=due)
-                widen, due = False, None
                 if did:
                     known = None
-                if not (stage.repeat and did):
-                    break
+                    busy = busy or stage.repeat
+            # While a repeating stage drains a backlog, every repeating stage runs
+            # again in turn, a batch each: a tenant's import being indexed never
+            # holds another tenant's writes unpublished until it ends.
+            stages = [stage for stage in self.stages if stage.repeat] if busy else []
+            widen, known = False, None
 
     def _due(self) -> dict[PassKind, dict[UUID, int]] | None:
         """The due tenants of the stages that have a :attr:`Stage.kind` (:func:`due_work`),

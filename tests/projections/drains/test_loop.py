@@ -13,13 +13,21 @@ import pytest
 from fastapi.testclient import TestClient
 
 from palimpsest.domain.limits import MAX_BATCH_ITEMS
+from palimpsest.projections.commands.tokens import authenticate
 from palimpsest.projections.drains.isolation import Backoff
 from palimpsest.projections.drains.loop import DrainLoop
 from palimpsest.projections.drains.settings import DrainSettings
+from palimpsest.projections.recall.indexing import unindexed_count
 from palimpsest.projections.runtime import Runtime
 from palimpsest.projections.store.schema import SNAPSHOTS_TABLE
 from tests.api.helpers import observe, post, problem_slug, remember
-from tests.conftest import Tenant
+from tests.conftest import (
+    Tenant,
+    drain_until_caught_up,
+    fact_spec,
+    index_until_caught_up,
+    library_writer,
+)
 
 _LATER = timedelta(hours=2)
 
@@ -84,6 +92,41 @@ def test_a_drain_batch_above_the_erasure_limit_still_erases_and_never_stalls_rev
     assert _until(lambda: client.get(receipt, headers=headers).json()["status"] == "completed")
     done = client.get(receipt, headers=headers).json()
     assert done["removed"]["observations"] == MAX_BATCH_ITEMS + 2
+
+
+def test_an_indexing_backlog_never_holds_another_tenants_write_unpublished(
+    client: TestClient,
+    runtime: Runtime,
+    tenant: Tenant,
+    other_tenant: Tenant,
+    loops: list[DrainLoop],
+) -> None:
+    # Given a tenant's import, published, that indexing takes many batches over
+    caller = authenticate(runtime.log, tenant.admin.token)
+    library_writer(runtime).write(
+        caller, [fact_spec(f"imported note {n} of the archive") for n in range(300)], batch=True
+    )
+    drain_until_caught_up(runtime)
+    index_until_caught_up(runtime, other_tenant.id)
+    runtime.load_embedder()
+    # And the loop indexing it, ten memories a batch
+    loop = DrainLoop(runtime.log, sweep_s=0.05, batch=10, embedder=runtime.embedder)
+    loops.append(loop)
+    loop.start()
+    assert _until(lambda: unindexed_count(runtime.log, tenant.id) < 290), "indexing never began"
+    # When another tenant writes
+    theirs = remember(client, other_tenant.headers(), content="written during an import")
+    loop.wake()
+    # Then its memory is published and indexed while the import is still being indexed
+    # (once, the indexing stage repeated to the end of every backlog before the
+    # revisions stage ran again: an hour's import held every tenant's writes pending)
+    assert _until(
+        lambda: (
+            unindexed_count(runtime.log, other_tenant.id) == 0
+            and (_status(client, theirs["id"], other_tenant.headers()) == "current")
+        )
+    )
+    assert unindexed_count(runtime.log, tenant.id) > 0
 
 
 def _poison_snapshot(runtime: Runtime, tenant: UUID, aggregate_id: str) -> Callable[[], None]:

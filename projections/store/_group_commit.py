@@ -129,6 +129,12 @@ class GroupCommit:
             return self._leader is not None
 
     @property
+    def unanswered(self) -> int:
+        """Groups sent ahead and not answered yet (for tests)."""
+        with self._mutex:
+            return len(self._sent)
+
+    @property
     def queued(self) -> int:
         """Writes waiting for the next group (for tests)."""
         with self._mutex:

@@ -342,7 +342,13 @@ def test_a_write_interrupted_while_it_waits_is_not_written_and_strands_no_one(
     with runtime.database.owner_connection() as holder:
         holder.execute(f'LOCK TABLE "{schema}".{EVENTS_TABLE} IN EXCLUSIVE MODE')
         threads = [write("first")]
-        wait_until(lambda: _waiting_on_lock(runtime), 10, "the first write waits for the table")
+        # Its group led (or sent ahead) and waiting for the table: a waiter the test
+        # does not know of would let the interrupted write lead instead.
+        wait_until(
+            lambda: (group.leading or group.unanswered == 1) and _waiting_on_lock(runtime),
+            10,
+            "the first write's group waits for the table",
+        )
 
         def interrupt_when_queued() -> None:
             try:

@@ -277,7 +277,7 @@ def main() -> None:  # noqa: PLR0915 (a benchmark script reads best top to botto
     parser.add_argument(
         "--embedder",
         choices=("local", "local-onnx"),
-        default="local",
+        default="local-onnx",  # what `palimpsest serve` runs with the onnx extra installed
         help="the local model's runtime, in the server and in the plain process",
     )
     parser.add_argument(

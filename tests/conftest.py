@@ -210,6 +210,14 @@ def logged_version(runtime: Runtime, aggregate_id: object) -> int | None:
     return _last_in_log(runtime, aggregate_id, "originator_version")
 
 
+def owner_rows(runtime: Runtime, query: str, *params: object) -> list[tuple[Any, ...]]:
+    """Return the rows of ``query`` read as the owner (every tenant's rows), where
+    ``{schema}`` names the store's schema, quoted."""
+    with runtime.database.owner_connection() as conn:
+        statement = query.replace("{schema}", f'"{runtime.database.schema}"')
+        return conn.execute(statement, params).fetchall()
+
+
 def waiting_for_the_events_table(runtime: Runtime) -> int:
     """How many backends wait for the events table's lock (one a test holds)."""
     schema = runtime.database.schema

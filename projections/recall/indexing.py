@@ -96,25 +96,39 @@ def unindexed_count(log: EventLog, tenant_id: UUID) -> int:
     return int(row["n"]) if row else 0
 
 
+NEWEST_SHARE = 4
+"""One in this many of a batch's memories are the tenant's most recently published,
+the rest its oldest due: a backlog (an import) is indexed in order, and what is
+written meanwhile, which an agent recalls next, waits one batch, not the backlog."""
+
+
 def _due(log: EventLog, tenant_id: UUID, model_id: str, limit: int) -> list[dict[str, Any]]:
+    """The due memories of a batch of ``limit``: the newest ``limit // NEWEST_SHARE``
+    (at least one) and the oldest, each once, oldest first."""
+    newest = max(1, limit // NEWEST_SHARE)
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             schema_query(
-                "SELECT r.memory_id, r.requested, r.published, b.current_version_id,"
+                "WITH due AS ((SELECT memory_id FROM {schema}.revisions"
+                " WHERE indexed < published AND published >= requested"
+                " ORDER BY published DESC LIMIT %s)"
+                " UNION (SELECT memory_id FROM {schema}.revisions"
+                " WHERE indexed < published AND published >= requested"
+                " ORDER BY published LIMIT %s))"
+                " SELECT r.memory_id, r.requested, r.published, b.current_version_id,"
                 " m.memory_type, m.scope, m.project, m.erased_position, e.version_id AS embedded,"
                 " t.version_id AS texted, b.belief->'support' AS support"
-                " FROM {schema}.revisions r"
+                " FROM due JOIN {schema}.revisions r USING (memory_id)"
                 " JOIN {schema}.beliefs b USING (tenant_id, memory_id)"
                 " JOIN {schema}.memory_index m USING (tenant_id, memory_id)"
                 " LEFT JOIN {schema}.memory_embeddings e ON e.tenant_id = r.tenant_id"
                 " AND e.memory_id = r.memory_id AND e.model_id = %s"
                 " LEFT JOIN {schema}.memory_texts t ON t.tenant_id = r.tenant_id"
                 " AND t.memory_id = r.memory_id"
-                " WHERE r.indexed < r.published AND r.published >= r.requested"
-                " ORDER BY r.published LIMIT %s",
+                " ORDER BY r.published",
                 log.datastore.schema,
             ),
-            (model_id, limit),
+            (newest, limit - newest, model_id),
         )
         return [dict(row) for row in cur.fetchall()]
 

@@ -26,7 +26,7 @@ from palimpsest.projections.recall.indexing import index_pending, unindexed_coun
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.errors import EmbedderUnavailableError
 from tests.api.helpers import post, remember
-from tests.conftest import RunDatabase, Tenant, fresh_database, index_until_caught_up
+from tests.conftest import RunDatabase, Tenant, fresh_database, index_until_caught_up, owner_rows
 
 
 @pytest.fixture(scope="module")
@@ -165,12 +165,11 @@ def test_a_model_change_reindexes_while_recall_keeps_answering(
         assert unindexed_count(runtime.log, tenant.id) == 0 and len(done["items"]) == 5
         assert done["items"][0]["id"] == ids[3]
         # Rows of the old model went once the tenant was fully indexed with the new one.
-        with runtime.database.owner_connection() as conn:
-            models = conn.execute(
-                f'SELECT DISTINCT model_id FROM "{runtime.database.schema}".memory_embeddings'
-                " WHERE tenant_id = %s",
-                (tenant.id,),
-            ).fetchall()
+        models = owner_rows(
+            runtime,
+            "SELECT DISTINCT model_id FROM {schema}.memory_embeddings WHERE tenant_id = %s",
+            tenant.id,
+        )
         assert models == [("minilm-served",)]
     finally:
         client.close()

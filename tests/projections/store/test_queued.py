@@ -29,7 +29,14 @@ from palimpsest.projections.store.schema import EVENTS_TABLE
 from palimpsest.projections.store.sql import schema_query
 from palimpsest.projections.store.tenancy import queued_transaction
 from palimpsest.projections.store.work_due import mark_published
-from tests.conftest import Tenant, drain_until_caught_up, fact_spec, library_writer, logged_position
+from tests.conftest import (
+    Tenant,
+    drain_until_caught_up,
+    fact_spec,
+    library_writer,
+    logged_position,
+    owner_rows,
+)
 
 _INSERT: bytes = b"INSERT INTO scratch VALUES (%s)"
 
@@ -269,14 +276,9 @@ def test_a_group_of_two_tenants_goes_out_queued_with_each_write_its_own_position
 
 
 def _index_marks(runtime: Runtime, tenant: Tenant) -> int:
-    with runtime.database.owner_connection() as conn:
-        row = conn.execute(
-            f'SELECT coalesce(sum(marked), 0) FROM "{runtime.database.schema}".index_tenants'
-            " WHERE tenant_id = %s",
-            (tenant.id,),
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
+    query = "SELECT coalesce(sum(marked), 0) FROM {schema}.index_tenants WHERE tenant_id = %s"
+    [(marks,)] = owner_rows(runtime, query, tenant.id)
+    return int(marks)
 
 
 def test_a_queued_tenant_transaction_sends_nothing_if_its_block_raises(

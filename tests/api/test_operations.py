@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 from fastapi.testclient import TestClient
@@ -40,12 +40,28 @@ class _GatedEmbedder:
         return [[1.0] + [0.0] * 383 for _ in texts]
 
 
+@pytest.fixture
+def own_runtime(runtime: Runtime) -> Iterator[Callable[[_GatedEmbedder], Runtime]]:
+    """Make a process's runtime on the session's database and log with an embedder of its
+    own. Its publication watch, which ``create_app`` starts, is stopped afterwards (the
+    log is the session's, so it is not closed): left listening, it outlived the run."""
+    made: list[Runtime] = []
+
+    def make(embedder: _GatedEmbedder) -> Runtime:
+        made.append(Runtime(runtime.database, runtime.log, runtime.embedding, embedder))
+        return made[-1]
+
+    yield make
+    for own in made:
+        own.publications.stop()
+
+
 def test_readyz_is_not_ready_until_the_embedder_has_loaded_and_while_drains_are_down(
-    runtime: Runtime,
+    own_runtime: Callable[[_GatedEmbedder], Runtime],
 ) -> None:
     # Given a process whose embedder is still loading, and whose drain loop runs
     embedder = _GatedEmbedder()
-    own = Runtime(runtime.database, runtime.log, runtime.embedding, embedder)
+    own = own_runtime(embedder)
     drains = {"running": True}
     app = create_app(ApiSettings(), own, lambda: None, drains_running=lambda: drains["running"])
     loading = threading.Thread(target=own.load_embedder)
@@ -83,9 +99,9 @@ def test_readyz_is_not_ready_until_the_embedder_has_loaded_and_while_drains_are_
 
 
 def test_readyz_reports_a_schema_behind_this_code(
-    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+    own_runtime: Callable[[_GatedEmbedder], Runtime], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    own = Runtime(runtime.database, runtime.log, runtime.embedding, _GatedEmbedder())
+    own = own_runtime(_GatedEmbedder())
     own.embedder_loaded.set()
     monkeypatch.setattr(
         "palimpsest.api.routers._health.schema_revisions", lambda _database: ["0001"]

@@ -34,8 +34,8 @@ from palimpsest.domain.observation import Observation
 from palimpsest.projections.commands._spec import Batch, WriteSpec
 from palimpsest.projections.commands.unit_of_work import Item, UnitOfWork
 from palimpsest.projections.store.eventlog import EventLog
-from palimpsest.projections.store.sql import schema_sql
-from palimpsest.projections.store.tenancy import tenant_transaction
+from palimpsest.projections.store.sql import schema_query, schema_sql
+from palimpsest.projections.store.tenancy import queued_transaction, tenant_transaction
 
 __all__ = [
     "LabelSpec",
@@ -353,23 +353,24 @@ def decide_label(uow: UnitOfWork, spec: LabelSpec) -> Item:
     )
 
 
+_SUPERSEDING: LiteralString = (
+    "SELECT linked_id, edge_id FROM {schema}.memory_links"
+    " WHERE memory_id = %s AND kind = 'supersedes' AND NOT outgoing"
+    " ORDER BY position, edge_id"
+)
+
+
 def superseding_edges(uow: UnitOfWork, memory: Memory) -> list[tuple[UUID, UUID]]:
     """Return the live ``supersedes`` edges to ``memory`` as (source, edge id), oldest
     first: from the dependency rows (written with the events they index), less the
     edges the memory itself records as retracted."""
-    with tenant_transaction(uow.log.datastore, uow.caller.tenant_id, commit=False) as cur:
-        cur.execute(
-            schema_sql(
-                "SELECT linked_id, edge_id FROM {schema}.memory_links"
-                " WHERE memory_id = %s AND kind = 'supersedes' AND NOT outgoing"
-                " ORDER BY position, edge_id",
-                uow.log.datastore.schema,
-            ),
-            (memory.id,),
-        )
-        rows = cur.fetchall()
+    # One round trip (BEGIN, the query and COMMIT sent whole): every revision of a
+    # memory asks this before it writes.
+    with queued_transaction(uow.log.datastore, uow.caller.tenant_id, commit=False) as cur:
+        cur.execute(schema_query(_SUPERSEDING, uow.log.datastore.schema), (memory.id,))
+        answer = cur.answer()
     retracted = set(memory.retracted_edges)
-    return [(r["linked_id"], r["edge_id"]) for r in rows if r["edge_id"] not in retracted]
+    return [(linked, edge) for linked, edge in answer.rows if edge not in retracted]
 
 
 def _refuse_structural_restore(uow: UnitOfWork, memory: Memory) -> None:

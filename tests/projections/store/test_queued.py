@@ -368,13 +368,14 @@ def test_a_drain_pass_sends_each_of_its_transactions_whole(
         return [counts[i] for i, text in enumerate(sent) if all(p in text for p in parts)]
 
     # Each in one round trip, its tenant's setting first: the claim; the facts, both
-    # the events and the links in one snapshot; the publish (the beliefs, planning
+    # the events (loaded by key alone: bitmap scans off, then as before) and the links
+    # in one snapshot; the publish (the beliefs, planning
     # for the tenant, the revisions, the recall mark, the NOTIFY); the clean check.
     # (Another tenant marked by an earlier test's leftovers, with nothing to publish,
     # may be claimed and cleaned too: each of those transactions still goes whole.)
     claims = sent_with(b"SET claimed_until = clock_timestamp()")
     assert claims and set(claims) == {2}
-    assert sent_with(b"WITH wanted AS", b"memory_links") == [3]
+    assert sent_with(b"WITH wanted AS", b"memory_links") == [5]
     assert sent_with(b"INSERT INTO", b"beliefs") == [6]
     cleaned = sent_with(b"SET drained_position")
     assert cleaned and set(cleaned) == {2}

@@ -24,7 +24,11 @@ from palimpsest.projections.store.eventlog import EventLog
 from palimpsest.projections.store.ids import as_uuid
 from palimpsest.projections.store.queued import QueuingCursor, UnqueueableError
 from palimpsest.projections.store.sql import schema_query
-from palimpsest.projections.store.tenancy import queued_transaction, tenant_transaction
+from palimpsest.projections.store.tenancy import (
+    queued_transaction,
+    run_unread,
+    tenant_transaction,
+)
 from palimpsest.projections.store.unreadable import (
     UnreadableEvent,
     UnreadableEventError,
@@ -155,17 +159,18 @@ _BY_KEY_ONLY = (
     b"SELECT set_config('palimpsest.enable_bitmapscan', current_setting('enable_bitmapscan'),"
     b" true), set_config('enable_bitmapscan', 'off', true)"
 )
-"""Run before :data:`_LOAD` in :func:`loaded_with`: no bitmap scans, so each aggregate's
-events are found by the primary key alone. Without statistics on the events table (a
-store just written in bulk: autovacuum skips analysing a table it cannot lock at once,
-and every write locks it), the planner took a ``BitmapAnd`` of the primary key and the
-``(tenant_id, notification_id)`` index, reading every event of the tenant in that index
-to load one memory (21,941 of them: 0.71 ms against 0.11 ms; docs/benchmarks.md)."""
+"""Run before :data:`_LOAD` (:func:`loaded_with`, :func:`aggregates_at`): no bitmap
+scans, so each aggregate's events are found by the primary key alone. Without
+statistics on the events table (a store just written in bulk: autovacuum skips
+analysing a table it cannot lock at once, and every write locks it), the planner
+took a ``BitmapAnd`` of the primary key and the ``(tenant_id, notification_id)``
+index, reading every event of the tenant in that index to load one memory (21,941
+of them: 0.71 ms against 0.11 ms; docs/benchmarks.md)."""
 
 _AS_BEFORE = (
     b"SELECT set_config('enable_bitmapscan', current_setting('palimpsest.enable_bitmapscan'), true)"
 )
-"""Run after :data:`_LOAD`: the statements queued after it are planned as before."""
+"""Run after :data:`_LOAD`: the transaction's next statements are planned as before."""
 
 
 def aggregates_at(
@@ -184,6 +189,7 @@ def aggregates_at(
         msg = "aggregates_at reads at once: queue a load with loaded_with"
         raise UnqueueableError(msg)
     known = _known(log, tenant_id, aggregate_ids, limit)
+    run_unread(cur, _BY_KEY_ONLY.decode())
     with cur.connection.cursor(row_factory=tuple_row) as rows:
         rows.execute(*_load_statement(log, aggregate_ids, known, limit))
         aggregates = _loaded(log, rows.fetchall(), known)
@@ -192,6 +198,7 @@ def aggregates_at(
             # Known copies whose anchor this tenant cannot see: read them afresh.
             rows.execute(*_load_statement(log, lost, {}, limit))
             aggregates.merge(_loaded(log, rows.fetchall(), {}))
+    run_unread(cur, _AS_BEFORE.decode())
     _keep(log, tenant_id, aggregates, limit)
     return aggregates
 

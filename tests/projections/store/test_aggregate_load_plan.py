@@ -15,10 +15,10 @@ import pytest
 from palimpsest.projections.commands.tokens import authenticate, create_tenant
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store import aggregates
-from palimpsest.projections.store.aggregates import CURRENT, loaded_with
+from palimpsest.projections.store.aggregates import CURRENT, aggregates_at, loaded_with
 from palimpsest.projections.store.queued import QueuingCursor
 from palimpsest.projections.store.schema import EVENTS_TABLE
-from palimpsest.projections.store.tenancy import queued_transaction
+from palimpsest.projections.store.tenancy import queued_transaction, tenant_transaction
 from tests.conftest import fact_spec, fresh_database, library_writer
 
 _MEMORIES = 1_500
@@ -94,3 +94,21 @@ def test_loaded_with_sends_the_setting_and_restores_it_for_what_follows(
     assert memory_id in loaded
     # Set off for the load (the previous value kept aside), then as before.
     assert after.rows == [("on", "on")]
+
+
+def test_a_load_on_an_open_cursor_sets_the_same_and_restores_it(
+    unanalysed: tuple[Runtime, UUID, UUID],
+) -> None:
+    """The observations listing loads a page's aggregates on its own transaction's
+    cursor (:func:`aggregates_at`): planned by key as well, and what the transaction
+    runs next planned as before."""
+    runtime, tenant_id, memory_id = unanalysed
+    with tenant_transaction(runtime.log.datastore, tenant_id, commit=False) as cur:
+        loaded = aggregates_at(cur, runtime.log, tenant_id, [memory_id])
+        cur.execute(
+            "SELECT current_setting('palimpsest.enable_bitmapscan', true) AS kept,"
+            " current_setting('enable_bitmapscan') AS now"
+        )
+        row = cur.fetchone()
+    assert memory_id in loaded
+    assert row is not None and (row["kept"], row["now"]) == ("on", "on")

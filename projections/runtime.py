@@ -60,14 +60,22 @@ class Runtime:
     embedder_loaded: threading.Event = field(default_factory=threading.Event)
     """Set once :meth:`load_embedder` has embedded with the current embedder
     (readiness: until then the first recall would pay for loading the model)."""
+    _embedder_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def embedder(self) -> Embedder:
         """The configured embedder (made on first use; the local model loads on its
         first embedding)."""
-        if self._embedder is None:
-            self._embedder = self.embedding.make_embedder()
-        return self._embedder
+        made = self._embedder
+        if made is not None:
+            return made
+        # Made once: serve's loader thread and the drains first ask at the same time,
+        # and two embedders would load the model twice, the loader's readiness set
+        # on the one that lost (/readyz then answered 503 for good).
+        with self._embedder_lock:
+            if self._embedder is None:
+                self._embedder = self.embedding.make_embedder()
+            return self._embedder
 
     @property
     def publications(self) -> PublicationWatch:
@@ -85,8 +93,9 @@ class Runtime:
     def use_embedder(self, embedder: Embedder) -> None:
         """Use ``embedder`` from now on, and make sure its dimension has an index
         (it counts as loaded once :meth:`load_embedder` has run with it)."""
-        self.embedder_loaded.clear()
-        self._embedder = embedder
+        with self._embedder_lock:
+            self.embedder_loaded.clear()
+            self._embedder = embedder
         ensure_vector_index(self.database, embedder.dimension)
 
     def load_embedder(self) -> None:

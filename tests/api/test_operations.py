@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 
 import pytest
@@ -15,6 +16,8 @@ from palimpsest.api._problems import PROBLEMS
 from palimpsest.api._settings import ApiSettings
 from palimpsest.api.app import create_app
 from palimpsest.domain.errors import PalimpsestError
+from palimpsest.projections.recall.embedders import Embedder
+from palimpsest.projections.recall.settings import EmbeddingSettings
 from palimpsest.projections.runtime import Runtime
 from tests.api.helpers import remember
 from tests.conftest import Tenant
@@ -96,6 +99,53 @@ def test_readyz_is_not_ready_until_the_embedder_has_loaded_and_while_drains_are_
         drains["running"] = False
         stopped = client.get("/readyz")
         assert stopped.status_code == 503 and stopped.json()["missing"] == ["drains"]
+
+
+class _SlowToMake(EmbeddingSettings):
+    """Settings whose embedder takes a while to make, as importing a model's runtime
+    does on a process's first use: the window in which serve's loader thread and its
+    drains both ask for the embedder."""
+
+    def make_embedder(self) -> Embedder:
+        time.sleep(0.05)
+        made = _GatedEmbedder()
+        made.release.set()
+        return made
+
+
+def test_readyz_is_ready_when_the_drains_ask_for_the_embedder_while_it_loads(
+    runtime: Runtime,
+) -> None:
+    # Given a process that has not made its embedder yet (as serve starts)
+    own = Runtime(runtime.database, runtime.log, _SlowToMake())
+    app = create_app(ApiSettings(), own, lambda: None, drains_running=lambda: True)
+    try:
+        with TestClient(app) as client:
+            # When its loader and three other threads (the drains, a recall) ask at once
+            start = threading.Barrier(4)
+            seen: list[Embedder] = []
+
+            def load() -> None:
+                start.wait()
+                own.load_embedder()
+
+            def ask() -> None:
+                start.wait()
+                seen.append(own.embedder)
+
+            threads = [threading.Thread(target=load)]
+            threads += [threading.Thread(target=ask) for _ in range(3)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(30)
+
+            # Then one embedder was made, the one every thread uses, and it is ready
+            assert all(embedder is own.embedder for embedder in seen)
+            ready = client.get("/readyz")
+            assert ready.status_code == 200, ready.text
+    finally:
+        own.publications.stop()
 
 
 def test_readyz_reports_a_schema_behind_this_code(

@@ -107,24 +107,27 @@ def matches(
     similarity: float | None,
     word_share: float | None,
     *,
+    phrased: bool = False,
     mode: RecallMode,
     min_similarity: float | None,
     nearest: Nearest,
 ) -> bool:
     """Return whether recall keeps a memory found with ``similarity`` to the query and
-    holding ``word_share`` of its words.
+    holding ``word_share`` of its words (``phrased``: and one of its phrases).
 
     ``min_similarity`` given: kept when at least that similar (0 keeps everything).
     Otherwise the default floor: in ``text`` mode everything found holds a word of
     the query and is kept; in the others a memory is kept when it matches by words
-    (at least :data:`WORDS_SHARE` of them; ``hybrid`` only, as ``vector`` mode does
-    not search words) or by meaning: the query matches by meaning (``nearest``:
-    :attr:`Nearest.matched`) and this memory is at least :data:`MEANING_FLOOR` similar.
+    (at least :data:`WORDS_SHARE` of them, or one of its phrases: two words of the
+    query side by side, such as "Universal Studios" in a question of eleven words;
+    ``hybrid`` only, as ``vector`` mode does not search words) or by meaning: the
+    query matches by meaning (``nearest``: :attr:`Nearest.matched`) and this memory is
+    at least :data:`MEANING_FLOOR` similar.
     """
     if min_similarity is not None:
         return min_similarity <= 0 or (similarity is not None and similarity >= min_similarity)
     if mode == "text":
         return True
-    if mode == "hybrid" and word_share is not None and word_share >= WORDS_SHARE:
+    if mode == "hybrid" and (phrased or (word_share is not None and word_share >= WORDS_SHARE)):
         return True
     return nearest.matched and similarity is not None and similarity >= MEANING_FLOOR

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Float, Integer, Text, cast, func, null, select
+from sqlalchemy import Boolean, Float, Integer, Text, cast, func, null, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 
@@ -116,6 +116,7 @@ def _vector_candidates(
             cast(null(), Float).label("text_score"),
             cast(null(), Float).label("word_share"),
             cast(null(), Float).label("word_weight"),
+            cast(null(), Boolean).label("phrased"),
         )
         .where(
             e.c.model_id == param("model", e.c.model_id.type),

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
+    Boolean,
     Float,
     Integer,
     Text,
@@ -51,12 +52,14 @@ from sqlalchemy import (
     null,
     select,
     type_coerce,
+    union,
 )
 from sqlalchemy.dialects.postgresql import (
     ARRAY,
     DOUBLE_PRECISION,
     REAL,
     REGCONFIG,
+    TSQUERY,
     aggregate_order_by,
 )
 
@@ -65,7 +68,7 @@ from palimpsest.projections.store.schema import TEXT_SEARCH_CONFIG
 from palimpsest.projections.views.statement import inline, param
 
 if TYPE_CHECKING:
-    from sqlalchemy import CTE, Subquery, Table
+    from sqlalchemy import CTE, Select, Subquery, Table
     from sqlalchemy.sql.elements import ColumnElement
 
 __all__ = [
@@ -77,6 +80,7 @@ __all__ = [
     "RANK_NORMALISATION",
     "cover_density",
     "query_lexemes",
+    "query_phrases",
     "query_words",
     "rarity",
     "saturated",
@@ -123,6 +127,56 @@ def query_lexemes() -> ColumnElement[Any]:
     return func.tsvector_to_array(func.to_tsvector(config, param("words", Text)))
 
 
+def query_phrases() -> ColumnElement[Any]:
+    """Return the phrases of ``%(words)s``: each of its lexemes followed by the next one
+    at the next position (no stop word between them), as a ``tsquery`` of those pairs
+    joined by ``|`` (``'univers' <-> 'studio' | ...``); NULL for a query of fewer than
+    two such words.
+
+    A memory holding one of them matches by words whatever share of the query's words it
+    holds (:func:`palimpsest.projections.recall._relevance.matches`): a question that
+    names "Universal Studios" among ten other words is about the memory that says it.
+    The pairs are read from the query as the index reads a memory (so a memory saying
+    the query's words holds its phrases) and again with hyphens between letters read as
+    spaces: PostgreSQL's parser puts a compound's whole (``wars-rel``) before its parts,
+    so "Star Wars-related" would otherwise not hold the phrase of a memory saying "Star
+    Wars". The lexemes are quoted as ``tsquery`` input (:func:`_quoted`), not stemmed
+    again."""
+    config = cast(inline(TEXT_SEARCH_CONFIG), REGCONFIG)
+    words = param("words", Text)
+    spaced = func.regexp_replace(
+        words, inline("([[:alpha:]])-(?=[[:alpha:]])"), inline("\\1 "), inline("g")
+    )
+    pairs = union(*(_adjacent(func.to_tsvector(config, text)) for text in (words, spaced)))
+    distinct = pairs.subquery()
+    joined = select(
+        func.string_agg(distinct.c.pair, aggregate_order_by(inline(" | "), distinct.c.pair))
+    )
+    return cast(joined.scalar_subquery(), TSQUERY)
+
+
+def _adjacent(vector: ColumnElement[Any]) -> Select[Any]:
+    """Return a ``tsquery`` phrase (text, column ``pair``) of each lexeme of ``vector``
+    and the lexeme at the next position."""
+    lexemes = func.unnest(vector).table_valued("lexeme", "positions", "weights").render_derived()
+    placed = select(lexemes.c.lexeme, func.unnest(lexemes.c.positions).label("pos")).subquery()
+    by_position = placed.c.pos.asc()
+    paired = select(
+        placed.c.lexeme,
+        func.lead(placed.c.lexeme).over(order_by=by_position).label("next"),
+        (func.lead(placed.c.pos).over(order_by=by_position) - placed.c.pos).label("gap"),
+    ).subquery()
+    pair = _quoted(paired.c.lexeme) + inline(" <-> ") + _quoted(paired.c.next)
+    return select(pair.label("pair")).where(paired.c.gap == inline(1))
+
+
+def _quoted(lexeme: ColumnElement[Any]) -> ColumnElement[Any]:
+    """Return ``lexeme`` quoted as ``tsquery`` input: its quotes doubled (a URL's path
+    keeps them: ``example.com/a'b``). The parser keeps no backslash in a lexeme (it is
+    a blank to it), so none is escaped."""
+    return inline("'") + func.replace(lexeme, inline("'"), inline("''")) + inline("'")
+
+
 def query_words(tables: dict[str, Table]) -> CTE:
     """Return the query's words (a common table expression, ``words``, of one row):
     ``kept``, the lexemes of ``%(words)s`` that select candidates, all but the common
@@ -164,6 +218,7 @@ def query_words(tables: dict[str, Table]) -> CTE:
         .label("common_weights"),
         func.count().label("total"),
         func.sum(weight).label("ideal"),
+        query_phrases().label("phrases"),
     ).cte("words")
 
 
@@ -230,7 +285,10 @@ def text_candidates(
     often it holds it (:func:`saturated`), over the weight of every lexeme of the query
     held once (1 for a memory holding each once; more when repeated). The best
     ``%(limit)s`` are those of the best ``word_weight`` when ``weighted`` (hybrid
-    recall's words), else of the best ``text_score`` (text mode).
+    recall's words), else of the best ``text_score`` (text mode). ``phrased``, when
+    ``weighted``, says whether the memory holds one of the query's phrases
+    (:func:`query_phrases`; its document is read for the ``%(limit)s`` best only); NULL
+    otherwise.
     """
     t = texts
     words = query_words(tables)
@@ -333,6 +391,16 @@ def text_candidates(
     else:
         row = t
         source = ranked.join(t, t.c.memory_id == ranked.c.memory_id)
+    phrased: ColumnElement[Any] = cast(null(), Boolean)
+    if weighted:
+        # Only the best few are read for their documents, by key (the filters' rows
+        # were read before the cut, without them).
+        document = t
+        if conditions:
+            document = tables["memory_texts"].alias("d")
+            source = source.join(document, document.c.memory_id == ranked.c.memory_id)
+        phrases = select(words.c.phrases).scalar_subquery()
+        phrased = func.coalesce(document.c.document.op("@@")(phrases), inline(False))
     if dimension is None:
         similarity: ColumnElement[Any] = cast(null(), Float)
     else:
@@ -360,6 +428,7 @@ def text_candidates(
             ranked.c.text_score,
             ranked.c.word_share,
             ranked.c.word_weight,
+            phrased.label("phrased"),
         )
         .select_from(source)
         .subquery("text")

@@ -188,6 +188,9 @@ class SearchRow(TypedDict):
     """The share of the query's words it holds (None: not found by words)."""
     word_weight: float | None
     """The share of the query's word weight it holds (None: not found by words)."""
+    phrased: bool | None
+    """Whether it holds one of the query's phrases (hybrid recall's words only; None:
+    not found by them, :func:`palimpsest.projections.recall._words.query_phrases`)."""
     requested: int
     published: int
     belief: BeliefDocument | None
@@ -636,6 +639,7 @@ def recall(
         if matches(
             r["similarity"],
             r["word_share"],
+            phrased=bool(r["phrased"]),
             mode=query.mode,
             min_similarity=query.min_similarity,
             nearest=closest,
@@ -712,6 +716,7 @@ def _with_words(row: SearchRow, worded: SearchRow | None) -> SearchRow:
             "text_score": worded["text_score"] if worded else None,
             "word_share": worded["word_share"] if worded else None,
             "word_weight": worded["word_weight"] if worded else None,
+            "phrased": worded["phrased"] if worded else None,
         }
     )
 

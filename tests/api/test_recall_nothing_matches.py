@@ -78,3 +78,40 @@ def test_a_paraphrase_and_a_word_match_are_kept(
     assert worded[0]["similarity"] < 0.25
     # Vector mode knows no words: only meaning decides there.
     assert _recall(client, headers, query="carburettor sync", mode="vector")["items"] == []
+
+
+def test_a_memory_holding_a_phrase_of_the_query_is_kept(
+    client: TestClient, tenant: Tenant, runtime: Runtime
+) -> None:
+    """A long question names something in two words a memory says side by side: the
+    memory holds 2 of its 10 words and is 0.25 similar, under every floor but the
+    phrase's (LoCoMo's "Universal Studios" question was answered with nothing)."""
+    headers = tenant.headers()
+    _store(client, tenant, runtime)
+    said = remember(
+        client,
+        headers,
+        type="note",
+        content="Loved the new spice rub recipe. Have you been to Universal Studios?"
+        " A trip there is on for next month.",
+    )
+    scattered = remember(
+        client,
+        headers,
+        type="note",
+        content="The universal remote broke, so the recording studios sent another one.",
+    )
+    index_until_caught_up(runtime, tenant.id)
+    question = (
+        "Which US states might Tim be in during September based on his plans of"
+        " visiting Universal Studios?"
+    )
+    # Neither matches by meaning: vector mode answers nothing.
+    assert _recall(client, headers, query=question, mode="vector")["items"] == []
+    found = _recall(client, headers, query=question)["items"]
+    # The same two words apart are not the phrase.
+    assert [i["id"] for i in found] == [said["id"]]
+    assert found[0]["text_match"] == "some" and found[0]["similarity"] < 0.3
+    assert scattered["id"] in {
+        i["id"] for i in _recall(client, headers, query=question, mode="text")["items"]
+    }

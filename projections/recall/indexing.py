@@ -27,6 +27,11 @@ The same write finds the pairs recall marks as possible supersessions
 (:mod:`palimpsest.projections.recall._conflict_marks`) for each due memory of a
 paired type, last, under the tenant's pairing lock.
 
+Each batch takes the tenant's newest due memories with its oldest
+(:data:`NEWEST_SHARE`); those that went ahead of a backlog have their vectors inserted
+again once it has passed them (:mod:`palimpsest.projections.recall._relinks`), or the
+HNSW graph would bury them under it.
+
 A model change: when a tenant has embeddings of another model, its
 memories without one of the active model are made due again once, and the
 other model's rows are dropped when nothing is left; recall answers from
@@ -47,6 +52,7 @@ from uuid import UUID
 
 from palimpsest.domain.memory import Memory
 from palimpsest.projections.recall._conflict_marks import write_marks
+from palimpsest.projections.recall._relinks import relink_passed
 from palimpsest.projections.recall._vectors import VectorValue, binary_vectors
 from palimpsest.projections.recall.embedders import Embedder
 from palimpsest.projections.recall.settings import DEFAULT_CONFLICT_FLOOR, EmbeddingSettings
@@ -80,6 +86,9 @@ class IndexReport:
     """Vectors computed but not written: the memory changed meanwhile."""
     marked: int = 0
     """Due memories whose current version was embedded already."""
+    relinked: int = 0
+    """Embeddings inserted again because a backlog passed them
+    (:mod:`palimpsest.projections.recall._relinks`)."""
 
 
 def unindexed_count(log: EventLog, tenant_id: UUID) -> int:
@@ -96,16 +105,36 @@ def unindexed_count(log: EventLog, tenant_id: UUID) -> int:
     return int(row["n"]) if row else 0
 
 
+def _anything_due(log: EventLog, tenant_id: UUID) -> bool:
+    """Whether any of the tenant's memories is due (one probe of the partial index)."""
+    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
+        cur.execute(
+            schema_query(
+                "SELECT EXISTS (SELECT 1 FROM {schema}.revisions"
+                " WHERE indexed < published AND published >= requested) AS due",
+                log.datastore.schema,
+            )
+        )
+        row = cur.fetchone()
+    return bool(row and row["due"])
+
+
 NEWEST_SHARE = 4
 """One in this many of a batch's memories are the tenant's most recently published,
 the rest its oldest due: a backlog (an import) is indexed in order, and what is
 written meanwhile, which an agent recalls next, waits one batch, not the backlog."""
 
 
+def _newest(limit: int) -> int:
+    """How many of a batch of ``limit`` are the newest due: ``limit // NEWEST_SHARE``,
+    at least one."""
+    return max(1, limit // NEWEST_SHARE)
+
+
 def _due(log: EventLog, tenant_id: UUID, model_id: str, limit: int) -> list[dict[str, Any]]:
-    """The due memories of a batch of ``limit``: the newest ``limit // NEWEST_SHARE``
-    (at least one) and the oldest, each once, oldest first."""
-    newest = max(1, limit // NEWEST_SHARE)
+    """The due memories of a batch of ``limit``: the newest :func:`_newest` and the
+    oldest, each once, oldest first."""
+    newest = _newest(limit)
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             schema_query(
@@ -117,7 +146,8 @@ def _due(log: EventLog, tenant_id: UUID, model_id: str, limit: int) -> list[dict
                 " ORDER BY published LIMIT %s))"
                 " SELECT r.memory_id, r.requested, r.published, b.current_version_id,"
                 " m.memory_type, m.scope, m.project, m.erased_position, e.version_id AS embedded,"
-                " t.version_id AS texted, b.belief->'support' AS support"
+                " t.version_id AS texted, b.belief->'support' AS support,"
+                " extract(epoch FROM clock_timestamp() - r.published_at) AS waited"
                 " FROM due JOIN {schema}.revisions r USING (memory_id)"
                 " JOIN {schema}.beliefs b USING (tenant_id, memory_id)"
                 " JOIN {schema}.memory_index m USING (tenant_id, memory_id)"
@@ -472,7 +502,7 @@ def index_pending(
     paired at ``conflict_floor`` (None: ``PALIMPSEST_CONFLICT_FLOOR``, read once per
     call, as every process that indexes sees it)."""
     floor = EmbeddingSettings().conflict_floor if conflict_floor is None else conflict_floor
-    embedded = stale = marked = 0
+    embedded = stale = marked = relinked = 0
     for tenant_id in (tenants or (lambda: known_tenants(log.datastore)))():
         rows = _due(log, tenant_id, embedder.model_id, limit)
         if not rows:
@@ -507,9 +537,17 @@ def index_pending(
         embedded += written
         stale += len(rows) - handled
         marked += handled - written
+        # A full batch has more due behind its oldest part (a backlog).
+        full = len(rows) == limit
+        oldest = limit - _newest(limit) if full else 0
+        ended = not full or not _anything_due(log, tenant_id)
+        relinked += relink_passed(log, tenant_id, embedder.model_id, rows, oldest, ended=ended)
     if embedded or stale:
-        _log.info("indexed", extra={"embedded": embedded, "stale": stale, "marked": marked})
-    return IndexReport(embedded, stale, marked)
+        _log.info(
+            "indexed",
+            extra={"embedded": embedded, "stale": stale, "marked": marked, "relinked": relinked},
+        )
+    return IndexReport(embedded, stale, marked, relinked)
 
 
 def reindex(

@@ -85,7 +85,9 @@ def relink_passed(
         return 0
     if high <= low:
         return 0
-    with tenant_transaction(log.datastore, tenant_id, commit=True, durable=False) as cur:
+    # Durable, unlike the drain's own write: a relink lost in a crash is never redone
+    # (its memories are no longer due), where a lost write leaves its rows due.
+    with tenant_transaction(log.datastore, tenant_id, commit=True) as cur:
         cur.execute(
             schema_query(_RELINK, log.datastore.schema),
             {

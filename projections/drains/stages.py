@@ -24,10 +24,9 @@ from palimpsest.projections.drains._tenant_erasure import erase_tenant
 from palimpsest.projections.drains.isolation import Backoff, run_stage
 from palimpsest.projections.drains.revision import LEASE_SECONDS, DrainReport, drain_tenant
 from palimpsest.projections.recall.embedders import Embedder
-from palimpsest.projections.recall.indexing import index_pending
+from palimpsest.projections.recall.indexing import index_due, index_pending
 from palimpsest.projections.store.eventlog import EventLog
-from palimpsest.projections.store.sql import schema_sql
-from palimpsest.projections.store.tenancy import known_tenants, tenant_transaction
+from palimpsest.projections.store.tenancy import known_tenants
 from palimpsest.projections.store.work_due import (
     PassKind,
     expiry_due,
@@ -96,20 +95,6 @@ def run_pass(
     return run_stage(stage.name, tenants, run, backoff)
 
 
-def _index_left(log: EventLog, tenant_id: UUID) -> bool:
-    """Return whether the tenant has published memories the indexing drain has not
-    handled (as its own query finds them)."""
-    with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
-        cur.execute(
-            schema_sql(
-                "SELECT 1 FROM {schema}.revisions"
-                " WHERE indexed < published AND published >= requested LIMIT 1",
-                log.datastore.schema,
-            )
-        )
-        return cur.fetchone() is not None
-
-
 def index_stage(log: EventLog, embedder: Embedder, *, batch: int) -> Stage:
     """The indexing stage: embed the current versions of ``batch`` published memories
     per tenant with ``embedder``."""
@@ -118,7 +103,7 @@ def index_stage(log: EventLog, embedder: Embedder, *, batch: int) -> Stage:
         done = index_pending(log, embedder, limit=batch, tenants=lambda: [tenant_id])
         if done.embedded or done.marked:
             return done.embedded + done.marked
-        if _index_left(log, tenant_id):
+        if index_due(log, tenant_id):
             # Work that no publish marked (a model change made it due): keep the
             # tenant due for the next pass.
             mark_index_due(log.datastore, tenant_id)

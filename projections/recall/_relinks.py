@@ -40,6 +40,9 @@ BACKLOG_WAIT_S = 5.0
 """A batch whose oldest due memory was published at least this long ago ends a backlog:
 the drain indexes a memory within a second of its publication otherwise."""
 
+_NO_END = 2**63 - 1
+"""The largest ``bigint``: no published revision is past it."""
+
 _RELINK = (
     "WITH passed AS (SELECT memory_id FROM {schema}.revisions"
     " WHERE published > %(low)s AND published <= %(high)s"
@@ -98,7 +101,3 @@ def relink_passed(
             },
         )
         return cur.rowcount
-
-
-_NO_END = 2**63 - 1
-"""The largest ``bigint``: no published revision is past it."""

@@ -69,6 +69,7 @@ from palimpsest.projections.views.publications import publication_channel
 
 __all__ = [
     "IndexReport",
+    "index_due",
     "index_pending",
     "reindex",
     "unindexed_count",
@@ -105,18 +106,18 @@ def unindexed_count(log: EventLog, tenant_id: UUID) -> int:
     return int(row["n"]) if row else 0
 
 
-def _anything_due(log: EventLog, tenant_id: UUID) -> bool:
-    """Whether any of the tenant's memories is due (one probe of the partial index)."""
+def index_due(log: EventLog, tenant_id: UUID) -> bool:
+    """Whether any of the tenant's memories is due (as :func:`_due` finds them; one
+    probe of the partial index)."""
     with tenant_transaction(log.datastore, tenant_id, commit=False) as cur:
         cur.execute(
             schema_query(
-                "SELECT EXISTS (SELECT 1 FROM {schema}.revisions"
-                " WHERE indexed < published AND published >= requested) AS due",
+                "SELECT 1 FROM {schema}.revisions"
+                " WHERE indexed < published AND published >= requested LIMIT 1",
                 log.datastore.schema,
             )
         )
-        row = cur.fetchone()
-    return bool(row and row["due"])
+        return cur.fetchone() is not None
 
 
 NEWEST_SHARE = 4
@@ -540,7 +541,7 @@ def index_pending(
         # A full batch has more due behind its oldest part (a backlog).
         full = len(rows) == limit
         oldest = limit - _newest(limit) if full else 0
-        ended = not full or not _anything_due(log, tenant_id)
+        ended = not full or not index_due(log, tenant_id)
         relinked += relink_passed(log, tenant_id, embedder.model_id, rows, oldest, ended=ended)
     if embedded or stale:
         _log.info(

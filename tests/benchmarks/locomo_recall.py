@@ -17,17 +17,19 @@ without HTTP) in each mode, and prints, per category and in all:
 
 - hit@k: at least one evidence turn among the results;
 - all@k: every evidence turn among them;
-- latency, once :data:`WARM_UP` questions were asked uncounted: ``recall``'s own
-  search time (search, ranking and access stamping: the ``search`` part of the
-  route's ``Server-Timing``, without the query's embedding), p50 and p99, beside
-  the same nearest-neighbour query through raw psycopg as the owner (LIMIT k, the
-  scope as its filter) in the same run; the query's embedding inside recall (each
+- latency, once :data:`WARM_UP` questions were asked uncounted (then each mode's
+  questions in turn, from no recorded access): ``recall``'s own search time (search,
+  ranking and access stamping: the ``search`` part of the route's ``Server-Timing``,
+  without the query's embedding), p50 and p99, beside the same nearest-neighbour query
+  through raw psycopg as the owner (LIMIT k, the scope as its filter) after each
+  question of every mode; the query's embedding inside recall (each
   question's first) and the model's own in this process, p50 and p99.
 
 With ``--distractors N`` the conversations sit among N generated memories of the same
 tenant (``tests/benchmarks/recall.py``'s corpus: the knowledge-updates statements split
 into sentences, then templated sentences, ``tests/benchmarks/sentences.py``), and the
-questions are asked across the tenant, without a scope; the knowledge-updates
+questions are asked across the tenant, without a scope, one mode after the other, each
+from no recorded access (the modes share the tenant); the knowledge-updates
 questions (``recall_hybrid.py``'s) are asked among them too, per label and mode
 (recall@10: a sentence of the answering statement in the first ten). ``--data-dir``
 keeps the store for the next run (loading 100,000 and embedding them takes minutes).
@@ -78,7 +80,7 @@ from palimpsest.projections.recall.recalled import RecallMode
 from palimpsest.projections.recall.search import RecallQuery, recall, search
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.settings import DatabaseSettings
-from tests.benchmarks.recall import _questions_among
+from tests.benchmarks.recall import _questions_among, forget_accesses
 from tests.benchmarks.sentences import dataset_sentences, sentences
 
 LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo"
@@ -180,7 +182,8 @@ def _store(
     every recall stamps an access on what it returns, and salience breaks equal
     scores, so a mode asked after another in one tenant would have its ties broken
     towards what the other just found (text mode's hit@10 read 0.655 so, 0.632 with
-    its ties broken at random). Among distractors the modes share the one tenant."""
+    its ties broken at random). Among distractors the modes share the one tenant, and
+    each mode's questions start from no recorded access (:func:`_locomo`)."""
     turns = _rows(dataset / "turns.jsonl")
     names = {mode: TENANT if distractors else f"{TENANT}-{mode}" for mode in modes}
     known = {entry.name: entry.tenant_id for entry in list_tenants(runtime.log)}
@@ -300,14 +303,17 @@ def _locomo(
         [vector] = runtime.embedder.embed([question["question"]])
         _raw_latency(runtime, vector, None, k)
     model_ms: list[float] = []
-    for number, question in enumerate(questions):
-        # Its first embedding inside recall, unless the warm-up asked it (then remembered).
-        first_embedding = number >= WARM_UP
-        own = question["conversation"]
-        scope = own if scoped else None
-        evidence = {f"{own}/{e}" for e in question["evidence"]}
-        # The modes in turn per question, so that a slower minute weighs on each alike.
-        for mode in modes:
+    embedded = {q["question"] for q in questions[:WARM_UP]}  # the warm-up's, remembered
+    # One mode at a time, each from no recorded access: every recall stamps what it
+    # returns and salience breaks equal scores, so a mode asked after another in one
+    # tenant (among distractors) had its ties broken towards what the other had just
+    # found. The raw baseline is measured beside every mode's questions.
+    for mode in modes:
+        forget_accesses(runtime)
+        for question in questions:
+            own = question["conversation"]
+            scope = own if scoped else None
+            evidence = {f"{own}/{e}" for e in question["evidence"]}
             found = recall(
                 runtime.log,
                 runtime.embedder,
@@ -319,15 +325,15 @@ def _locomo(
             hits[mode][question["category"]].append(bool(evidence & got))
             alls[mode][question["category"]].append(evidence <= got)
             search_ms[mode].append(found.search_ms)
-            if mode != "text" and first_embedding:
-                embed_ms.append(found.embed_ms)
-                first_embedding = False  # the other modes' find it remembered
-        started = time.perf_counter()
-        [vector] = runtime.embedder.embed([question["question"]])
-        model_ms.append((time.perf_counter() - started) * 1000)
-        raw_ms.append(_raw_latency(runtime, vector, scope, k))
-        if out:
-            _dump(runtime, callers[modes[0]], question, scope, out)
+            if mode != "text" and question["question"] not in embedded:
+                embed_ms.append(found.embed_ms)  # its first embedding: later modes remember it
+                embedded.add(question["question"])
+            started = time.perf_counter()
+            [vector] = runtime.embedder.embed([question["question"]])
+            model_ms.append((time.perf_counter() - started) * 1000)
+            raw_ms.append(_raw_latency(runtime, vector, scope, k))
+            if out and mode == modes[0]:
+                _dump(runtime, callers[modes[0]], question, scope, out)
     if out:
         out.close()
     where = "own conversation's scope" if scoped else "across the tenant, no scope"

@@ -59,6 +59,7 @@ from palimpsest.projections.recall.search import HNSW_OVERFETCH, RecallQuery, se
 from palimpsest.projections.recall.search import recall as search_recall
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.settings import DatabaseSettings
+from palimpsest.projections.views.access_buffer import flush_accesses
 from tests.benchmarks.recall_hybrid import MODES, answered_questions
 from tests.benchmarks.sentences import DATASET, dataset_sentences, sentences, statement_sentences
 
@@ -169,6 +170,15 @@ def _recall_at_10(runtime: Runtime, caller: Caller, queries: list[str]) -> float
     return hits / (10 * len(vectors))
 
 
+def forget_accesses(runtime: Runtime) -> None:
+    """Delete every recorded access, the stamps this process still buffers first (else
+    its flush thread writes them after the delete: the last mode's reads would break
+    the next mode's ties)."""
+    flush_accesses(runtime.log)
+    with runtime.database.owner_connection(autocommit=True) as conn:
+        conn.execute(f'DELETE FROM "{runtime.database.schema}".memory_access')
+
+
 def _questions_among(runtime: Runtime, caller: Caller) -> None:
     """Print recall@5/@10, per label and mode, of the knowledge-updates questions
     (``recall_hybrid.py``'s) whose answering statements' sentences are memories of
@@ -185,8 +195,7 @@ def _questions_among(runtime: Runtime, caller: Caller) -> None:
     for label, answered in sorted(asked.items()):
         cells = []
         for mode in MODES:
-            with runtime.database.owner_connection(autocommit=True) as conn:
-                conn.execute(f'DELETE FROM "{runtime.database.schema}".memory_access')
+            forget_accesses(runtime)
             at5 = at10 = 0
             for question, answer in answered:
                 wanted = set(statement_sentences(answer))

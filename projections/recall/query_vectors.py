@@ -8,12 +8,20 @@ tenant must not learn from a recall's speed what another asked, and a tenant's c
 copies go with ``POST /v1/admin/cache/evict``. Per embedder object, so a process that
 swaps its model (a reindex to another model) never serves one model's vector for
 another's query. It holds queries, never memories' text.
+
+The vectors are kept as arrays of doubles, not lists of floats: the cyclic garbage
+collector walks every reference of the objects it tracks in each full collection, and
+a full cache of lists held 393,216 floats, which made each full collection of a serving
+process take 10 to 22 ms (the slowest recalls among 100,000 memories, docs/recall.md).
+An array is not tracked and holds its doubles exactly; a hit returns a new list of
+them.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
+from array import array
 from collections import OrderedDict
 from uuid import UUID
 
@@ -22,8 +30,7 @@ from palimpsest.projections.recall.embedders import Embedder
 __all__ = ["QUERY_VECTORS", "QueryVectors", "query_vectors"]
 
 QUERY_VECTORS = 1024
-"""Queries remembered per embedder: 1024 vectors of 384 floats, Python lists, are about
-13 MB at most."""
+"""Queries remembered per embedder: 1024 vectors of 384 doubles are about 3 MB."""
 
 
 class QueryVectors:
@@ -33,7 +40,7 @@ class QueryVectors:
         self.size = size
         self.hits = 0
         self.misses = 0
-        self._vectors: OrderedDict[tuple[UUID, str], list[float]] = OrderedDict()
+        self._vectors: OrderedDict[tuple[UUID, str], array[float]] = OrderedDict()
         self._lock = threading.Lock()
 
     def figures(self) -> dict[str, float]:
@@ -60,10 +67,11 @@ class QueryVectors:
         key = (tenant_id, text)
         with self._lock:
             found = self._vectors.get(key)
-            if found is not None:
-                self._vectors.move_to_end(key)
-                self.hits += 1
-            return found
+            if found is None:
+                return None
+            self._vectors.move_to_end(key)
+            self.hits += 1
+        return found.tolist()
 
     def vector(self, embedder: Embedder, tenant_id: UUID, text: str) -> list[float]:
         """Return ``text``'s unit vector by ``embedder`` (whose cache this is), asked
@@ -82,7 +90,7 @@ class QueryVectors:
         vector = embedder.embed([text])[0]
         key = (tenant_id, text)
         with self._lock:
-            self._vectors[key] = vector
+            self._vectors[key] = array("d", vector)
             self._vectors.move_to_end(key)
             while len(self._vectors) > self.size:
                 self._vectors.popitem(last=False)

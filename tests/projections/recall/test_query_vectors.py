@@ -65,6 +65,38 @@ def test_the_cache_holds_the_most_recent_queries_and_no_more(queries: list[str],
     assert cache.figures()["entries"] == len(held)
 
 
+class _Model384(_Counting):
+    """A vector of the real model's size per text, distinct per text."""
+
+    dimension = 384
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.embedded.extend(texts)
+        return [[len(t) + i / 1000 for i in range(384)] for t in texts]
+
+
+def _walked_by_a_full_collection() -> int:
+    """The references a full collection of the garbage collector walks (it visits each
+    reference of every object it tracks)."""
+    gc.collect()
+    return sum(len(gc.get_referents(o)) for o in gc.get_objects())
+
+
+def test_a_full_cache_adds_little_for_the_garbage_collector_to_walk() -> None:
+    # A full cache of lists held 393,216 floats the collector walked in every full
+    # collection of a serving process: 10-22 ms added to whichever request it landed in.
+    embedder = _Model384()
+    cache = QueryVectors(size=256)
+    before = _walked_by_a_full_collection()
+    for n in range(256):
+        cache.vector(embedder, TENANT, f"question {n}")
+    added = _walked_by_a_full_collection() - before
+    assert cache.figures()["entries"] == 256
+    assert added < 256 * 16  # the key and the entry, not the 384 numbers
+    # The numbers are the model's own, exactly, on a hit as on the miss.
+    assert cache.vector(embedder, TENANT, "question 7") == embedder.embed(["question 7"])[0]
+
+
 def test_each_tenant_has_its_own_queries_and_loses_them_to_eviction() -> None:
     embedder = _Counting()
     cache = QueryVectors(size=8)

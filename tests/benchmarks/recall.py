@@ -59,7 +59,7 @@ from palimpsest.projections.recall.search import HNSW_OVERFETCH, RecallQuery, se
 from palimpsest.projections.recall.search import recall as search_recall
 from palimpsest.projections.runtime import Runtime, start_runtime
 from palimpsest.projections.store.settings import DatabaseSettings
-from palimpsest.projections.views.access_buffer import flush_accesses
+from palimpsest.projections.views.access_buffer import close_access_buffer
 from tests.benchmarks.recall_hybrid import MODES, answered_questions
 from tests.benchmarks.sentences import DATASET, dataset_sentences, sentences, statement_sentences
 
@@ -171,10 +171,11 @@ def _recall_at_10(runtime: Runtime, caller: Caller, queries: list[str]) -> float
 
 
 def forget_accesses(runtime: Runtime) -> None:
-    """Delete every recorded access, the stamps this process still buffers first (else
-    its flush thread writes them after the delete: the last mode's reads would break
-    the next mode's ties)."""
-    flush_accesses(runtime.log)
+    """Delete every recorded access, and the buffer of this process's stamps first: its
+    stamps not yet written would be written after the delete, and the totals of those it
+    wrote lately would still count for each memory whose row reads fewer (for 30 s), so
+    the last mode's reads would break the next mode's ties."""
+    close_access_buffer(runtime.log)  # written, and gone: the next stamp starts a new one
     with runtime.database.owner_connection(autocommit=True) as conn:
         conn.execute(f'DELETE FROM "{runtime.database.schema}".memory_access')
 

@@ -13,9 +13,10 @@ an exact search; inserted again once the backlog had passed them, by 0.69
 (docs/recall.md). So when a batch's oldest part sweeps a range of published revisions,
 the memories of that range indexed already (ahead of it) get their embedding rows
 deleted and inserted again: each ends up in the graph where an oldest-first drain would
-have put it, once. A batch that is not full ends the backlog: the memories published
-after its oldest are passed then (those written after the whole import, which an
-oldest part never reaches).
+have put it, once. The batch that ends the backlog (a full one with nothing due after
+it, or one whose first memory waited :data:`BACKLOG_WAIT_S`) passes every memory
+published after its first (those written after the whole import, which an oldest part
+never reaches).
 
 A write that changes or erases one of them raises its requested revision first, then
 (erasure) deletes its embedding, in the write's transaction. The relink locks the
